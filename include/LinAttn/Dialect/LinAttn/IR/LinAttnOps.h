@@ -1,0 +1,21 @@
+//===- LinAttnOps.h - LinAttn operations ------------------------*- C++ -*-===//
+//
+// Operations of the LinAttn dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H
+#define LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnDialect.h"
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#define GET_OP_CLASSES
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h.inc"
+
+#endif // LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H

@@ -1,0 +1,53 @@
+//===- Registration.cpp - LinAttn dialect and pass registration -----------===//
+
+#include "LinAttn/InitAllDialects.h"
+#include "LinAttn/InitAllPasses.h"
+
+#include "LinAttn/Conversion/Passes.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnDialect.h"
+#include "LinAttn/Pipelines/Pipelines.h"
+#include "LinAttn/Transforms/Passes.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Bufferization/Transforms/FuncBufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/Extensions/AllExtensions.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+
+using namespace mlir;
+
+void linattn::registerAllDialects(DialectRegistry &registry) {
+  registry.insert<LinAttnDialect, affine::AffineDialect, arith::ArithDialect,
+                  bufferization::BufferizationDialect, cf::ControlFlowDialect,
+                  func::FuncDialect, LLVM::LLVMDialect, math::MathDialect,
+                  memref::MemRefDialect, scf::SCFDialect,
+                  tensor::TensorDialect>();
+  // Interfaces the CPU pipeline needs: bufferization of the ops the lowering
+  // produces, and the *-to-LLVM conversion and translation interfaces.
+  arith::registerBufferizableOpInterfaceExternalModels(registry);
+  bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
+      registry);
+  scf::registerBufferizableOpInterfaceExternalModels(registry);
+  tensor::registerBufferizableOpInterfaceExternalModels(registry);
+  func::registerAllExtensions(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+}
+
+void linattn::registerAllPasses() {
+  registerLinAttnConversionPasses();
+  registerLinAttnTransformsPasses();
+  registerLinAttnPipelines();
+}

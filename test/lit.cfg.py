@@ -1,0 +1,29 @@
+# -*- Python -*-
+# lit configuration of the LinAttn tests.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "LINATTN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lib", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.linattn_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR"])
+llvm_config.use_default_substitutions()
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%linattn_src", config.linattn_src_root))
+config.substitutions.append(("%testlib", os.path.join(config.linattn_src_root, "test", "lib")))
+config.substitutions.append(("%examples", os.path.join(config.linattn_src_root, "examples")))
+# numpy-capable interpreter for the fp64 oracle (Debian's /usr/bin/python3).
+config.substitutions.append(("%python", config.python_executable))
+
+tool_dirs = [config.linattn_tools_dir, config.llvm_tools_dir]
+tools = ["linattn-opt", "linattn-run"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
