@@ -15,6 +15,36 @@
 using namespace mlir;
 using namespace mlir::linattn;
 
+//===----------------------------------------------------------------------===//
+// Custom directives
+//===----------------------------------------------------------------------===//
+
+/// transition-kind ::= `identity` | `constant_decay` | ... (a bare keyword)
+static ParseResult parseTransitionKind(OpAsmParser &parser,
+                                       TransitionKindAttr &kind) {
+  llvm::SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (failed(parser.parseOptionalKeyword(&keyword)))
+    return parser.emitError(loc, "expected a transition kind");
+  std::optional<TransitionKind> parsed = symbolizeTransitionKind(keyword);
+  if (!parsed) {
+    InFlightDiagnostic diag = parser.emitError(loc)
+                              << "unknown transition kind '" << keyword
+                              << "'; expected one of";
+    for (uint32_t i = 0; i <= getMaxEnumValForTransitionKind(); ++i)
+      diag << (i ? ", " : " ")
+           << stringifyTransitionKind(static_cast<TransitionKind>(i));
+    return diag;
+  }
+  kind = TransitionKindAttr::get(parser.getContext(), *parsed);
+  return success();
+}
+
+static void printTransitionKind(OpAsmPrinter &printer, Operation *,
+                                TransitionKindAttr kind) {
+  printer << stringifyTransitionKind(kind.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.cpp.inc"
 

@@ -83,7 +83,7 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
   let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$final_state);
 
   let assemblyFormat = [{
-    $kind `q` `(` $q `)` `k` `(` $k `)` `v` `(` $v `)`
+    custom<TransitionKind>($kind) `q` `(` $q `)` `k` `(` $k `)` `v` `(` $v `)`
     (`gate` `(` $gate^ `)`)? (`beta` `(` $beta^ `)`)?
     `state` `(` $initial_state `)` attr-dict
     `:` functional-type(operands, results)

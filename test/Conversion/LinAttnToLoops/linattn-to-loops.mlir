@@ -1,0 +1,100 @@
+// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(convert-linattn-to-loops))' | FileCheck %s --check-prefix=RAW
+// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(convert-linattn-to-loops),canonicalize,cse)' | FileCheck %s
+
+// Gated delta rule with dynamic B and T, HV = 2H: run-time shape checks, the
+// result buffers, and the per-token update
+//   S_ij <- exp(g) (S_ij - beta k_i u_j) + beta k_i v_j,  u = k^T S,
+//   o_j   = scale * sum_i S_ij q_i.
+
+// RAW-LABEL: func.func @gated_deltanet
+// RAW-COUNT-6: bufferization.to_buffer %{{.*}} read_only
+// RAW-NOT: = linattn.recurrence
+
+// CHECK-LABEL: func.func @gated_deltanet
+// CHECK-DAG:   %[[SCALE:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK-DAG:   %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension B of 'k' does not match 'q'"
+// CHECK:       %[[T:.*]] = tensor.dim %arg0, %c1
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension T of 'v' does not match 'q'"
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension T of 'beta' does not match 'q'"
+// CHECK:       %[[O:.*]] = memref.alloc(%[[B]], %[[T]]) : memref<?x?x4x32xbf16>
+// CHECK:       %[[S:.*]] = memref.alloc(%[[B]]) : memref<?x4x16x32xf32>
+// CHECK:       memref.copy %{{.*}}, %[[S]]
+// CHECK:       scf.for %[[BI:.*]] = %c0 to %[[B]] step %c1 {
+// CHECK:         scf.for %[[HV:.*]] = %c0 to %c4 step %c1 {
+// CHECK:           %[[H:.*]] = arith.divui %[[HV]], %c2 : index
+// CHECK:           scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
+// CHECK:             tensor.extract %arg0[%[[BI]], %[[TI]], %[[H]], %{{.*}}] : tensor<?x?x2x16xbf16>
+// CHECK:             arith.extf %{{.*}} : bf16 to f32
+// CHECK:             %[[G:.*]] = tensor.extract %arg3[%[[BI]], %[[TI]], %[[HV]]]
+// CHECK:             %[[DECAY:.*]] = math.exp %[[G]] : f32
+// CHECK:             %[[BETA:.*]] = tensor.extract %arg4[%[[BI]], %[[TI]], %[[HV]]]
+// u = k^T S
+// CHECK:             scf.for
+// CHECK:               scf.for
+// CHECK:                 memref.load %[[S]]
+// CHECK:                 arith.mulf
+// CHECK:                 arith.addf
+// The fused update and output accumulation.
+// CHECK:             scf.for
+// CHECK:               %[[BK:.*]] = arith.mulf %[[BETA]], %{{.*}} : f32
+// CHECK:               scf.for
+// CHECK:                 %[[SIJ:.*]] = memref.load %[[S]]
+// CHECK:                 %[[R1:.*]] = arith.mulf %[[BK]], %{{.*}} : f32
+// CHECK:                 %[[SUB:.*]] = arith.subf %[[SIJ]], %[[R1]] : f32
+// CHECK:                 %[[DEC:.*]] = arith.mulf %[[DECAY]], %[[SUB]] : f32
+// CHECK:                 %[[W:.*]] = arith.mulf %[[BK]], %{{.*}} : f32
+// CHECK:                 %[[NEW:.*]] = arith.addf %[[DEC]], %[[W]] : f32
+// CHECK:                 memref.store %[[NEW]], %[[S]]
+// CHECK:             scf.for
+// CHECK:               %[[SC:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
+// CHECK:               %[[TR:.*]] = arith.truncf %[[SC]] : f32 to bf16
+// CHECK:               memref.store %[[TR]], %[[O]]
+// CHECK:       bufferization.to_tensor %[[O]] restrict writable
+// CHECK:       bufferization.to_tensor %[[S]] restrict writable
+func.func @gated_deltanet(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>)
+  return %o, %s : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>
+}
+
+// -----
+
+// Static shapes need no run-time checks. A per-key gate decays each row i by
+// exp(g_i); the in-op L2 norm divides by sqrt(sum(x^2) + 1e-6).
+
+// CHECK-LABEL: func.func @gla_static
+// CHECK-NOT:   cf.assert
+// CHECK-DAG:   %[[EPS:.*]] = arith.constant 9.99999997E-7 : f32
+// CHECK:       math.sqrt
+// CHECK:       scf.for %[[I:.*]] = %c0 to %c16 step %c1 {
+// CHECK:         %[[GI:.*]] = tensor.extract %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[I]]] : tensor<2x5x2x16xf32>
+// CHECK:         %[[DI:.*]] = math.exp %[[GI]] : f32
+// CHECK:         scf.for
+// CHECK:           arith.mulf %[[DI]], %{{.*}} : f32
+// CHECK-NOT:   = linattn.recurrence
+func.func @gla_static(%q: tensor<2x5x2x16xf32>, %k: tensor<2x5x2x16xf32>, %v: tensor<2x5x2x8xf32>, %g: tensor<2x5x2x16xf32>, %s0: tensor<2x2x16x8xf32>) -> (tensor<2x5x2x8xf32>, tensor<2x2x16x8xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%k) v(%v) gate(%g) state(%s0) {qk_l2norm}
+      : (tensor<2x5x2x16xf32>, tensor<2x5x2x16xf32>, tensor<2x5x2x8xf32>, tensor<2x5x2x16xf32>, tensor<2x2x16x8xf32>) -> (tensor<2x5x2x8xf32>, tensor<2x2x16x8xf32>)
+  return %o, %s : tensor<2x5x2x8xf32>, tensor<2x2x16x8xf32>
+}
+
+// -----
+
+// RetNet: gamma per value head from the decay attribute.
+
+// CHECK-LABEL: func.func @retnet
+// CHECK-DAG:   %[[G0:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG:   %[[G1:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK:       %[[TABLE:.*]] = memref.alloc() : memref<2xf32>
+// CHECK:       memref.store %[[G0]], %[[TABLE]][%c0]
+// CHECK:       memref.store %[[G1]], %[[TABLE]][%c1]
+// CHECK:       scf.for %{{.*}} = %c0 to %c2 step %c1 {
+// CHECK:         %[[GAMMA:.*]] = memref.load %[[TABLE]]
+// CHECK:         arith.mulf %[[GAMMA]], %{{.*}} : f32
+// CHECK:       memref.dealloc %[[TABLE]]
+func.func @retnet(%q: tensor<1x3x2x4xf16>, %k: tensor<1x3x2x4xf16>, %v: tensor<1x3x2x4xf16>, %s0: tensor<1x2x4x4xf32>) -> (tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>) {
+  %o, %s = linattn.recurrence constant_decay q(%q) k(%k) v(%v) state(%s0) {decay = array<f32: 0.5, 0.25>}
+      : (tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>) -> (tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>)
+  return %o, %s : tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>
+}
