@@ -15,6 +15,8 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.linattn_obj_root, "test")
 
 llvm_config.with_system_environment(["HOME", "TMPDIR"])
+# `not`, FileCheck and count at the start of a RUN line are looked up on PATH.
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.use_default_substitutions()
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
@@ -22,7 +24,8 @@ config.substitutions.append(("%linattn_src", config.linattn_src_root))
 config.substitutions.append(("%testlib", os.path.join(config.linattn_src_root, "test", "lib")))
 config.substitutions.append(("%examples", os.path.join(config.linattn_src_root, "examples")))
 # numpy-capable interpreter for the fp64 oracle (Debian's /usr/bin/python3).
-config.substitutions.append(("%python", config.python_executable))
+# Inserted first: lit's default %python (its own interpreter) must not win.
+config.substitutions.insert(0, ("%python", config.python_executable))
 
 tool_dirs = [config.linattn_tools_dir, config.llvm_tools_dir]
 tools = ["linattn-opt", "linattn-run"]

@@ -24,7 +24,13 @@ using namespace mlir;
 
 void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
                                         const LinAttnToCPUOptions &options) {
-  // Algorithm: the sequential loop on memrefs inside tensor functions.
+  // Algorithm.
+  if (options.strategy == Strategy::Chunked) {
+    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
+        LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
+    pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
+  }
+  // Every algorithm op to loops on memrefs inside tensor functions.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
 
   // Tensors to buffers, across function boundaries, with plain (identity
@@ -58,7 +64,7 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
 void linattn::registerLinAttnPipelines() {
   PassPipelineRegistration<LinAttnToCPUOptions>(
       "linattn-to-cpu",
-      "Lower linattn ops to the LLVM dialect for the host CPU (sequential "
-      "loops, bufferized, C interface on public functions)",
+      "Lower linattn ops to the LLVM dialect for the host CPU (chosen "
+      "algorithm as loops, bufferized, C interface on public functions)",
       buildLinAttnToCPUPipeline);
 }

@@ -189,7 +189,17 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
     n *= d;
   }
   size_t width = out.dtype == NpyDType::F16 ? 2 : out.dtype == NpyDType::F32 ? 4 : 8;
-  std::vector<char> raw(static_cast<size_t>(n) * width);
+  // Check the claimed size against the file before allocating for it.
+  std::streampos dataStart = in.tellg();
+  in.seekg(0, std::ios::end);
+  uint64_t available = static_cast<uint64_t>(in.tellg() - dataStart);
+  in.seekg(dataStart);
+  uint64_t needed = static_cast<uint64_t>(n) * width;
+  if (needed > available)
+    return fail("truncated data: shape " + formatShape(out.shape) + " needs " +
+                std::to_string(needed) + " bytes but the file holds " +
+                std::to_string(available));
+  std::vector<char> raw(static_cast<size_t>(needed));
   if (!raw.empty() && !in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
     return fail("truncated data: shape " + formatShape(out.shape) + " needs " +
                 std::to_string(raw.size()) + " bytes");

@@ -34,8 +34,11 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <set>
+#include <unistd.h>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -53,11 +56,33 @@ static cl::list<std::string>
 static cl::list<std::string>
     outputFiles("output", cl::desc(".npy file for the next result"),
                 cl::value_desc("file.npy"));
+static cl::opt<mlir::linattn::Strategy> strategy(
+    "strategy", cl::desc("Algorithm for linattn.recurrence"),
+    cl::init(mlir::linattn::Strategy::Recurrent),
+    cl::values(clEnumValN(mlir::linattn::Strategy::Recurrent, "recurrent",
+                          "the sequential loop over tokens"),
+               clEnumValN(mlir::linattn::Strategy::Chunked, "chunked",
+                          "chunkwise two-pass (WY/UT form for delta rules)")));
+static cl::opt<int64_t> chunkSize("chunk-size",
+                                  cl::desc("Tokens per chunk (chunked)"),
+                                  cl::init(64));
 static cl::opt<bool> printTime("time",
                                cl::desc("Print the run time (excluding "
                                         "compilation) as 'time_ms=<ms>'"));
 
 namespace {
+
+/// The compiled code reports a failed run-time check (cf.assert: a shape
+/// contract the inputs break) by printing it and calling abort(). Turn that
+/// into an error exit instead of a crash.
+extern "C" void onCompiledCodeAbort(int) {
+  static const char message[] =
+      "linattn-run: error: the compiled function stopped on a failed "
+      "run-time check (message above)\n";
+  ssize_t ignored = write(STDERR_FILENO, message, sizeof(message) - 1);
+  (void)ignored;
+  _exit(EXIT_FAILURE);
+}
 
 /// Reports one error line and returns failure.
 LogicalResult error(const Twine &message) {
@@ -324,12 +349,17 @@ LogicalResult run(MLIRContext &context) {
   for (void *&p : descriptorPtrs)
     packedArgs.push_back(&p);
 
+  // Unbuffered stdout so a failed check's message is not lost at abort().
+  std::fflush(stdout);
+  std::setvbuf(stdout, nullptr, _IONBF, 0);
+  std::signal(SIGABRT, onCompiledCodeAbort);
   auto start = std::chrono::steady_clock::now();
   if (llvm::Error err =
           (*engine)->invokePacked("_mlir_ciface_" + name, packedArgs))
     return error("running @" + name + " failed: " +
                  llvm::toString(std::move(err)));
   auto stop = std::chrono::steady_clock::now();
+  std::signal(SIGABRT, SIG_DFL);
   if (printTime)
     llvm::outs() << "time_ms="
                  << std::chrono::duration<double, std::milli>(stop - start).count()

@@ -14,15 +14,31 @@
 
 namespace mlir::linattn {
 
+/// Algorithms a recurrence can be lowered with.
+enum class Strategy { Recurrent, Chunked };
+
 /// Options of the `linattn-to-cpu` pipeline.
 struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
+  PassOptions::Option<Strategy> strategy{
+      *this, "strategy",
+      llvm::cl::desc("Algorithm for linattn.recurrence"),
+      llvm::cl::init(Strategy::Recurrent),
+      llvm::cl::values(
+          clEnumValN(Strategy::Recurrent, "recurrent",
+                     "the sequential loop over tokens"),
+          clEnumValN(Strategy::Chunked, "chunked",
+                     "chunkwise two-pass (WY/UT form for delta rules)"))};
+  PassOptions::Option<int64_t> chunkSize{
+      *this, "chunk-size",
+      llvm::cl::desc("Tokens per chunk for the chunked strategy"),
+      llvm::cl::init(64)};
   PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Emit _mlir_ciface_ wrappers for public functions"),
       llvm::cl::init(true)};
 };
 
-/// linattn ops on tensors -> sequential loops -> bufferized memrefs -> the
+/// linattn ops on tensors -> (chosen algorithm) -> loops -> bufferized memrefs -> the
 /// LLVM dialect, ready for mlir-translate --mlir-to-llvmir or the
 /// ExecutionEngine.
 void buildLinAttnToCPUPipeline(OpPassManager &pm,

@@ -11,6 +11,8 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
+#include "LoopEmitter.h"
+
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -28,71 +30,6 @@ namespace mlir::linattn {
 #include "LinAttn/Conversion/Passes.h.inc"
 
 namespace {
-
-/// Epsilon of the in-op L2 normalisation x / sqrt(sum(x^2) + eps).
-constexpr float kL2NormEps = 1e-6f;
-
-/// Small builder helpers for scalar loop nests over memrefs.
-class LoopEmitter {
-public:
-  explicit LoopEmitter(ImplicitLocOpBuilder &b) : b(b) {}
-
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, v); }
-  Value f32(float v) {
-    return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
-  }
-
-  /// memref.load widened to f32.
-  Value loadF32(Value memref, ValueRange indices) {
-    Value x = memref::LoadOp::create(b, memref, indices);
-    if (!x.getType().isF32())
-      x = arith::ExtFOp::create(b, b.getF32Type(), x);
-    return x;
-  }
-
-  /// Stores an f32 value, narrowed to the memref's element type.
-  void storeFromF32(Value x, Value memref, ValueRange indices) {
-    Type elem = cast<MemRefType>(memref.getType()).getElementType();
-    if (elem != x.getType())
-      x = arith::TruncFOp::create(b, elem, x);
-    memref::StoreOp::create(b, x, memref, indices);
-  }
-
-  /// for (iv = 0; iv < ub; ++iv) body(iv)
-  void forEach(Value ub, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, index(0), ub, index(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
-  }
-
-  /// A loop carrying `inits`; body(iv, carried) returns the next values.
-  ValueRange forEachReduce(
-      Value ub, ValueRange inits,
-      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto loop = scf::ForOp::create(b, index(0), ub, index(1), inits);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(loop.getBody());
-    SmallVector<Value> next =
-        body(loop.getInductionVar(), loop.getRegionIterArgs());
-    scf::YieldOp::create(b, next);
-    return loop.getResults();
-  }
-
-  Value add(Value x, Value y) { return arith::AddFOp::create(b, x, y); }
-  Value sub(Value x, Value y) { return arith::SubFOp::create(b, x, y); }
-  Value mul(Value x, Value y) { return arith::MulFOp::create(b, x, y); }
-
-  /// Size of dimension `d` of a memref as an index value.
-  Value dim(Value memref, int64_t d) {
-    auto type = cast<MemRefType>(memref.getType());
-    if (!type.isDynamicDim(d))
-      return index(type.getDimSize(d));
-    return memref::DimOp::create(b, memref, d);
-  }
-
-  ImplicitLocOpBuilder &b;
-};
 
 /// Lowers one linattn.recurrence in place.
 class RecurrenceLowering {
@@ -339,6 +276,7 @@ struct ConvertLinAttnToLoops
       RecurrenceLowering(op, b).run();
       ++numLowered;
     }
+    lowerChunkedOpsToLoops(getOperation());
   }
 };
 

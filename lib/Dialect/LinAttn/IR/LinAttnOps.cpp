@@ -8,7 +8,10 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <cmath>
 
@@ -337,5 +340,232 @@ LogicalResult RecurrenceOp::verify() {
         return emitOpError() << "'decay' values must lie in (0, 1], got "
                              << gamma << " at index " << i;
   }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Chunked-state algorithm ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Checks operand and result tensors against named layouts such as
+/// [B, T, HV, V]: the rank, the element type, that head counts and head
+/// dims (H, K, HV, V) are static, and that every named dimension agrees
+/// with its first static occurrence.
+class LayoutChecker {
+public:
+  explicit LayoutChecker(Operation *op) : op(op) {}
+
+  enum class Elem { AnyFloat, F32 };
+
+  LogicalResult check(Type type, StringRef name, ArrayRef<StringRef> layout,
+                      Elem elem) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    std::string layoutText = "[" + llvm::join(layout, ", ") + "]";
+    if (!tensor || tensor.getRank() != (int64_t)layout.size())
+      return op->emitOpError()
+             << "'" << name << "' must be a rank-" << layout.size()
+             << " tensor " << layoutText << ", got " << type;
+    Type et = tensor.getElementType();
+    if (elem == Elem::F32 && !et.isF32())
+      return op->emitOpError() << "'" << name << "' must have element type "
+                               << "f32, got " << et;
+    if (elem == Elem::AnyFloat && !isSupportedInputElementType(et))
+      return op->emitOpError() << "'" << name
+                               << "' element type must be bf16, f16 or f32, "
+                                  "got "
+                               << et;
+    for (auto [d, dimName] : llvm::enumerate(layout)) {
+      int64_t size = tensor.getDimSize(d);
+      bool mustBeStatic = dimName == "H" || dimName == "K" ||
+                          dimName == "HV" || dimName == "V";
+      if (mustBeStatic && ShapedType::isDynamic(size))
+        return op->emitOpError()
+               << "dimension " << dimName << " of '" << name
+               << "' must be static (only B, T and NC may be dynamic), got "
+               << type;
+      if (ShapedType::isDynamic(size))
+        continue;
+      auto [it, inserted] =
+          bound.try_emplace(dimName, std::make_pair(size, name.str()));
+      if (!inserted && it->second.first != size)
+        return op->emitOpError()
+               << "dimension " << dimName << " of '" << name << "' (" << size
+               << ") must equal " << dimName << " = " << it->second.first
+               << " (from '" << it->second.second << "')";
+    }
+    return success();
+  }
+
+  /// The static size bound to `dimName`, or kDynamic.
+  int64_t get(StringRef dimName) const {
+    auto it = bound.find(dimName);
+    return it == bound.end() ? ShapedType::kDynamic : it->second.first;
+  }
+
+  /// HV must be a multiple of H (value heads share query/key heads).
+  LogicalResult checkHeadGroups() {
+    int64_t h = get("H"), hv = get("HV");
+    if (!ShapedType::isDynamic(h) && !ShapedType::isDynamic(hv) &&
+        (h <= 0 || hv % h != 0))
+      return op->emitOpError() << "the number of value heads HV = " << hv
+                               << " must be a multiple of the number of "
+                                  "query/key heads H = "
+                               << h;
+    return success();
+  }
+
+  /// NC, when static with a static T, is ceil(T / chunk_size).
+  LogicalResult checkChunkCount(int64_t chunkSize) {
+    int64_t t = get("T"), nc = get("NC");
+    if (ShapedType::isDynamic(t) || ShapedType::isDynamic(nc))
+      return success();
+    int64_t want = (t + chunkSize - 1) / chunkSize;
+    if (nc != want)
+      return op->emitOpError() << "the number of chunks NC = " << nc
+                               << " must be ceil(T / chunk_size) = " << want
+                               << " for T = " << t << " and chunk_size = "
+                               << chunkSize;
+    return success();
+  }
+
+private:
+  Operation *op;
+  llvm::StringMap<std::pair<int64_t, std::string>> bound;
+};
+
+using Elem = LayoutChecker::Elem;
+const SmallVector<StringRef> kQKLayout = {"B", "T", "H", "K"};
+const SmallVector<StringRef> kVLayout = {"B", "T", "HV", "V"};
+const SmallVector<StringRef> kWLayout = {"B", "T", "HV", "K"};
+const SmallVector<StringRef> kScalarGateLayout = {"B", "T", "HV"};
+const SmallVector<StringRef> kStateLayout = {"B", "HV", "K", "V"};
+const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
+
+/// Gates are [B, T, HV] or, where allowed, per key [B, T, HV, K].
+LogicalResult checkGates(LayoutChecker &checker, Operation *op, Value gates,
+                         bool allowPerKey) {
+  if (!gates)
+    return success();
+  auto type = cast<RankedTensorType>(gates.getType());
+  if (allowPerKey && type.getRank() == 4)
+    return checker.check(type, "gates", kWLayout, Elem::F32);
+  if (!allowPerKey && type.getRank() == 4)
+    return op->emitOpError() << "'gates' must be scalar per head [B, T, HV] "
+                                "here (a per-key gate has no WY form), got "
+                             << type;
+  return checker.check(type, "gates", kScalarGateLayout, Elem::F32);
+}
+
+LogicalResult checkRank1Scale(Operation *op, std::optional<APFloat> scale) {
+  if (!scale)
+    return success();
+  float s = scale->convertToFloat();
+  if (s != 1.0f && s != 2.0f)
+    return op->emitOpError() << "'rank1_scale' must be 1 (delta rule) or 2 "
+                                "(negative eigenvalues), got "
+                             << s;
+  return success();
+}
+
+} // namespace
+
+LogicalResult L2NormOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (!isSupportedInputElementType(in.getElementType()))
+    return emitOpError() << "input element type must be bf16, f16 or f32, got "
+                         << in.getElementType();
+  if (in.getRank() < 1 || in.isDynamicDim(in.getRank() - 1))
+    return emitOpError() << "the normalised (last) dimension must be static, "
+                            "got "
+                         << in;
+  if (!out.getElementType().isF32() ||
+      failed(verifyCompatibleShape(in.getShape(), out.getShape())))
+    return emitOpError() << "result must have the input's shape and element "
+                            "type f32, got "
+                         << out;
+  return success();
+}
+
+LogicalResult ChunkCumsumOp::verify() {
+  LayoutChecker checker(*this);
+  auto type = cast<RankedTensorType>(getGate().getType());
+  ArrayRef<StringRef> layout =
+      type.getRank() == 4 ? ArrayRef<StringRef>(kWLayout) : kScalarGateLayout;
+  if (type.getRank() != 3 && type.getRank() != 4)
+    return emitOpError() << "'gate' must be [B, T, HV] or [B, T, HV, K], got "
+                         << type;
+  if (failed(checker.check(type, "gate", layout, Elem::AnyFloat)) ||
+      failed(checker.check(getResult().getType(), "result", layout, Elem::F32)))
+    return failure();
+  return success();
+}
+
+LogicalResult UTTransformOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
+                           Elem::AnyFloat)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
+      failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32)) ||
+      failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()))
+    return failure();
+  return checkRank1Scale(*this, getRank1Scale());
+}
+
+LogicalResult ChunkStatePassOp::verify() {
+  LayoutChecker checker(*this);
+  if (getW() && getBeta())
+    return emitOpError() << "takes either 'w' (WY form) or 'beta' (rank-1 "
+                            "product form), not both";
+  if (getBeta() && !getRank1Scale())
+    return emitOpError() << "the rank-1 product form (with 'beta') requires "
+                            "'rank1_scale'";
+  if (!getBeta() && getRank1Scale())
+    return emitOpError() << "'rank1_scale' is only meaningful with 'beta'";
+  bool rank1 = getW() || getBeta();
+  if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
+      (getW() &&
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+      (getBeta() && failed(checker.check(getBeta().getType(), "beta",
+                                         kScalarGateLayout, Elem::AnyFloat))) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1)) ||
+      failed(checker.check(getInitialState().getType(), "initial_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
+                           Elem::F32)) ||
+      failed(checker.check(getChunkStates().getType(), "chunk_states",
+                           kChunkStatesLayout, Elem::F32)) ||
+      failed(checker.check(getFinalState().getType(), "final_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  return checkRank1Scale(*this, getRank1Scale());
+}
+
+LogicalResult ChunkOutputOp::verify() {
+  LayoutChecker checker(*this);
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return emitOpError() << "'scale' must be finite and positive, got "
+                         << scale;
+  if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
+                           Elem::F32)) ||
+      failed(checker.check(getChunkStates().getType(), "chunk_states",
+                           kChunkStatesLayout, Elem::F32)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
+      failed(checker.check(getOutput().getType(), "output", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
   return success();
 }

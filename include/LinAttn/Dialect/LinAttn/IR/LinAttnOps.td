@@ -126,4 +126,177 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Chunked-state algorithm ops
+//
+// The chunkwise two-pass algorithm splits T into chunks of `chunk_size`
+// tokens (the last one may be shorter). With G the cumulative log gate
+// inside each chunk, c_t the rank-1 coefficient and b_t the write
+// coefficient of the delta kinds (c = b = beta, or c = 2 beta for
+// negeig_delta), the state entering chunk n is S_n and
+//
+//   A   = (I + StrictLower(diag(c) K K^T * exp(G_i - G_j)))^-1
+//   W   = A diag(c exp(G)) K              U = A diag(b) V
+//   D   = U - W S_n                       (the new values)
+//   S_{n+1} = exp(G_C) S_n + (K * exp(G_C - G))^T D
+//   O   = scale ((Q * exp(G)) S_n + (Q K^T * exp(G_i - G_j) * causal) D)
+//
+// Kinds without a rank-1 term have A = I, W = 0 and D = V.
+//===----------------------------------------------------------------------===//
+
+def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
+  let summary = "L2-normalise the last dimension";
+  let description = [{
+    `y = x / sqrt(sum(x^2) + 1e-6)` over the last dimension, in fp32. The
+    result has x's shape and element type f32. Emitted for `qk_l2norm`
+    when a recurrence is split into algorithm ops.
+
+    ```mlir
+    %qn = linattn.l2norm %q : tensor<?x?x8x128xbf16> -> tensor<?x?x8x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkCumsumOp : LinAttn_Op<"chunk_cumsum", [Pure]> {
+  let summary = "cumulative sum of log gates inside each chunk along T";
+  let description = [{
+    `G[b, t, ...] = sum of g[b, s, ...] for s from the first token of t's
+    chunk up to t` (chunks of `chunk_size` tokens along dimension 1), in
+    fp32. Gates stay in log space: later ops only take exp of differences
+    `G_i - G_j` with `i >= j` and of `G` itself, which are <= 0 for gates
+    <= 0.
+
+    ```mlir
+    %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64}
+        : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$gate,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$gate attr-dict `:` type($gate) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform", [Pure]> {
+  let summary = "the UT/WY factors W and U of every chunk";
+  let description = [{
+    For every sequence, value head and chunk of `chunk_size` tokens:
+
+        A = (I + StrictLower(diag(c) K K^T * exp(G_i - G_j)))^-1
+        W = A diag(c exp(G)) K        U = A diag(beta) V
+
+    with `c = rank1_scale * beta` (1 for delta rules, 2 for negative
+    eigenvalues) and G the in-chunk cumulative log gate (absent: 0). The
+    inverse is never formed: W and U come from forward substitution in
+    fp32. k is [B, T, H, K] (value head hv reads head hv / (HV / H)), v is
+    [B, T, HV, V], beta [B, T, HV], gates [B, T, HV]; W is [B, T, HV, K] and
+    U is [B, T, HV, V], both f32.
+
+    ```mlir
+    %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
+        {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>,
+           tensor<?x?x8xf32>) -> (tensor<?x?x8x128xf32>, tensor<?x?x8x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$v,
+                       AnyRankedTensor:$beta,
+                       Optional<AnyRankedTensor>:$gates,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       F32Attr:$rank1_scale);
+  let results = (outs AnyRankedTensor:$w, AnyRankedTensor:$u);
+  let assemblyFormat = [{
+    `k` `(` $k `)` `v` `(` $v `)` `beta` `(` $beta `)`
+    (`gates` `(` $gates^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the inter-chunk state pass: chunk states and new values";
+  let description = [{
+    Carries the state across chunks, sequentially, for every sequence and
+    value head, and returns the new values D [B, T, HV, V], the state
+    entering every chunk [B, NC, HV, K, V] (NC = ceil(T / chunk_size)) and
+    the final state [B, HV, K, V], all f32.
+
+    Three forms, by operands:
+    - no `w`, no `beta` (kinds without a rank-1 term): D = u.
+    - `w` (WY form, after `linattn.ut_transform`): D = u - W S_n.
+    - `beta` (rank-1 product form, before `linattn-lower-rank1-to-wy`): the
+      chunk's product of rank-1 transitions applied token by token,
+      `D_t = beta_t u_t - rank1_scale beta_t exp(g_t) S_{t-1}^T k_t`,
+      `S_t = exp(g_t) S_{t-1} + k_t D_t^T`.
+    In every form `S_{n+1} = exp(G_C) S_n + (K * exp(G_C - G))^T D`, with
+    `gates` the in-chunk cumulative log gates, [B, T, HV] or (without a
+    rank-1 term) per key [B, T, HV, K].
+
+    ```mlir
+    %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w)
+        gates(%G) state(%s0) {chunk_size = 64 : i64}
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>, tensor<?x?x8x128xf32>,
+           tensor<?x?x8xf32>, tensor<?x8x128x128xf32>)
+        -> (tensor<?x?x8x128xf32>, tensor<?x?x8x128x128xf32>, tensor<?x8x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$u,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$beta,
+                       Optional<AnyRankedTensor>:$gates,
+                       AnyRankedTensor:$initial_state,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       OptionalAttr<F32Attr>:$rank1_scale);
+  let results = (outs AnyRankedTensor:$new_values,
+                      AnyRankedTensor:$chunk_states,
+                      AnyRankedTensor:$final_state);
+  let assemblyFormat = [{
+    `k` `(` $k `)` `u` `(` $u `)` (`w` `(` $w^ `)`)? (`beta` `(` $beta^ `)`)?
+    (`gates` `(` $gates^ `)`)? `state` `(` $initial_state `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
+  let summary = "outputs of every chunk from its entering state and new values";
+  let description = [{
+    For token i of chunk n (of `chunk_size` tokens):
+
+        o_i = scale (S_n^T (q_i * exp(G_i))
+                     + sum over j <= i in the chunk of
+                       (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j)
+
+    q, k [B, T, H, K]; new values D [B, T, HV, V] f32; chunk states
+    [B, NC, HV, K, V] f32; gates (in-chunk cumulative, optional) [B, T, HV]
+    or [B, T, HV, K]. The result is [B, T, HV, V] in its declared element
+    type.
+
+    ```mlir
+    %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
+        gates(%G) {chunk_size = 64 : i64, scale = 0.0883883 : f32}
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>,
+           tensor<?x?x8x128x128xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8x128xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+                       AnyRankedTensor:$new_values,
+                       AnyRankedTensor:$chunk_states,
+                       Optional<AnyRankedTensor>:$gates,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       F32Attr:$scale);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    `q` `(` $q `)` `k` `(` $k `)` `new_values` `(` $new_values `)`
+    `states` `(` $chunk_states `)` (`gates` `(` $gates^ `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_TD

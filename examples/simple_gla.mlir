@@ -1,0 +1,33 @@
+// Simple GLA / Mamba-2-style scalar gating: one data-dependent decay per
+// head and token, given in log space (g_t <= 0).
+//
+// Per batch b and head h (state S: K x V = 128 x 128, t = 0..T-1):
+//
+//   S_t = exp(g_t) S_{t-1} + k_t v_t^T
+//   o_t = K^-1/2 S_t^T q_t
+//
+// Shapes, B and T dynamic, H = HV = 8, K = V = 128:
+//   q, k: [B, T, 8, 128] bf16 (L2-normalised by the caller), v: [B, T, 8, 128] bf16
+//   g: [B, T, 8] f32 (log-space gate)
+//   s0 (initial state) and s (final state): [B, 8, 128, 128] f32; o: [B, T, 8, 128] bf16
+//
+// Run (inputs in argument order; .npy float32/float16/float64, outputs float32):
+//   linattn-run examples/simple_gla.mlir \
+//     --input q.npy --input k.npy --input v.npy \
+//     --input g.npy --input s0.npy \
+//     --output o.npy --output s.npy [--time]
+// Check against the float64 oracle: python3 scripts/run_examples.py
+
+module {
+  func.func @simple_gla(%q: tensor<?x?x8x128xbf16>, %k: tensor<?x?x8x128xbf16>,
+                        %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>,
+                        %s0: tensor<?x8x128x128xf32>)
+      -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
+    %o, %s = linattn.recurrence scalar_gate
+        q(%q) k(%k) v(%v) gate(%g) state(%s0)
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>,
+           tensor<?x?x8xf32>, tensor<?x8x128x128xf32>)
+       -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+    return %o, %s : tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>
+  }
+}

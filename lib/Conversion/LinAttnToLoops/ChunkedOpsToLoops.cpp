@@ -1,0 +1,455 @@
+//===- ChunkedOpsToLoops.cpp - Chunked-state algorithm ops to loops -------===//
+//
+// CPU semantics of the chunkwise two-pass algorithm, one op at a time, as
+// scalar fp32 loops over memrefs. Chunks are [n C, min((n + 1) C, T)): the
+// last one may be short, so no padding is needed. The formulas are those of
+// the op descriptions (LinAttnOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoopEmitter.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::linattn {
+namespace {
+
+/// State shared by the lowerings of one op: the builder and the chunk
+/// geometry of a [B, T, ...] operand.
+class ChunkLowering {
+public:
+  ChunkLowering(Operation *op, int64_t chunkSize)
+      : b(op->getLoc(), op), e(b), chunkSize(chunkSize) {}
+
+  /// Number of chunks ceil(T / C) for a T given as an index value.
+  Value numChunks(Value seqLen) {
+    return arith::CeilDivUIOp::create(b, seqLen, e.index(chunkSize));
+  }
+
+  /// Calls body(t0, t1) for every chunk [t0, t1) of [0, T) of sequence/
+  /// head loop variables already in scope.
+  void forEachChunk(Value seqLen, function_ref<void(Value, Value, Value)> body) {
+    Value c = e.index(chunkSize);
+    e.forEach(numChunks(seqLen), [&](Value n) {
+      Value t0 = e.mulIndex(n, c);
+      Value t1 = e.minIndex(e.addIndex(t0, c), seqLen);
+      body(n, t0, t1);
+    });
+  }
+
+  /// The cumulative log gate at (b, t, hv[, key]), or 0 without gates.
+  Value gateAt(Value gates, Value bIdx, Value t, Value hv, Value key) {
+    if (!gates)
+      return e.f32(0.0f);
+    if (cast<MemRefType>(gates.getType()).getRank() == 4)
+      return e.loadF32(gates, {bIdx, t, hv, key});
+    return e.loadF32(gates, {bIdx, t, hv});
+  }
+
+  /// sum_i x[.., i] * y[.., i] over i < n, both indexed by `index(i)`.
+  Value dot(int64_t n, function_ref<Value(Value)> lhs,
+            function_ref<Value(Value)> rhs) {
+    return e.forEachReduce(e.index(n), {e.f32(0.0f)},
+                           [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                             return {e.add(acc[0], e.mul(lhs(i), rhs(i)))};
+                           })[0];
+  }
+
+  ImplicitLocOpBuilder b;
+  LoopEmitter e;
+  int64_t chunkSize;
+};
+
+/// Query/key head of value head hv: hv / (HV / H).
+Value qkHead(LoopEmitter &e, Value hv, int64_t numVHeads, int64_t numQKHeads) {
+  return arith::DivUIOp::create(e.b, hv, e.index(numVHeads / numQKHeads));
+}
+
+int64_t dimOf(Value v, int64_t d) {
+  return cast<ShapedType>(v.getType()).getDimSize(d);
+}
+
+// y = x / sqrt(sum(x^2) + eps) over the last dimension.
+void lowerL2Norm(L2NormOp op) {
+  ChunkLowering l(op, 1);
+  LoopEmitter &e = l.e;
+  Value in = e.toBuffer(op.getInput());
+  auto type = cast<MemRefType>(in.getType());
+  int64_t rank = type.getRank(), n = type.getDimSize(rank - 1);
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < rank; ++d)
+    sizes.push_back(e.dim(in, d));
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+
+  std::function<void(SmallVector<Value>)> nest = [&](SmallVector<Value> ivs) {
+    if ((int64_t)ivs.size() < rank - 1) {
+      e.forEach(sizes[ivs.size()], [&](Value iv) {
+        SmallVector<Value> next = ivs;
+        next.push_back(iv);
+        nest(next);
+      });
+      return;
+    }
+    auto at = [&](Value i) {
+      SmallVector<Value> idx = ivs;
+      idx.push_back(i);
+      return idx;
+    };
+    Value sum = l.dot(
+        n, [&](Value i) { return e.loadF32(in, at(i)); },
+        [&](Value i) { return e.loadF32(in, at(i)); });
+    Value inv = arith::DivFOp::create(
+        e.b, e.f32(1.0f),
+        math::SqrtOp::create(e.b, e.add(sum, e.f32(kL2NormEps))));
+    e.forEach(e.index(n), [&](Value i) {
+      memref::StoreOp::create(e.b, e.mul(e.loadF32(in, at(i)), inv), out,
+                              at(i));
+    });
+  };
+  nest({});
+  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
+  op.erase();
+}
+
+// G_t = sum of g_s over s in [start of t's chunk, t].
+void lowerChunkCumsum(ChunkCumsumOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value g = e.toBuffer(op.getGate());
+  auto type = cast<MemRefType>(g.getType());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    sizes.push_back(e.dim(g, d));
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+  bool perKey = type.getRank() == 4;
+  Value numKeys = perKey ? sizes[3] : e.index(1);
+
+  e.forEach(sizes[0], [&](Value bIdx) {
+    e.forEach(sizes[2], [&](Value hv) {
+      e.forEach(numKeys, [&](Value key) {
+        l.forEachChunk(sizes[1], [&](Value, Value t0, Value t1) {
+          auto loop = scf::ForOp::create(e.b, t0, t1, e.index(1),
+                                         ValueRange{e.f32(0.0f)});
+          OpBuilder::InsertionGuard guard(e.b);
+          e.b.setInsertionPointToEnd(loop.getBody());
+          Value t = loop.getInductionVar();
+          SmallVector<Value> idx = {bIdx, t, hv};
+          if (perKey)
+            idx.push_back(key);
+          Value acc = e.add(loop.getRegionIterArgs()[0], e.loadF32(g, idx));
+          memref::StoreOp::create(e.b, acc, out, idx);
+          scf::YieldOp::create(e.b, acc);
+        });
+      });
+    });
+  });
+  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
+  op.erase();
+}
+
+// Forward substitution for (I + L) [W U] = [diag(c exp(G)) K, diag(b) V],
+// L_ij = c_i (k_i . k_j) exp(G_i - G_j) for j < i in the same chunk:
+//   W_i = c_i exp(G_i) k_i - sum_{j<i} L_ij W_j
+//   U_i = b_i v_i          - sum_{j<i} L_ij U_j
+void lowerUTTransform(UTTransformOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value k = e.toBuffer(op.getK()), v = e.toBuffer(op.getV());
+  Value beta = e.toBuffer(op.getBeta());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
+  int64_t numVHeads = dimOf(v, 2), V = dimOf(v, 3);
+  Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
+  Value w = e.allocFor(op.getW().getType(),
+                       {batch, seqLen, e.index(numVHeads), e.index(K)});
+  Value u = e.allocFor(op.getU().getType(),
+                       {batch, seqLen, e.index(numVHeads), e.index(V)});
+  Value rank1Scale = e.f32(op.getRank1Scale().convertToFloat());
+
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(e.index(numVHeads), [&](Value hv) {
+      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      l.forEachChunk(seqLen, [&](Value, Value t0, Value t1) {
+        e.forRange(t0, t1, [&](Value i) {
+          Value betaI = e.loadF32(beta, {bIdx, i, hv});
+          Value cI = e.mul(rank1Scale, betaI);
+          Value gI = l.gateAt(gates, bIdx, i, hv, Value());
+          Value wScale = e.mul(cI, e.exp(gI));
+          e.forEach(e.index(K), [&](Value d) {
+            memref::StoreOp::create(
+                e.b, e.mul(wScale, e.loadF32(k, {bIdx, i, h, d})), w,
+                ValueRange{bIdx, i, hv, d});
+          });
+          e.forEach(e.index(V), [&](Value d) {
+            memref::StoreOp::create(
+                e.b, e.mul(betaI, e.loadF32(v, {bIdx, i, hv, d})), u,
+                ValueRange{bIdx, i, hv, d});
+          });
+          e.forRange(t0, i, [&](Value j) {
+            Value kk = l.dot(
+                K, [&](Value d) { return e.loadF32(k, {bIdx, i, h, d}); },
+                [&](Value d) { return e.loadF32(k, {bIdx, j, h, d}); });
+            Value gJ = l.gateAt(gates, bIdx, j, hv, Value());
+            Value lij = e.mul(e.mul(cI, kk), e.exp(e.sub(gI, gJ)));
+            for (auto [buf, n] : {std::make_pair(w, K), std::make_pair(u, V)}) {
+              Value target = buf;
+              e.forEach(e.index(n), [&](Value d) {
+                Value xi = memref::LoadOp::create(
+                    e.b, target, ValueRange{bIdx, i, hv, d});
+                Value xj = memref::LoadOp::create(
+                    e.b, target, ValueRange{bIdx, j, hv, d});
+                memref::StoreOp::create(e.b, e.sub(xi, e.mul(lij, xj)), target,
+                                        ValueRange{bIdx, i, hv, d});
+              });
+            }
+          });
+        });
+      });
+    });
+  });
+  op.getW().replaceAllUsesWith(e.toTensor(w, op.getW().getType()));
+  op.getU().replaceAllUsesWith(e.toTensor(u, op.getU().getType()));
+  op.erase();
+}
+
+// Per chunk n, entering state S_n (saved to chunk_states[n]):
+//   D = u                         (no rank-1 term)
+//   D = u - W S_n                 (WY form)
+//   then S_{n+1} = exp(G_C) S_n + (K * exp(G_C - G))^T D;
+// or, in rank-1 product form, token by token with a_t = exp(G_t - G_{t-1}):
+//   D_t = beta_t u_t - rank1_scale beta_t a_t S^T k_t,  S = a_t S + k_t D_t^T.
+void lowerChunkStatePass(ChunkStatePassOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value k = e.toBuffer(op.getK()), u = e.toBuffer(op.getU());
+  Value w = op.getW() ? e.toBuffer(op.getW()) : Value();
+  Value beta = op.getBeta() ? e.toBuffer(op.getBeta()) : Value();
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value init = e.toBuffer(op.getInitialState());
+  int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
+  int64_t numVHeads = dimOf(u, 2), V = dimOf(u, 3);
+  Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
+  Value hvDim = e.index(numVHeads), kDim = e.index(K), vDim = e.index(V);
+  Value delta = e.allocFor(op.getNewValues().getType(),
+                           {batch, seqLen, hvDim, vDim});
+  Value states = e.allocFor(op.getChunkStates().getType(),
+                            {batch, l.numChunks(seqLen), hvDim, kDim, vDim});
+  Value state = e.allocFor(op.getFinalState().getType(),
+                           {batch, hvDim, kDim, vDim});
+  memref::CopyOp::create(e.b, init, state);
+  Value scratch = memref::AllocOp::create(
+      e.b, MemRefType::get({V}, e.b.getF32Type()));
+  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
+
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(hvDim, [&](Value hv) {
+      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      auto S = [&](Value r, Value c) { return SmallVector<Value>{bIdx, hv, r, c}; };
+      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value s = memref::LoadOp::create(e.b, state, S(r, c));
+            memref::StoreOp::create(e.b, s, states,
+                                    ValueRange{bIdx, n, hv, r, c});
+          });
+        });
+
+        if (beta) {
+          // Rank-1 product form: the chunk's transitions one token at a time.
+          Value rank1Scale = e.f32(op.getRank1Scale()->convertToFloat());
+          e.forRange(t0, t1, [&](Value t) {
+            Value gPrev = e.f32(0.0f);
+            Value isFirst = arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
+                                                  t, t0);
+            Value tPrev = arith::SelectOp::create(
+                e.b, isFirst, t, e.subIndex(t, e.index(1)));
+            Value gT = l.gateAt(gates, bIdx, t, hv, Value());
+            gPrev = arith::SelectOp::create(
+                e.b, isFirst, gPrev, l.gateAt(gates, bIdx, tPrev, hv, Value()));
+            Value decay = e.exp(e.sub(gT, gPrev));
+            Value betaT = e.loadF32(beta, {bIdx, t, hv});
+            Value coeff = e.mul(e.mul(rank1Scale, betaT), decay);
+            // D_t = beta u_t - coeff S^T k_t
+            e.forEach(vDim, [&](Value c) {
+              Value sk = l.dot(
+                  K, [&](Value r) { return e.loadF32(k, {bIdx, t, h, r}); },
+                  [&](Value r) {
+                    return memref::LoadOp::create(e.b, state, S(r, c));
+                  });
+              Value d = e.sub(e.mul(betaT, e.loadF32(u, {bIdx, t, hv, c})),
+                              e.mul(coeff, sk));
+              memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
+            });
+            // S = a_t S + k_t D_t^T
+            e.forEach(kDim, [&](Value r) {
+              Value kr = e.loadF32(k, {bIdx, t, h, r});
+              e.forEach(vDim, [&](Value c) {
+                Value s = memref::LoadOp::create(e.b, state, S(r, c));
+                Value d = memref::LoadOp::create(e.b, delta,
+                                                 ValueRange{bIdx, t, hv, c});
+                memref::StoreOp::create(e.b,
+                                        e.add(e.mul(decay, s), e.mul(kr, d)),
+                                        state, S(r, c));
+              });
+            });
+          });
+          return;
+        }
+
+        // D = u (- W S_n in WY form).
+        e.forRange(t0, t1, [&](Value t) {
+          e.forEach(vDim, [&](Value c) {
+            Value d = e.loadF32(u, {bIdx, t, hv, c});
+            if (w) {
+              Value ws = l.dot(
+                  K, [&](Value r) { return e.loadF32(w, {bIdx, t, hv, r}); },
+                  [&](Value r) {
+                    return memref::LoadOp::create(e.b, state, S(r, c));
+                  });
+              d = e.sub(d, ws);
+            }
+            memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
+          });
+        });
+        // S_{n+1} = exp(G_C) S_n + sum_t (k_t * exp(G_C - G_t)) D_t^T
+        Value tLast = e.subIndex(t1, e.index(1));
+        e.forEach(kDim, [&](Value r) {
+          Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
+          Value decay = e.exp(gLast);
+          e.forEach(vDim, [&](Value c) {
+            memref::StoreOp::create(e.b, e.f32(0.0f), scratch, c);
+          });
+          e.forRange(t0, t1, [&](Value t) {
+            Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
+            Value kScaled =
+                e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
+            e.forEach(vDim, [&](Value c) {
+              Value acc = memref::LoadOp::create(e.b, scratch, c);
+              Value d = memref::LoadOp::create(e.b, delta,
+                                               ValueRange{bIdx, t, hv, c});
+              memref::StoreOp::create(e.b, e.add(acc, e.mul(kScaled, d)),
+                                      scratch, c);
+            });
+          });
+          e.forEach(vDim, [&](Value c) {
+            Value s = memref::LoadOp::create(e.b, state, S(r, c));
+            Value acc = memref::LoadOp::create(e.b, scratch, c);
+            memref::StoreOp::create(e.b, e.add(e.mul(decay, s), acc), state,
+                                    S(r, c));
+          });
+        });
+      });
+    });
+  });
+  memref::DeallocOp::create(e.b, scratch);
+  op.getNewValues().replaceAllUsesWith(
+      e.toTensor(delta, op.getNewValues().getType()));
+  op.getChunkStates().replaceAllUsesWith(
+      e.toTensor(states, op.getChunkStates().getType()));
+  op.getFinalState().replaceAllUsesWith(
+      e.toTensor(state, op.getFinalState().getType()));
+  op.erase();
+}
+
+// o_i = scale (S_n^T (q_i * exp(G_i))
+//              + sum_{j <= i in chunk} (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j)
+void lowerChunkOutput(ChunkOutputOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value q = e.toBuffer(op.getQ()), k = e.toBuffer(op.getK());
+  Value delta = e.toBuffer(op.getNewValues());
+  Value states = e.toBuffer(op.getChunkStates());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  int64_t numQKHeads = dimOf(q, 2), K = dimOf(q, 3);
+  int64_t numVHeads = dimOf(delta, 2), V = dimOf(delta, 3);
+  Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
+  Value kDim = e.index(K), vDim = e.index(V);
+  Value out = e.allocFor(op.getOutput().getType(),
+                         {batch, seqLen, e.index(numVHeads), vDim});
+  Value acc = memref::AllocOp::create(e.b, MemRefType::get({V}, e.b.getF32Type()));
+  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
+  Value scale = e.f32(op.getScale().convertToFloat());
+
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(e.index(numVHeads), [&](Value hv) {
+      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        e.forRange(t0, t1, [&](Value i) {
+          e.forEach(vDim, [&](Value c) {
+            memref::StoreOp::create(e.b, e.f32(0.0f), acc, c);
+          });
+          // Inter-chunk term: S_n^T (q_i * exp(G_i)).
+          e.forEach(kDim, [&](Value r) {
+            Value qr = e.mul(e.loadF32(q, {bIdx, i, h, r}),
+                             e.exp(l.gateAt(gates, bIdx, i, hv,
+                                            perKey ? r : Value())));
+            e.forEach(vDim, [&](Value c) {
+              Value s = memref::LoadOp::create(e.b, states,
+                                               ValueRange{bIdx, n, hv, r, c});
+              Value a = memref::LoadOp::create(e.b, acc, c);
+              memref::StoreOp::create(e.b, e.add(a, e.mul(qr, s)), acc, c);
+            });
+          });
+          // Intra-chunk term over j in [t0, i].
+          e.forRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
+            Value score;
+            if (perKey) {
+              score = l.dot(
+                  K,
+                  [&](Value r) {
+                    Value decay = e.exp(e.sub(l.gateAt(gates, bIdx, i, hv, r),
+                                              l.gateAt(gates, bIdx, j, hv, r)));
+                    return e.mul(e.loadF32(q, {bIdx, i, h, r}), decay);
+                  },
+                  [&](Value r) { return e.loadF32(k, {bIdx, j, h, r}); });
+            } else {
+              score = l.dot(
+                  K, [&](Value r) { return e.loadF32(q, {bIdx, i, h, r}); },
+                  [&](Value r) { return e.loadF32(k, {bIdx, j, h, r}); });
+              if (gates)
+                score = e.mul(score,
+                              e.exp(e.sub(l.gateAt(gates, bIdx, i, hv, Value()),
+                                          l.gateAt(gates, bIdx, j, hv, Value()))));
+            }
+            e.forEach(vDim, [&](Value c) {
+              Value d = memref::LoadOp::create(e.b, delta,
+                                               ValueRange{bIdx, j, hv, c});
+              Value a = memref::LoadOp::create(e.b, acc, c);
+              memref::StoreOp::create(e.b, e.add(a, e.mul(score, d)), acc, c);
+            });
+          });
+          e.forEach(vDim, [&](Value c) {
+            Value a = memref::LoadOp::create(e.b, acc, c);
+            e.storeFromF32(e.mul(scale, a), out, {bIdx, i, hv, c});
+          });
+        });
+      });
+    });
+  });
+  memref::DeallocOp::create(e.b, acc);
+  op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
+  op.erase();
+}
+
+} // namespace
+
+void lowerChunkedOpsToLoops(Operation *root) {
+  SmallVector<Operation *> ops;
+  root->walk([&](Operation *op) {
+    if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
+            ChunkOutputOp>(op))
+      ops.push_back(op);
+  });
+  for (Operation *op : ops) {
+    llvm::TypeSwitch<Operation *>(op)
+        .Case([](L2NormOp op) { lowerL2Norm(op); })
+        .Case([](ChunkCumsumOp op) { lowerChunkCumsum(op); })
+        .Case([](UTTransformOp op) { lowerUTTransform(op); })
+        .Case([](ChunkStatePassOp op) { lowerChunkStatePass(op); })
+        .Case([](ChunkOutputOp op) { lowerChunkOutput(op); });
+  }
+}
+
+} // namespace mlir::linattn

@@ -1,0 +1,68 @@
+//===- LowerRank1ToWY.cpp - Rank-1 transition products to WY/UT form ------===//
+//
+// The product of a chunk's rank-1 transitions prod_t a_t (I - c_t k_t k_t^T)
+// has the WY representation I - K^T W (up to the gates); with the UT
+// transform A = (I + StrictLower(diag(c) K K^T * exp(G_i - G_j)))^-1 the new
+// values of the chunk are D = A diag(beta) V - A diag(c exp(G)) K S_n
+// = U - W S_n. This pass makes that explicit (DESIGN.md section 2).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNLOWERRANK1TOWY
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ChunkStatePassOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!op.getBeta())
+      return rewriter.notifyMatchFailure(op, "not in rank-1 product form");
+    auto kType = cast<RankedTensorType>(op.getK().getType());
+    auto uType = cast<RankedTensorType>(op.getU().getType());
+    int64_t batch = kType.getDimSize(0), seqLen = kType.getDimSize(1);
+    int64_t numVHeads = uType.getDimSize(2);
+    Type f32 = rewriter.getF32Type();
+    auto wType = RankedTensorType::get(
+        {batch, seqLen, numVHeads, kType.getDimSize(3)}, f32);
+    auto newUType = RankedTensorType::get(
+        {batch, seqLen, numVHeads, uType.getDimSize(3)}, f32);
+
+    auto ut = UTTransformOp::create(rewriter, op.getLoc(),
+                                    TypeRange{wType, newUType}, op.getK(),
+                                    op.getU(), op.getBeta(), op.getGates(),
+                                    op.getChunkSizeAttr(), op.getRank1ScaleAttr());
+    rewriter.replaceOpWithNewOp<ChunkStatePassOp>(
+        op, op.getResultTypes(), op.getK(), ut.getU(), ut.getW(),
+        /*beta=*/Value(), op.getGates(), op.getInitialState(),
+        op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr());
+    return success();
+  }
+};
+
+struct LinAttnLowerRank1ToWY
+    : impl::LinAttnLowerRank1ToWYBase<LinAttnLowerRank1ToWY> {
+  void runOnOperation() override {
+    int64_t count = 0;
+    getOperation()->walk([&](ChunkStatePassOp op) { count += !!op.getBeta(); });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<Rank1StatePassToWY>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    numRewritten += count;
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

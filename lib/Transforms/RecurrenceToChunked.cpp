@@ -1,0 +1,136 @@
+//===- RecurrenceToChunked.cpp - linattn.recurrence to chunked form -------===//
+//
+// The chunkwise two-pass algorithm as IR (DESIGN.md section 2): gates become
+// in-chunk cumulative log gates, the state is carried chunk to chunk by
+// linattn.chunk_state_pass, and outputs come from the entering state of each
+// chunk plus the causal intra-chunk term (linattn.chunk_output).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <cmath>
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNRECURRENCETOCHUNKED
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+/// tensor<d0 x d1 x ... x f32> with the given (possibly dynamic) sizes.
+RankedTensorType f32Tensor(OpBuilder &b, ArrayRef<int64_t> shape) {
+  return RankedTensorType::get(shape, b.getF32Type());
+}
+
+struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
+  RecurrenceToChunked(MLIRContext *ctx, int64_t chunkSize)
+      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+
+  LogicalResult matchAndRewrite(RecurrenceOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t batch = op.getBatchSize(), seqLen = op.getSeqLen();
+    int64_t numVHeads = op.getNumVHeads(), K = op.getKeyDim(),
+            V = op.getValueDim();
+    int64_t numChunks = ShapedType::isDynamic(seqLen)
+                            ? ShapedType::kDynamic
+                            : (seqLen + chunkSize - 1) / chunkSize;
+
+    Value q = op.getQ(), k = op.getK();
+    if (op.getQkL2norm()) {
+      auto normalised = [&](Value x) -> Value {
+        auto type = cast<RankedTensorType>(x.getType());
+        return L2NormOp::create(rewriter, loc,
+                                f32Tensor(rewriter, type.getShape()), x);
+      };
+      q = normalised(q);
+      k = normalised(k);
+    }
+
+    // In-chunk cumulative log gates. constant_decay is a scalar gate with
+    // g = log(gamma) on every token.
+    Value logGate = op.getGate();
+    if (op.getKind() == TransitionKind::ConstantDecay) {
+      SmallVector<Attribute> logGammas;
+      for (int64_t hv = 0; hv < numVHeads; ++hv)
+        logGammas.push_back(
+            rewriter.getF32FloatAttr(std::log(op.getDecayForHead(hv))));
+      Value table = arith::ConstantOp::create(
+          rewriter, loc,
+          DenseElementsAttr::get(f32Tensor(rewriter, {numVHeads}), logGammas));
+      SmallVector<Value> dynamicSizes;
+      for (int64_t d = 0; d < 2; ++d)
+        if (ShapedType::isDynamic(d == 0 ? batch : seqLen))
+          dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, q, d));
+      logGate = tensor::GenerateOp::create(
+          rewriter, loc, f32Tensor(rewriter, {batch, seqLen, numVHeads}),
+          dynamicSizes, [&](OpBuilder &b, Location l, ValueRange ivs) {
+            Value g = tensor::ExtractOp::create(b, l, table, ivs[2]);
+            tensor::YieldOp::create(b, l, g);
+          });
+    }
+    Value gates;
+    if (logGate) {
+      auto gateType = cast<RankedTensorType>(logGate.getType());
+      gates = ChunkCumsumOp::create(rewriter, loc,
+                                    f32Tensor(rewriter, gateType.getShape()),
+                                    logGate, rewriter.getI64IntegerAttr(chunkSize));
+    }
+
+    Value beta;
+    FloatAttr rank1Scale;
+    if (op.isDeltaRule()) {
+      beta = op.getBeta();
+      rank1Scale = rewriter.getF32FloatAttr(
+          op.getKind() == TransitionKind::NegEigDelta ? 2.0f : 1.0f);
+    }
+    auto statePass = ChunkStatePassOp::create(
+        rewriter, loc,
+        TypeRange{f32Tensor(rewriter, {batch, seqLen, numVHeads, V}),
+                  f32Tensor(rewriter, {batch, numChunks, numVHeads, K, V}),
+                  op.getFinalState().getType()},
+        k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
+        rewriter.getI64IntegerAttr(chunkSize), rank1Scale);
+    Value output = ChunkOutputOp::create(
+        rewriter, loc, op.getOutput().getType(), q, k,
+        statePass.getNewValues(), statePass.getChunkStates(), gates,
+        rewriter.getI64IntegerAttr(chunkSize),
+        rewriter.getF32FloatAttr(op.getEffectiveScale()));
+    rewriter.replaceOp(op, {output, statePass.getFinalState()});
+    return success();
+  }
+
+  int64_t chunkSize;
+};
+
+struct LinAttnRecurrenceToChunked
+    : impl::LinAttnRecurrenceToChunkedBase<LinAttnRecurrenceToChunked> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (chunkSize <= 0) {
+      getOperation()->emitError()
+          << "linattn-recurrence-to-chunked: chunk-size must be positive, got "
+          << chunkSize.getValue();
+      return signalPassFailure();
+    }
+    int64_t count = 0;
+    getOperation()->walk([&](RecurrenceOp) { ++count; });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RecurrenceToChunked>(&getContext(), chunkSize);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    numRewritten += count;
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

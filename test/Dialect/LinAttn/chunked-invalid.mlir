@@ -1,0 +1,182 @@
+// RUN: linattn-opt %s -split-input-file -verify-diagnostics
+//
+// Malformed chunked-state algorithm ops get a diagnostic naming the operand
+// or attribute at fault.
+
+// l2norm result must be f32
+func.func @f(%x: tensor<4x8xbf16>) {
+  // expected-error @+1 {{result must have the input's shape and element type f32, got 'tensor<4x8xbf16>'}}
+  %r = linattn.l2norm %x : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  return
+}
+
+// -----
+
+// l2norm over a dynamic dimension
+func.func @f(%x: tensor<4x?xf32>) {
+  // expected-error @+1 {{the normalised (last) dimension must be static}}
+  %r = linattn.l2norm %x : tensor<4x?xf32> -> tensor<4x?xf32>
+  return
+}
+
+// -----
+
+// chunk_cumsum of a rank-2 gate
+func.func @f(%g: tensor<8x2xf32>) {
+  // expected-error @+1 {{'gate' must be [B, T, HV] or [B, T, HV, K], got 'tensor<8x2xf32>'}}
+  %r = linattn.chunk_cumsum %g {chunk_size = 16 : i64} : tensor<8x2xf32> -> tensor<8x2xf32>
+  return
+}
+
+// -----
+
+// chunk_cumsum with chunk_size 0
+func.func @f(%g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{attribute 'chunk_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %r = linattn.chunk_cumsum %g {chunk_size = 0 : i64} : tensor<1x8x2xf32> -> tensor<1x8x2xf32>
+  return
+}
+
+// -----
+
+// chunk_cumsum result shape
+func.func @f(%g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{dimension T of 'result' (9) must equal T = 8 (from 'gate')}}
+  %r = linattn.chunk_cumsum %g {chunk_size = 4 : i64} : tensor<1x8x2xf32> -> tensor<1x9x2xf32>
+  return
+}
+
+// -----
+
+// ut_transform with a per-key gate
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here (a per-key gate has no WY form)}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2x16xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform rank1_scale
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'rank1_scale' must be 1 (delta rule) or 2 (negative eigenvalues), got 3}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 3.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform W must be f32
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'w' must have element type f32, got 'bf16'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform beta T mismatch
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x7x2xf32>) {
+  // expected-error @+1 {{dimension T of 'beta' (7) must equal T = 8 (from 'k')}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x7x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform HV not a multiple of H
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x3x4xf32>, %b: tensor<1x8x3xf32>) {
+  // expected-error @+1 {{the number of value heads HV = 3 must be a multiple of the number of query/key heads H = 2}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x3x4xf32>, tensor<1x8x3xf32>) -> (tensor<1x8x3x16xf32>, tensor<1x8x3x4xf32>)
+  return
+}
+
+// -----
+
+// state pass with both w and beta
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf32>, %b: tensor<1x8x2xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{takes either 'w' (WY form) or 'beta' (rank-1 product form), not both}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) w(%w) beta(%b) state(%s0) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass rank-1 form without rank1_scale
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{the rank-1 product form (with 'beta') requires 'rank1_scale'}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) beta(%b) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass rank1_scale without beta
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'rank1_scale' is only meaningful with 'beta'}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass chunk count
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{the number of chunks NC = 2 must be ceil(T / chunk_size) = 3 for T = 8 and chunk_size = 3}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 3 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass per-key gate in WY form
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf32>, %g: tensor<1x8x2x16xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) w(%w) gates(%g) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass state K mismatch
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s0: tensor<1x2x8x4xf32>) {
+  // expected-error @+1 {{dimension K of 'initial_state' (8) must equal K = 16 (from 'k')}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x8x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass dynamic K
+func.func @f(%k: tensor<1x8x2x?xf32>, %v: tensor<1x8x2x4xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{dimension K of 'k' must be static (only B, T and NC may be dynamic)}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x?xf32>, tensor<1x8x2x4xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// output scale
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s: tensor<1x2x2x16x4xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive, got -1}}
+  %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = -1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+// output new values must be f32
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xbf16>, %s: tensor<1x2x2x16x4xf32>) {
+  // expected-error @+1 {{'new_values' must have element type f32, got 'bf16'}}
+  %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xbf16>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+// output states rank
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'chunk_states' must be a rank-5 tensor [B, NC, HV, K, V]}}
+  %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return
+}

@@ -1,0 +1,22 @@
+// RUN: linattn-opt %s | FileCheck %s
+// RUN: linattn-opt %s -mlir-print-op-generic | linattn-opt | FileCheck %s
+
+// The chunked-state algorithm ops, as the chunked strategy produces them.
+
+// CHECK-LABEL: func.func @chunked_gated_delta
+// CHECK:   %[[QN:.*]] = linattn.l2norm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK:   %[[G:.*]] = linattn.chunk_cumsum %arg3 {chunk_size = 16 : i64} : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
+// CHECK:   %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%arg1) v(%arg2) beta(%arg4) gates(%[[G]]) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK:   %[[D:.*]], %[[S:.*]], %[[F:.*]] = linattn.chunk_state_pass k(%arg1) u(%[[U]]) w(%[[W]]) gates(%[[G]]) state(%arg5) {chunk_size = 16 : i64}
+// CHECK:   linattn.chunk_output q(%[[QN]]) k(%arg1) new_values(%[[D]]) states(%[[S]]) gates(%[[G]]) {chunk_size = 16 : i64, scale = 2.500000e-01 : f32}
+func.func @chunked_gated_delta(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>) {
+  %qn = linattn.l2norm %q : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+  %G = linattn.chunk_cumsum %g {chunk_size = 16 : i64} : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+  %o = linattn.chunk_output q(%qn) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 16 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4x32xbf16>
+  return %o, %final : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>
+}

@@ -1,0 +1,28 @@
+// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-lower-rank1-to-wy))' | FileCheck %s
+
+// A rank-1 product state pass becomes the UT transform (W, U) and a state
+// pass in WY form; rank1_scale and the gates carry over.
+
+// CHECK-LABEL: func.func @rank1
+// CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) gates(%arg3) {chunk_size = 16 : i64, rank1_scale = 2.000000e+00 : f32}
+// CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
+// CHECK:         %{{.*}}, %{{.*}}, %{{.*}} = linattn.chunk_state_pass k(%arg0) u(%[[U]]) w(%[[W]]) gates(%arg3) state(%arg4) {chunk_size = 16 : i64}
+// CHECK-NOT:     beta(
+func.func @rank1(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) beta(%beta) gates(%g) state(%s0) {chunk_size = 16 : i64, rank1_scale = 2.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+  return %d, %states, %final : tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>
+}
+
+// -----
+
+// A state pass without a rank-1 term is left alone.
+
+// CHECK-LABEL: func.func @no_rank1
+// CHECK-NOT:     linattn.ut_transform
+// CHECK:         linattn.chunk_state_pass k(%arg0) u(%arg1) state(%arg2) {chunk_size = 16 : i64}
+func.func @no_rank1(%k: tensor<?x?x2x16xf32>, %v: tensor<?x?x2x8xf32>, %s0: tensor<?x2x16x8xf32>) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x16x8xf32>, tensor<?x2x16x8xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xf32>, tensor<?x?x2x8xf32>, tensor<?x2x16x8xf32>) -> (tensor<?x?x2x8xf32>, tensor<?x?x2x16x8xf32>, tensor<?x2x16x8xf32>)
+  return %d, %states, %final : tensor<?x?x2x8xf32>, tensor<?x?x2x16x8xf32>, tensor<?x2x16x8xf32>
+}
