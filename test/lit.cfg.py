@@ -9,7 +9,7 @@ from lit.llvm.subst import ToolSubst
 
 config.name = "LINATTN"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
-config.suffixes = [".mlir", ".test"]
+config.suffixes = [".mlir", ".test", ".c"]
 config.excludes = ["lib", "Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.linattn_obj_root, "test")
@@ -23,10 +23,19 @@ config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%linattn_src", config.linattn_src_root))
 config.substitutions.append(("%testlib", os.path.join(config.linattn_src_root, "test", "lib")))
 config.substitutions.append(("%examples", os.path.join(config.linattn_src_root, "examples")))
+# Embedding tests (test/Embedding, test/Docs): the build tree they install or
+# read, the plugin, stock mlir-opt (linked to libMLIR.so), and the toolchain
+# that configures the consumer example the way this build was configured.
+config.substitutions.append(("%linattn_obj", config.linattn_obj_root))
+config.substitutions.append(("%linattn_plugin", os.path.join(config.linattn_lib_dir, "LinAttnPlugin.so")))
+config.substitutions.append(("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+config.substitutions.append(("%cmake", config.cmake_command))
+config.substitutions.append(("%ninja", config.make_program))
+config.substitutions.append(("%cxx", config.cxx_compiler))
 # numpy-capable interpreter for the fp64 oracle (Debian's /usr/bin/python3).
 # Inserted first: lit's default %python (its own interpreter) must not win.
 config.substitutions.insert(0, ("%python", config.python_executable))
 
 tool_dirs = [config.linattn_tools_dir, config.llvm_tools_dir]
-tools = ["linattn-opt", "linattn-run"]
+tools = ["linattn-opt", "linattn-run", "linattn-capi-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -25,22 +26,36 @@ using namespace mlir;
 void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
                                         const LinAttnToCPUOptions &options) {
   // Algorithm.
-  if (options.strategy == Strategy::Chunked) {
+  switch (options.strategy) {
+  case Strategy::Recurrent:
+    break;
+  case Strategy::Scan:
+    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToScan(
+        LinAttnRecurrenceToScanOptions{/*requireAll=*/true}));
+    break;
+  case Strategy::Chunked:
     pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
         LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
     pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
+    break;
   }
-  // Every algorithm op to loops on memrefs inside tensor functions.
+  // Every algorithm op to loops; elementwise tensor math (scan combiners)
+  // to linalg so that it bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 
   // Tensors to buffers, across function boundaries, with plain (identity
   // layout) memrefs in signatures so C callers pass dense descriptors.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
+  // A scan's accumulator is a fresh value every step (the combiner's
+  // result), not an in-place update of the loop-carried buffer.
+  bufferize.allowReturnAllocsFromLoops = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
   pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   if (options.emitCInterface)
     pm.addPass(createLinAttnEmitCInterface());
 

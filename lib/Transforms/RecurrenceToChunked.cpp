@@ -11,13 +11,14 @@
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
+#include "RecurrenceUtils.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-#include <cmath>
 
 namespace mlir::linattn {
 #define GEN_PASS_DEF_LINATTNRECURRENCETOCHUNKED
@@ -44,39 +45,9 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
                             ? ShapedType::kDynamic
                             : (seqLen + chunkSize - 1) / chunkSize;
 
-    Value q = op.getQ(), k = op.getK();
-    if (op.getQkL2norm()) {
-      auto normalised = [&](Value x) -> Value {
-        auto type = cast<RankedTensorType>(x.getType());
-        return L2NormOp::create(rewriter, loc,
-                                f32Tensor(rewriter, type.getShape()), x);
-      };
-      q = normalised(q);
-      k = normalised(k);
-    }
-
-    // In-chunk cumulative log gates. constant_decay is a scalar gate with
-    // g = log(gamma) on every token.
-    Value logGate = op.getGate();
-    if (op.getKind() == TransitionKind::ConstantDecay) {
-      SmallVector<Attribute> logGammas;
-      for (int64_t hv = 0; hv < numVHeads; ++hv)
-        logGammas.push_back(
-            rewriter.getF32FloatAttr(std::log(op.getDecayForHead(hv))));
-      Value table = arith::ConstantOp::create(
-          rewriter, loc,
-          DenseElementsAttr::get(f32Tensor(rewriter, {numVHeads}), logGammas));
-      SmallVector<Value> dynamicSizes;
-      for (int64_t d = 0; d < 2; ++d)
-        if (ShapedType::isDynamic(d == 0 ? batch : seqLen))
-          dynamicSizes.push_back(tensor::DimOp::create(rewriter, loc, q, d));
-      logGate = tensor::GenerateOp::create(
-          rewriter, loc, f32Tensor(rewriter, {batch, seqLen, numVHeads}),
-          dynamicSizes, [&](OpBuilder &b, Location l, ValueRange ivs) {
-            Value g = tensor::ExtractOp::create(b, l, table, ivs[2]);
-            tensor::YieldOp::create(b, l, g);
-          });
-    }
+    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+    // In-chunk cumulative log gates (constant_decay: log(gamma) per token).
+    Value logGate = buildLogGate(rewriter, op);
     Value gates;
     if (logGate) {
       auto gateType = cast<RankedTensorType>(logGate.getType());

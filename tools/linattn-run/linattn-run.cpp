@@ -28,6 +28,7 @@
 #include "mlir/Support/FileUtilities.h"
 
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
@@ -61,6 +62,8 @@ static cl::opt<mlir::linattn::Strategy> strategy(
     cl::init(mlir::linattn::Strategy::Recurrent),
     cl::values(clEnumValN(mlir::linattn::Strategy::Recurrent, "recurrent",
                           "the sequential loop over tokens"),
+               clEnumValN(mlir::linattn::Strategy::Scan, "scan",
+                          "associative scan of affine maps over tokens"),
                clEnumValN(mlir::linattn::Strategy::Chunked, "chunked",
                           "chunkwise two-pass (WY/UT form for delta rules)")));
 static cl::opt<int64_t> chunkSize("chunk-size",
@@ -323,10 +326,16 @@ LogicalResult run(MLIRContext &context) {
                                                /*targetMachine=*/nullptr);
   engineOptions.transformer = transformer;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  SmallVector<StringRef> sharedLibs;
+  if (llvm::sys::fs::exists(LINATTN_C_RUNNER_UTILS))
+    sharedLibs.push_back(LINATTN_C_RUNNER_UTILS);
+  engineOptions.sharedLibPaths = sharedLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return error("JIT compilation failed: " +
-                 llvm::toString(engine.takeError()));
+                 llvm::toString(engine.takeError()) +
+                 " (MLIR's C runner utilities are expected at " +
+                 LINATTN_C_RUNNER_UTILS ")");
 
   SmallVector<HostTensor> tensors(inputs.size());
   for (auto [i, array] : llvm::enumerate(inputs))

@@ -15,7 +15,7 @@
 namespace mlir::linattn {
 
 /// Algorithms a recurrence can be lowered with.
-enum class Strategy { Recurrent, Chunked };
+enum class Strategy { Recurrent, Scan, Chunked };
 
 /// Options of the `linattn-to-cpu` pipeline.
 struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
@@ -26,6 +26,9 @@ struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
       llvm::cl::values(
           clEnumValN(Strategy::Recurrent, "recurrent",
                      "the sequential loop over tokens"),
+          clEnumValN(Strategy::Scan, "scan",
+                     "associative scan of affine maps over tokens (kinds "
+                     "without a rank-1 term)"),
           clEnumValN(Strategy::Chunked, "chunked",
                      "chunkwise two-pass (WY/UT form for delta rules)"))};
   PassOptions::Option<int64_t> chunkSize{

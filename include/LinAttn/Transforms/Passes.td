@@ -16,6 +16,39 @@ def LinAttnEmitCInterface
   }];
 }
 
+def LinAttnRecurrenceToScan
+    : InterfacePass<"linattn-recurrence-to-scan", "mlir::FunctionOpInterface"> {
+  let summary = "Rewrite diagonal-transition recurrences as a scan of affine maps";
+  let description = [{
+    For kinds whose transition is diagonal (identity, constant_decay,
+    scalar_gate, key_gate), each token is the affine map
+    `S -> diag(exp(g_t)) S + k_t v_t^T`; the pass emits the elements
+    `(g_t, k_t v_t^T)` (linalg.generic), a `linattn.scan` over T whose
+    combiner composes two maps in log space,
+
+        (g1, B1) then (g2, B2)  =  (g1 + g2, exp(g2) B1 + B2),
+
+    with carry-in `(0, S_0)`, so that the scanned B is the state S_t of
+    every token, and the output contraction `o_t = scale S_t^T q_t`. The
+    composed map of a delta rule is a dense K x K matrix: those kinds are
+    left alone (use the chunked form), or rejected with `require-all`.
+  }];
+  let options = [
+    Option<"requireAll", "require-all", "bool", /*default=*/"false",
+           "Fail on a recurrence that has no token-scan form (delta rules)">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numRewritten", "num-rewritten",
+              "Number of recurrences rewritten to a token scan">,
+  ];
+}
+
 def LinAttnRecurrenceToChunked
     : InterfacePass<"linattn-recurrence-to-chunked",
                     "mlir::FunctionOpInterface"> {

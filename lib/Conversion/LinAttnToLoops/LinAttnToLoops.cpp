@@ -277,6 +277,7 @@ struct ConvertLinAttnToLoops
       ++numLowered;
     }
     lowerChunkedOpsToLoops(getOperation());
+    lowerScansToLoops(getOperation());
   }
 };
 

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::linattn {
@@ -121,9 +122,21 @@ public:
     return memref::DimOp::create(b, memref, d);
   }
 
+  /// Size of dimension `d` of a tensor as an index value.
+  Value dim0(Value tensor, int64_t d) {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    if (!type.isDynamicDim(d))
+      return index(type.getDimSize(d));
+    return tensor::DimOp::create(b, tensor, d);
+  }
+
   ImplicitLocOpBuilder &b;
 };
 
+
+/// Lowers every linattn.scan under `root` to a sequential scf.for nest on
+/// tensors, the combiner inlined.
+void lowerScansToLoops(Operation *root);
 
 /// Lowers every chunked-state algorithm op (linattn.l2norm, chunk_cumsum,
 /// ut_transform, chunk_state_pass, chunk_output) under `root` to loops.

@@ -569,3 +569,107 @@ LogicalResult ChunkOutputOp::verify() {
     return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// ScanOp
+//===----------------------------------------------------------------------===//
+
+RankedTensorType ScanOp::getElementType(unsigned i) {
+  auto type = cast<RankedTensorType>(getInputs()[i].getType());
+  return RankedTensorType::get(type.getShape().drop_front(getDimension() + 1),
+                               type.getElementType());
+}
+
+RankedTensorType ScanOp::getCarryType(unsigned i) {
+  auto type = cast<RankedTensorType>(getInputs()[i].getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + getDimension());
+  return RankedTensorType::get(shape, type.getElementType());
+}
+
+LogicalResult ScanOp::verify() {
+  unsigned n = getInputs().size();
+  int64_t dim = getDimension();
+  if (n == 0)
+    return emitOpError() << "needs at least one input to scan";
+  auto first = cast<RankedTensorType>(getInputs()[0].getType());
+  for (auto [i, input] : llvm::enumerate(getInputs())) {
+    auto type = cast<RankedTensorType>(input.getType());
+    if (type.getRank() <= dim)
+      return emitOpError() << "input #" << i << " has rank " << type.getRank()
+                           << " but the scan dimension is " << dim;
+    for (int64_t d = 0; d <= dim; ++d) {
+      int64_t a = first.getDimSize(d), b = type.getDimSize(d);
+      if (!ShapedType::isDynamic(a) && !ShapedType::isDynamic(b) && a != b)
+        return emitOpError() << "input #" << i << " has size " << b
+                             << " in dimension " << d << " but input #0 has "
+                             << a << " (inputs share the batch dimensions "
+                                     "and the scan dimension)";
+    }
+  }
+  if (!getInits().empty() && getInits().size() != n)
+    return emitOpError() << "takes one init per input (" << n << "), got "
+                         << getInits().size();
+  if (getExclusive() && getInits().empty())
+    return emitOpError() << "an exclusive scan needs 'init' (its first "
+                            "output)";
+  for (auto [i, init] : llvm::enumerate(getInits()))
+    if (failed(verifyCompatibleShape(init.getType(), getCarryType(i))) ||
+        getElementTypeOrSelf(init.getType()) !=
+            getCarryType(i).getElementType())
+      return emitOpError() << "init #" << i << " must have type "
+                           << getCarryType(i) << " (input #" << i
+                           << " without the scan dimension), got "
+                           << init.getType();
+  if (getNumResults() != 2 * n)
+    return emitOpError() << "has " << getNumResults() << " results; expected "
+                         << 2 * n << " (the " << n
+                         << " scanned tensors, then the " << n
+                         << " carries out)";
+  for (unsigned i = 0; i < n; ++i) {
+    if (failed(verifyCompatibleShape(getOutputs()[i].getType(),
+                                     getInputs()[i].getType())) ||
+        getElementTypeOrSelf(getOutputs()[i].getType()) !=
+            getElementTypeOrSelf(getInputs()[i].getType()))
+      return emitOpError() << "result #" << i << " must have the type of input #"
+                           << i << " (" << getInputs()[i].getType()
+                           << "), got " << getOutputs()[i].getType();
+    if (failed(verifyCompatibleShape(getCarries()[i].getType(),
+                                     getCarryType(i))) ||
+        getElementTypeOrSelf(getCarries()[i].getType()) !=
+            getCarryType(i).getElementType())
+      return emitOpError() << "result #" << n + i << " (carry out #" << i
+                           << ") must have type " << getCarryType(i)
+                           << ", got " << getCarries()[i].getType();
+  }
+  return success();
+}
+
+LogicalResult ScanOp::verifyRegions() {
+  unsigned n = getInputs().size();
+  Block &body = getCombiner().front();
+  if (body.getNumArguments() != 2 * n)
+    return emitOpError() << "combiner must take " << 2 * n
+                         << " arguments (the accumulated tuple, then the next "
+                            "one), got "
+                         << body.getNumArguments();
+  for (unsigned i = 0; i < 2 * n; ++i) {
+    RankedTensorType want = getElementType(i % n);
+    if (body.getArgument(i).getType() != want)
+      return emitOpError() << "combiner argument #" << i << " must be "
+                           << want << " (the element of input #" << i % n
+                           << "), got " << body.getArgument(i).getType();
+  }
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != n)
+    return yield.emitOpError() << "must yield " << n
+                               << " values (one per input), got "
+                               << yield.getValues().size();
+  for (unsigned i = 0; i < n; ++i)
+    if (yield.getValues()[i].getType() != getElementType(i))
+      return yield.emitOpError()
+             << "value #" << i << " must be " << getElementType(i)
+             << " (the element of input #" << i << "), got "
+             << yield.getValues()[i].getType();
+  return success();
+}

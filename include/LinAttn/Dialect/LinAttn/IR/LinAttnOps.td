@@ -127,6 +127,95 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
 }
 
 //===----------------------------------------------------------------------===//
+// linattn.scan
+//===----------------------------------------------------------------------===//
+
+def LinAttn_YieldOp : LinAttn_Op<"yield",
+    [Pure, Terminator, HasParent<"ScanOp">]> {
+  let summary = "yields the combined element of a linattn.scan combiner";
+  let arguments = (ins Variadic<AnyRankedTensor>:$values);
+  let builders = [OpBuilder<(ins), [{ /* no values */ }]>];
+  let assemblyFormat = "$values attr-dict `:` type($values)";
+}
+
+def LinAttn_ScanOp : LinAttn_Op<"scan", [Pure, AttrSizedOperandSegments,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "associative scan of tuples along one dimension";
+  let description = [{
+    Scans N tensors together along `dimension`. The element at index i is the
+    tuple of slices `x_n[l..., i, :...]` (dimensions before `dimension` are
+    independent batch dimensions, those after it form the element). The
+    combiner region takes the accumulated tuple (N arguments, earlier in scan
+    order) then the next tuple (N arguments) and yields their combination; it
+    must be associative for the result to be independent of the evaluation
+    order, which is what lets a target evaluate the scan as a tree.
+
+    Inclusive: `out[i] = x[first] (+) ... (+) x[i]`; exclusive:
+    `out[i] = init (+) ... (+) x[i - 1]` (requires `init`). With `init`
+    (the carry-in, shaped like an input without `dimension`) the scan starts
+    from it. `reverse` scans from the last index down. Results: the N scanned
+    tensors, then the N carries out (the total, shaped like `init`).
+
+    The element of an affine map `S -> M S + B` with scalar `M` per head is
+    `(m, B)`; composing an earlier map with a later one gives
+    `(m2 m1, m2 B1 + B2)`:
+
+    ```mlir
+    %S:2, %carry:2 = linattn.scan dimension(1)
+        ins(%m, %kv : tensor<2x8x4xf32>, tensor<2x8x4x16x32xf32>)
+        init(%one, %s0 : tensor<2x4xf32>, tensor<2x4x16x32xf32>) {
+    ^bb0(%m1: tensor<4xf32>, %b1: tensor<4x16x32xf32>,
+         %m2: tensor<4xf32>, %b2: tensor<4x16x32xf32>):
+      %m = arith.mulf %m2, %m1 : tensor<4xf32>
+      %e = tensor.empty() : tensor<4x16x32xf32>
+      %b = linalg.generic {
+          indexing_maps = [affine_map<(h, i, j) -> (h)>,
+                           affine_map<(h, i, j) -> (h, i, j)>,
+                           affine_map<(h, i, j) -> (h, i, j)>,
+                           affine_map<(h, i, j) -> (h, i, j)>],
+          iterator_types = ["parallel", "parallel", "parallel"]}
+          ins(%m2, %b1, %b2 : tensor<4xf32>, tensor<4x16x32xf32>, tensor<4x16x32xf32>)
+          outs(%e : tensor<4x16x32xf32>) {
+      ^bb0(%a: f32, %x: f32, %y: f32, %o: f32):
+        %p = arith.mulf %a, %x : f32
+        %r = arith.addf %p, %y : f32
+        linalg.yield %r : f32
+      } -> tensor<4x16x32xf32>
+      linattn.yield %m, %b : tensor<4xf32>, tensor<4x16x32xf32>
+    } -> tensor<2x8x4xf32>, tensor<2x8x4x16x32xf32>, tensor<2x4xf32>, tensor<2x4x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs,
+                       Variadic<AnyRankedTensor>:$inits,
+                       ConfinedAttr<I64Attr, [IntNonNegative]>:$dimension,
+                       UnitAttr:$exclusive, UnitAttr:$reverse);
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let regions = (region SizedRegion<1>:$combiner);
+  let assemblyFormat = [{
+    `dimension` `(` $dimension `)` (`exclusive` $exclusive^)? (`reverse` $reverse^)?
+    `ins` `(` $inputs `:` type($inputs) `)`
+    (`init` `(` $inits^ `:` type($inits) `)`)? $combiner attr-dict
+    `->` type($results)
+  }];
+  let hasRegionVerifier = 1;
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The N scanned tensors (the first N results).
+    ResultRange getOutputs() {
+      return getResults().take_front(getInputs().size());
+    }
+    /// The N carries out (the last N results).
+    ResultRange getCarries() {
+      return getResults().drop_front(getInputs().size());
+    }
+    /// The element type of input `i`: its shape after `dimension`.
+    RankedTensorType getElementType(unsigned i);
+    /// The carry type of input `i`: its shape without `dimension`.
+    RankedTensorType getCarryType(unsigned i);
+  }];
+}
+
+//===----------------------------------------------------------------------===//
 // Chunked-state algorithm ops
 //
 // The chunkwise two-pass algorithm splits T into chunks of `chunk_size`

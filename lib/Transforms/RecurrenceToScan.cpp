@@ -1,0 +1,242 @@
+//===- RecurrenceToScan.cpp - Diagonal recurrences as a token scan --------===//
+//
+// S_t = diag(exp(g_t)) S_{t-1} + k_t v_t^T is the affine map (g_t, k_t v_t^T)
+// applied to S_{t-1}. Affine maps compose associatively,
+//
+//   (g1, B1) then (g2, B2) = (g1 + g2, exp(g2) B1 + B2),
+//
+// so every S_t is an inclusive scan of the token maps from the carry-in
+// (0, S_0), and o_t = scale S_t^T q_t a contraction of the scanned states.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "RecurrenceUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNRECURRENCETOSCAN
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+using utils::IteratorType;
+
+Value widenToF32(OpBuilder &b, Location loc, Value x) {
+  return x.getType().isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+}
+
+/// A zero-filled f32 tensor of `shape`.
+Value zeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+            ValueRange dynamicSizes) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+      .getResult(0);
+}
+
+struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(RecurrenceOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.isDeltaRule())
+      return rewriter.notifyMatchFailure(
+          op, "a delta rule composes to a dense K x K transition");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = rewriter.getContext();
+    int64_t batch = op.getBatchSize(), seqLen = op.getSeqLen();
+    int64_t numVHeads = op.getNumVHeads(), K = op.getKeyDim(),
+            V = op.getValueDim();
+    int64_t group = numVHeads / op.getNumQKHeads();
+    SmallVector<Value> bt = batchAndSeqSizes(rewriter, op);
+    SmallVector<Value> bOnly;
+    if (ShapedType::isDynamic(batch))
+      bOnly.push_back(bt.front());
+    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+
+    // kv[b, t, hv, i, j] = k[b, t, hv / G, i] * v[b, t, hv, j]
+    AffineExpr d0, d1, d2, d3, d4;
+    bindDims(ctx, d0, d1, d2, d3, d4);
+    auto map5 = [&](ArrayRef<AffineExpr> r) {
+      return AffineMap::get(5, 0, r, ctx);
+    };
+    auto kvType = RankedTensorType::get({batch, seqLen, numVHeads, K, V},
+                                        rewriter.getF32Type());
+    Value kvInit = tensor::EmptyOp::create(rewriter, loc, kvType, bt);
+    Value kv =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{kvType}, ValueRange{k, op.getV()},
+            ValueRange{kvInit},
+            ArrayRef<AffineMap>{map5({d0, d1, d2.floorDiv(group), d3}),
+                                map5({d0, d1, d2, d4}),
+                                map5({d0, d1, d2, d3, d4})},
+            SmallVector<IteratorType>(5, IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value p = arith::MulFOp::create(b, l, widenToF32(b, l, args[0]),
+                                              widenToF32(b, l, args[1]));
+              linalg::YieldOp::create(b, l, p);
+            })
+            .getResult(0);
+
+    // The scan: elements (g, kv) or, without a gate, kv alone.
+    Value logGate = buildLogGate(rewriter, op);
+    SmallVector<Value> inputs, inits;
+    if (logGate) {
+      auto gateType = cast<RankedTensorType>(logGate.getType());
+      SmallVector<int64_t> carryShape = {batch, numVHeads};
+      if (gateType.getRank() == 4)
+        carryShape.push_back(K);
+      inputs.push_back(logGate);
+      inits.push_back(zeros(rewriter, loc, carryShape, bOnly));
+    }
+    inputs.push_back(kv);
+    inits.push_back(op.getInitialState());
+    SmallVector<Type> resultTypes;
+    for (Value v : inputs)
+      resultTypes.push_back(v.getType());
+    for (Value v : inits)
+      resultTypes.push_back(v.getType());
+    auto scan = ScanOp::create(rewriter, loc, resultTypes, inputs, inits,
+                               rewriter.getI64IntegerAttr(1),
+                               /*exclusive=*/nullptr, /*reverse=*/nullptr);
+    buildCombiner(rewriter, scan, logGate != nullptr);
+
+    // o[b, t, hv, j] = scale * sum_i S[b, t, hv, i, j] q[b, t, hv / G, i]
+    Value states = scan.getOutputs().back();
+    Value acc = zeros(rewriter, loc, {batch, seqLen, numVHeads, V}, bt);
+    auto accType = cast<RankedTensorType>(acc.getType());
+    Value contracted =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{accType}, ValueRange{states, q},
+            ValueRange{acc},
+            ArrayRef<AffineMap>{map5({d0, d1, d2, d4, d3}),
+                                map5({d0, d1, d2.floorDiv(group), d4}),
+                                map5({d0, d1, d2, d3})},
+            {IteratorType::parallel, IteratorType::parallel,
+             IteratorType::parallel, IteratorType::parallel,
+             IteratorType::reduction},
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value p = arith::MulFOp::create(b, l, args[0],
+                                              widenToF32(b, l, args[1]));
+              Value sum = arith::AddFOp::create(b, l, args[2], p);
+              linalg::YieldOp::create(b, l, sum);
+            })
+            .getResult(0);
+    auto outType = cast<RankedTensorType>(op.getOutput().getType());
+    Value outInit = tensor::EmptyOp::create(
+        rewriter, loc,
+        RankedTensorType::get({batch, seqLen, numVHeads, V},
+                              outType.getElementType()),
+        bt);
+    Value scale = arith::ConstantOp::create(
+        rewriter, loc, rewriter.getF32FloatAttr(op.getEffectiveScale()));
+    AffineMap id4 = rewriter.getMultiDimIdentityMap(4);
+    Value output =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{outInit.getType()}, ValueRange{contracted},
+            ValueRange{outInit}, ArrayRef<AffineMap>{id4, id4},
+            SmallVector<IteratorType>(4, IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value o = arith::MulFOp::create(b, l, scale, args[0]);
+              if (o.getType() != args[1].getType())
+                o = arith::TruncFOp::create(b, l, args[1].getType(), o);
+              linalg::YieldOp::create(b, l, o);
+            })
+            .getResult(0);
+    if (output.getType() != op.getOutput().getType())
+      output = tensor::CastOp::create(rewriter, loc, op.getOutput().getType(),
+                                      output);
+    rewriter.replaceOp(op, {output, scan.getCarries().back()});
+    return success();
+  }
+
+  /// (g1, B1), (g2, B2) -> (g1 + g2, exp(g2) B1 + B2); without gates
+  /// B1, B2 -> B1 + B2.
+  static void buildCombiner(PatternRewriter &rewriter, ScanOp scan,
+                            bool gated) {
+    Location loc = scan.getLoc();
+    unsigned n = scan.getInputs().size();
+    SmallVector<Type> argTypes;
+    for (unsigned r = 0; r < 2; ++r)
+      for (unsigned i = 0; i < n; ++i)
+        argTypes.push_back(scan.getElementType(i));
+    Block *body = rewriter.createBlock(&scan.getCombiner(), {}, argTypes,
+                                       SmallVector<Location>(2 * n, loc));
+    if (!gated) {
+      Value sum = arith::AddFOp::create(rewriter, loc, body->getArgument(0),
+                                        body->getArgument(1));
+      YieldOp::create(rewriter, loc, ValueRange{sum});
+      rewriter.setInsertionPointAfter(scan);
+      return;
+    }
+    Value g1 = body->getArgument(0), b1 = body->getArgument(1);
+    Value g2 = body->getArgument(2), b2 = body->getArgument(3);
+    Value g = arith::AddFOp::create(rewriter, loc, g1, g2);
+    auto bType = cast<RankedTensorType>(b1.getType());
+    int64_t gateRank = cast<RankedTensorType>(g2.getType()).getRank();
+    MLIRContext *ctx = rewriter.getContext();
+    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
+    // The gate broadcasts over the trailing state dims: (hv[, i], j) <- hv[, i].
+    AffineMap gateMap =
+        AffineMap::get(3, 0, id3.getResults().take_front(gateRank), ctx);
+    Value init = tensor::EmptyOp::create(rewriter, loc, bType, ValueRange{});
+    Value composed =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{bType}, ValueRange{g2, b1, b2},
+            ValueRange{init}, ArrayRef<AffineMap>{gateMap, id3, id3, id3},
+            SmallVector<IteratorType>(3, IteratorType::parallel),
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value decay = math::ExpOp::create(b, l, args[0]);
+              Value s = arith::MulFOp::create(b, l, decay, args[1]);
+              Value sum = arith::AddFOp::create(b, l, s, args[2]);
+              linalg::YieldOp::create(b, l, sum);
+            })
+            .getResult(0);
+    YieldOp::create(rewriter, loc, ValueRange{g, composed});
+    rewriter.setInsertionPointAfter(scan);
+  }
+};
+
+struct LinAttnRecurrenceToScan
+    : impl::LinAttnRecurrenceToScanBase<LinAttnRecurrenceToScan> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    int64_t count = 0;
+    WalkResult walk = getOperation()->walk([&](RecurrenceOp op) {
+      if (!op.isDeltaRule()) {
+        ++count;
+        return WalkResult::advance();
+      }
+      if (!requireAll)
+        return WalkResult::advance();
+      op.emitOpError()
+          << "kind '" << stringifyTransitionKind(op.getKind())
+          << "' has no token-scan form: its composed transition is a dense "
+             "K x K matrix (use strategy 'chunked')";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RecurrenceToScan>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    numRewritten += count;
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn
