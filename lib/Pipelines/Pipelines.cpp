@@ -34,9 +34,14 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
         LinAttnRecurrenceToScanOptions{/*requireAll=*/true}));
     break;
   case Strategy::Chunked:
+  case Strategy::SegmentScan:
     pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
         LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
     pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
+    if (options.strategy == Strategy::SegmentScan)
+      pm.addNestedPass<func::FuncOp>(createLinAttnStatePassToScan());
+    break;
+  case Strategy::Auto:
     break;
   }
   // Every algorithm op to loops; elementwise tensor math (scan combiners)

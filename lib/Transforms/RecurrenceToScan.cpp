@@ -36,16 +36,6 @@ Value widenToF32(OpBuilder &b, Location loc, Value x) {
   return x.getType().isF32() ? x : arith::ExtFOp::create(b, loc, b.getF32Type(), x);
 }
 
-/// A zero-filled f32 tensor of `shape`.
-Value zeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-            ValueRange dynamicSizes) {
-  auto type = RankedTensorType::get(shape, b.getF32Type());
-  Value empty = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
-      .getResult(0);
-}
-
 struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -99,7 +89,7 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
       if (gateType.getRank() == 4)
         carryShape.push_back(K);
       inputs.push_back(logGate);
-      inits.push_back(zeros(rewriter, loc, carryShape, bOnly));
+      inits.push_back(buildZeros(rewriter, loc, carryShape, bOnly));
     }
     inputs.push_back(kv);
     inits.push_back(op.getInitialState());
@@ -111,11 +101,12 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
     auto scan = ScanOp::create(rewriter, loc, resultTypes, inputs, inits,
                                rewriter.getI64IntegerAttr(1),
                                /*exclusive=*/nullptr, /*reverse=*/nullptr);
-    buildCombiner(rewriter, scan, logGate != nullptr);
+    buildLogDecayCombiner(rewriter, scan, logGate != nullptr);
+    rewriter.setInsertionPointAfter(scan);
 
     // o[b, t, hv, j] = scale * sum_i S[b, t, hv, i, j] q[b, t, hv / G, i]
     Value states = scan.getOutputs().back();
-    Value acc = zeros(rewriter, loc, {batch, seqLen, numVHeads, V}, bt);
+    Value acc = buildZeros(rewriter, loc, {batch, seqLen, numVHeads, V}, bt);
     auto accType = cast<RankedTensorType>(acc.getType());
     Value contracted =
         linalg::GenericOp::create(
@@ -162,51 +153,6 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
     return success();
   }
 
-  /// (g1, B1), (g2, B2) -> (g1 + g2, exp(g2) B1 + B2); without gates
-  /// B1, B2 -> B1 + B2.
-  static void buildCombiner(PatternRewriter &rewriter, ScanOp scan,
-                            bool gated) {
-    Location loc = scan.getLoc();
-    unsigned n = scan.getInputs().size();
-    SmallVector<Type> argTypes;
-    for (unsigned r = 0; r < 2; ++r)
-      for (unsigned i = 0; i < n; ++i)
-        argTypes.push_back(scan.getElementType(i));
-    Block *body = rewriter.createBlock(&scan.getCombiner(), {}, argTypes,
-                                       SmallVector<Location>(2 * n, loc));
-    if (!gated) {
-      Value sum = arith::AddFOp::create(rewriter, loc, body->getArgument(0),
-                                        body->getArgument(1));
-      YieldOp::create(rewriter, loc, ValueRange{sum});
-      rewriter.setInsertionPointAfter(scan);
-      return;
-    }
-    Value g1 = body->getArgument(0), b1 = body->getArgument(1);
-    Value g2 = body->getArgument(2), b2 = body->getArgument(3);
-    Value g = arith::AddFOp::create(rewriter, loc, g1, g2);
-    auto bType = cast<RankedTensorType>(b1.getType());
-    int64_t gateRank = cast<RankedTensorType>(g2.getType()).getRank();
-    MLIRContext *ctx = rewriter.getContext();
-    AffineMap id3 = AffineMap::getMultiDimIdentityMap(3, ctx);
-    // The gate broadcasts over the trailing state dims: (hv[, i], j) <- hv[, i].
-    AffineMap gateMap =
-        AffineMap::get(3, 0, id3.getResults().take_front(gateRank), ctx);
-    Value init = tensor::EmptyOp::create(rewriter, loc, bType, ValueRange{});
-    Value composed =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{bType}, ValueRange{g2, b1, b2},
-            ValueRange{init}, ArrayRef<AffineMap>{gateMap, id3, id3, id3},
-            SmallVector<IteratorType>(3, IteratorType::parallel),
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value decay = math::ExpOp::create(b, l, args[0]);
-              Value s = arith::MulFOp::create(b, l, decay, args[1]);
-              Value sum = arith::AddFOp::create(b, l, s, args[2]);
-              linalg::YieldOp::create(b, l, sum);
-            })
-            .getResult(0);
-    YieldOp::create(rewriter, loc, ValueRange{g, composed});
-    rewriter.setInsertionPointAfter(scan);
-  }
 };
 
 struct LinAttnRecurrenceToScan

@@ -3,6 +3,8 @@
 #include "RecurrenceUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
@@ -56,6 +58,101 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op) {
         x);
   };
   return {normalised(op.getQ()), normalised(op.getK())};
+}
+
+Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                 ValueRange dynamicSizes) {
+  auto type = RankedTensorType::get(shape, b.getF32Type());
+  Value empty = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
+      .getResult(0);
+}
+
+/// The combiner block of `scan`, with arguments of its element types.
+static Block *createCombinerBlock(OpBuilder &b, ScanOp scan) {
+  unsigned n = scan.getInputs().size();
+  SmallVector<Type> argTypes;
+  for (unsigned r = 0; r < 2; ++r)
+    for (unsigned i = 0; i < n; ++i)
+      argTypes.push_back(scan.getElementType(i));
+  return b.createBlock(&scan.getCombiner(), {}, argTypes,
+                       SmallVector<Location>(2 * n, scan.getLoc()));
+}
+
+void buildLogDecayCombiner(OpBuilder &b, ScanOp scan, bool gated) {
+  using utils::IteratorType;
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = scan.getLoc();
+  Block *body = createCombinerBlock(b, scan);
+  if (!gated) {
+    Value sum = arith::AddFOp::create(b, loc, body->getArgument(0),
+                                      body->getArgument(1));
+    YieldOp::create(b, loc, ValueRange{sum});
+    return;
+  }
+  Value g1 = body->getArgument(0), b1 = body->getArgument(1);
+  Value g2 = body->getArgument(2), b2 = body->getArgument(3);
+  Value g = arith::AddFOp::create(b, loc, g1, g2);
+  auto bType = cast<RankedTensorType>(b1.getType());
+  int64_t rank = bType.getRank();
+  int64_t gateRank = cast<RankedTensorType>(g2.getType()).getRank();
+  MLIRContext *ctx = b.getContext();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  // The gate broadcasts over B's trailing dims: (hv[, i], j) <- hv[, i].
+  AffineMap gateMap =
+      AffineMap::get(rank, 0, id.getResults().take_front(gateRank), ctx);
+  Value init = tensor::EmptyOp::create(b, loc, bType, ValueRange{});
+  Value composed =
+      linalg::GenericOp::create(
+          b, loc, TypeRange{bType}, ValueRange{g2, b1, b2}, ValueRange{init},
+          ArrayRef<AffineMap>{gateMap, id, id, id},
+          SmallVector<IteratorType>(rank, IteratorType::parallel),
+          [&](OpBuilder &nb, Location l, ValueRange args) {
+            Value decay = math::ExpOp::create(nb, l, args[0]);
+            Value s = arith::MulFOp::create(nb, l, decay, args[1]);
+            Value sum = arith::AddFOp::create(nb, l, s, args[2]);
+            linalg::YieldOp::create(nb, l, sum);
+          })
+          .getResult(0);
+  YieldOp::create(b, loc, ValueRange{g, composed});
+}
+
+void buildDenseAffineCombiner(OpBuilder &b, ScanOp scan) {
+  using utils::IteratorType;
+  OpBuilder::InsertionGuard guard(b);
+  Location loc = scan.getLoc();
+  Block *body = createCombinerBlock(b, scan);
+  Value m1 = body->getArgument(0), b1 = body->getArgument(1);
+  Value m2 = body->getArgument(2), b2 = body->getArgument(3);
+  MLIRContext *ctx = b.getContext();
+  AffineExpr h, i, j, l;
+  bindDims(ctx, h, i, j, l);
+  auto map = [&](ArrayRef<AffineExpr> r) { return AffineMap::get(4, 0, r, ctx); };
+  SmallVector<IteratorType> iters = {IteratorType::parallel,
+                                     IteratorType::parallel,
+                                     IteratorType::parallel,
+                                     IteratorType::reduction};
+  auto matmulAccumulate = [&](Value lhs, Value rhs, Value acc) -> Value {
+    // acc[h, i, j] += lhs[h, i, l] rhs[h, l, j]
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{acc.getType()}, ValueRange{lhs, rhs},
+               ValueRange{acc},
+               ArrayRef<AffineMap>{map({h, i, l}), map({h, l, j}),
+                                   map({h, i, j})},
+               iters,
+               [&](OpBuilder &nb, Location nl, ValueRange args) {
+                 Value p = arith::MulFOp::create(nb, nl, args[0], args[1]);
+                 Value sum = arith::AddFOp::create(nb, nl, args[2], p);
+                 linalg::YieldOp::create(nb, nl, sum);
+               })
+        .getResult(0);
+  };
+  auto mType = cast<RankedTensorType>(m1.getType());
+  Value m = matmulAccumulate(m2, m1,
+                             buildZeros(b, loc, mType.getShape(), ValueRange{}));
+  Value offset = matmulAccumulate(m2, b1, b2);
+  YieldOp::create(b, loc, ValueRange{m, offset});
 }
 
 } // namespace mlir::linattn

@@ -25,6 +25,19 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op);
 /// Dynamic sizes of the [B, T] prefix of q, for building [B, T, ...] tensors.
 SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op);
 
+/// Builds the combiner of a scan of affine maps whose transition is a decay
+/// kept in log space: (g1, B1) then (g2, B2) = (g1 + g2, exp(g2) B1 + B2),
+/// g broadcast over B's trailing dims; without gates (one input), B1 + B2.
+void buildLogDecayCombiner(OpBuilder &b, ScanOp scan, bool gated);
+
+/// Builds the combiner of a scan of dense affine maps, per head:
+/// (M1, B1) then (M2, B2) = (M2 M1, M2 B1 + B2).
+void buildDenseAffineCombiner(OpBuilder &b, ScanOp scan);
+
+/// A zero-filled f32 tensor of `shape`.
+Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+                 ValueRange dynamicSizes);
+
 } // namespace mlir::linattn
 
 #endif // LIB_TRANSFORMS_RECURRENCEUTILS_H

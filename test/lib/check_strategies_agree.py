@@ -3,7 +3,7 @@
 
 Draws random recurrences (kind, B, T, H, HV, K, V, dtype f32, chunk size),
 runs each through linattn-run with --strategy=recurrent, scan (diagonal
-kinds) and chunked, and checks that every pair of results agrees to 1e-5
+kinds), chunked and segment-scan, and checks that every pair of results agrees to 1e-5
 relative error, and that all agree with the fp64 oracle. The seed is
 printed so a failure can be replayed with --seed.
 """
@@ -70,7 +70,9 @@ def main():
                                          inp.get("beta"), inp["initial_state"],
                                          decay=inp.get("decay"))
             strategies = {"recurrent": ["--strategy=recurrent"],
-                          "chunked": ["--strategy=chunked", f"--chunk-size={chunk}"]}
+                          "chunked": ["--strategy=chunked", f"--chunk-size={chunk}"],
+                          "segment-scan": ["--strategy=segment-scan",
+                                           f"--chunk-size={chunk}"]}
             if kind in DIAGONAL:
                 strategies["scan"] = ["--strategy=scan"]
             results = {name: run(args.linattn_run, spec, paths, workdir, extra)

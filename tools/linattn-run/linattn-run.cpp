@@ -57,15 +57,10 @@ static cl::list<std::string>
 static cl::list<std::string>
     outputFiles("output", cl::desc(".npy file for the next result"),
                 cl::value_desc("file.npy"));
-static cl::opt<mlir::linattn::Strategy> strategy(
-    "strategy", cl::desc("Algorithm for linattn.recurrence"),
-    cl::init(mlir::linattn::Strategy::Recurrent),
-    cl::values(clEnumValN(mlir::linattn::Strategy::Recurrent, "recurrent",
-                          "the sequential loop over tokens"),
-               clEnumValN(mlir::linattn::Strategy::Scan, "scan",
-                          "associative scan of affine maps over tokens"),
-               clEnumValN(mlir::linattn::Strategy::Chunked, "chunked",
-                          "chunkwise two-pass (WY/UT form for delta rules)")));
+static cl::opt<mlir::linattn::Strategy>
+    strategy("strategy", cl::desc("Algorithm for linattn.recurrence"),
+             cl::init(mlir::linattn::Strategy::Recurrent),
+             mlir::linattn::strategyOptionValues());
 static cl::opt<int64_t> chunkSize("chunk-size",
                                   cl::desc("Tokens per chunk (chunked)"),
                                   cl::init(64));

@@ -12,25 +12,32 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include "LinAttn/Transforms/Strategy.h"
+
 namespace mlir::linattn {
 
-/// Algorithms a recurrence can be lowered with.
-enum class Strategy { Recurrent, Scan, Chunked };
+/// The strategy names accepted on command lines, with their meaning.
+inline llvm::cl::ValuesClass strategyOptionValues() {
+  return llvm::cl::values(
+      clEnumValN(Strategy::Auto, "auto",
+                 "let linattn-select-strategy choose by shape (cost model)"),
+      clEnumValN(Strategy::Recurrent, "recurrent",
+                 "the sequential loop over tokens"),
+      clEnumValN(Strategy::Scan, "scan",
+                 "associative scan of affine maps over tokens (kinds "
+                 "without a rank-1 term)"),
+      clEnumValN(Strategy::Chunked, "chunked",
+                 "chunkwise two-pass (WY/UT form for delta rules)"),
+      clEnumValN(Strategy::SegmentScan, "segment-scan",
+                 "chunkwise, with a scan of chunk transitions instead of the "
+                 "sequential state pass"));
+}
 
 /// Options of the `linattn-to-cpu` pipeline.
 struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
   PassOptions::Option<Strategy> strategy{
-      *this, "strategy",
-      llvm::cl::desc("Algorithm for linattn.recurrence"),
-      llvm::cl::init(Strategy::Recurrent),
-      llvm::cl::values(
-          clEnumValN(Strategy::Recurrent, "recurrent",
-                     "the sequential loop over tokens"),
-          clEnumValN(Strategy::Scan, "scan",
-                     "associative scan of affine maps over tokens (kinds "
-                     "without a rank-1 term)"),
-          clEnumValN(Strategy::Chunked, "chunked",
-                     "chunkwise two-pass (WY/UT form for delta rules)"))};
+      *this, "strategy", llvm::cl::desc("Algorithm for linattn.recurrence"),
+      llvm::cl::init(Strategy::Recurrent), strategyOptionValues()};
   PassOptions::Option<int64_t> chunkSize{
       *this, "chunk-size",
       llvm::cl::desc("Tokens per chunk for the chunked strategy"),

@@ -101,4 +101,35 @@ def LinAttnLowerRank1ToWY
   ];
 }
 
+def LinAttnStatePassToScan
+    : InterfacePass<"linattn-state-pass-to-scan", "mlir::FunctionOpInterface"> {
+  let summary = "Replace the sequential inter-chunk state pass by a scan";
+  let description = [{
+    The segment scan. Rewrites a `linattn.chunk_state_pass` in WY form (or
+    without a rank-1 term) into
+
+        linattn.chunk_transitions   (M_n, B_n): S_{n+1} = M_n S_n + B_n
+        linattn.scan exclusive      S_n for every chunk, from (I, S_0)
+        linattn.chunk_new_values    D = U - W S_n
+
+    so that no step waits on the previous chunk: every chunk's transition
+    is computed in parallel, and the scan composes them associatively
+    (dense `(M2 M1, M2 B1 + B2)` for delta rules, log-space decays
+    otherwise), which a target may evaluate as a tree over segments of
+    chunks. Rank-1 product state passes are left to
+    `linattn-lower-rank1-to-wy`; recurrences whose recorded strategy is not
+    `segment-scan` are left alone.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numRewritten", "num-rewritten",
+              "Number of state passes rewritten to a segment scan">,
+  ];
+}
+
 #endif // LINATTN_TRANSFORMS_PASSES_TD

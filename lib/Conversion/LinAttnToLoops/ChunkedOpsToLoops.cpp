@@ -57,6 +57,18 @@ public:
                            })[0];
   }
 
+  /// sum of term(t) for t in [lb, ub).
+  Value sumRange(Value lb, Value ub, function_ref<Value(Value)> term) {
+    auto loop = scf::ForOp::create(b, lb, ub, e.index(1),
+                                   ValueRange{e.f32(0.0f)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(loop.getBody());
+    Value acc = e.add(loop.getRegionIterArgs()[0],
+                      term(loop.getInductionVar()));
+    scf::YieldOp::create(b, acc);
+    return loop.getResult(0);
+  }
+
   ImplicitLocOpBuilder b;
   LoopEmitter e;
   int64_t chunkSize;
@@ -433,13 +445,128 @@ void lowerChunkOutput(ChunkOutputOp op) {
   op.erase();
 }
 
+// With Kd_t = k_t exp(G_C - G_t) over the tokens t of chunk n:
+//   WY form:  M_n = exp(G_C) I - Kd^T W,   B_n = Kd^T U
+//   else:     log M_n = G_C,                B_n = Kd^T u
+void lowerChunkTransitions(ChunkTransitionsOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value k = e.toBuffer(op.getK()), u = e.toBuffer(op.getU());
+  Value w = op.getW() ? e.toBuffer(op.getW()) : Value();
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
+  int64_t numVHeads = dimOf(u, 2), V = dimOf(u, 3);
+  Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
+  Value numChunks = l.numChunks(seqLen);
+  Value hvDim = e.index(numVHeads), kDim = e.index(K), vDim = e.index(V);
+  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
+  SmallVector<Value> transitionSizes = {batch, numChunks, hvDim, kDim, kDim};
+  Value transitions = e.allocFor(op.getTransitions().getType(),
+                                 transitionSizes);
+  Value offsets = e.allocFor(op.getOffsets().getType(),
+                             {batch, numChunks, hvDim, kDim, vDim});
+
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(hvDim, [&](Value hv) {
+      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        Value tLast = e.subIndex(t1, e.index(1));
+        auto kd = [&](Value t, Value r) {
+          Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
+          Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
+          return e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
+        };
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value acc = l.sumRange(t0, t1, [&](Value t) {
+              return e.mul(kd(t, r), e.loadF32(u, {bIdx, t, hv, c}));
+            });
+            memref::StoreOp::create(e.b, acc, offsets,
+                                    ValueRange{bIdx, n, hv, r, c});
+          });
+        });
+        if (!w) {
+          if (perKey) {
+            e.forEach(kDim, [&](Value r) {
+              memref::StoreOp::create(e.b, l.gateAt(gates, bIdx, tLast, hv, r),
+                                      transitions, ValueRange{bIdx, n, hv, r});
+            });
+          } else {
+            memref::StoreOp::create(
+                e.b, l.gateAt(gates, bIdx, tLast, hv, Value()), transitions,
+                ValueRange{bIdx, n, hv});
+          }
+          return;
+        }
+        Value decay = e.exp(l.gateAt(gates, bIdx, tLast, hv, Value()));
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(kDim, [&](Value c) {
+            Value kw = l.sumRange(t0, t1, [&](Value t) {
+              return e.mul(kd(t, r), e.loadF32(w, {bIdx, t, hv, c}));
+            });
+            Value diagonal =
+                arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, c);
+            Value identity =
+                arith::SelectOp::create(e.b, diagonal, decay, e.f32(0.0f));
+            memref::StoreOp::create(e.b, e.sub(identity, kw), transitions,
+                                    ValueRange{bIdx, n, hv, r, c});
+          });
+        });
+      });
+    });
+  });
+  op.getTransitions().replaceAllUsesWith(
+      e.toTensor(transitions, op.getTransitions().getType()));
+  op.getOffsets().replaceAllUsesWith(
+      e.toTensor(offsets, op.getOffsets().getType()));
+  op.erase();
+}
+
+// D_t = u_t - W_t^T S_n (WY form) or u_t, for t in chunk n.
+void lowerChunkNewValues(ChunkNewValuesOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value u = e.toBuffer(op.getU());
+  Value w = op.getW() ? e.toBuffer(op.getW()) : Value();
+  Value states = e.toBuffer(op.getChunkStates());
+  int64_t numVHeads = dimOf(u, 2), V = dimOf(u, 3), K = dimOf(states, 3);
+  Value batch = e.dim(u, 0), seqLen = e.dim(u, 1);
+  Value delta = e.allocFor(op.getNewValues().getType(),
+                           {batch, seqLen, e.index(numVHeads), e.index(V)});
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(e.index(numVHeads), [&](Value hv) {
+      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        e.forRange(t0, t1, [&](Value t) {
+          e.forEach(e.index(V), [&](Value c) {
+            Value d = e.loadF32(u, {bIdx, t, hv, c});
+            if (w)
+              d = e.sub(d, l.dot(
+                               K,
+                               [&](Value r) {
+                                 return e.loadF32(w, {bIdx, t, hv, r});
+                               },
+                               [&](Value r) {
+                                 return memref::LoadOp::create(
+                                     e.b, states, ValueRange{bIdx, n, hv, r, c});
+                               }));
+            memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
+          });
+        });
+      });
+    });
+  });
+  op.getNewValues().replaceAllUsesWith(
+      e.toTensor(delta, op.getNewValues().getType()));
+  op.erase();
+}
+
 } // namespace
 
 void lowerChunkedOpsToLoops(Operation *root) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-            ChunkOutputOp>(op))
+            ChunkTransitionsOp, ChunkNewValuesOp, ChunkOutputOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -448,6 +575,8 @@ void lowerChunkedOpsToLoops(Operation *root) {
         .Case([](ChunkCumsumOp op) { lowerChunkCumsum(op); })
         .Case([](UTTransformOp op) { lowerUTTransform(op); })
         .Case([](ChunkStatePassOp op) { lowerChunkStatePass(op); })
+        .Case([](ChunkTransitionsOp op) { lowerChunkTransitions(op); })
+        .Case([](ChunkNewValuesOp op) { lowerChunkNewValues(op); })
         .Case([](ChunkOutputOp op) { lowerChunkOutput(op); });
   }
 }

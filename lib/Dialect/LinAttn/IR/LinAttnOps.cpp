@@ -673,3 +673,55 @@ LogicalResult ScanOp::verifyRegions() {
              << yield.getValues()[i].getType();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Segment-scan ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult ChunkTransitionsOp::verify() {
+  LayoutChecker checker(*this);
+  bool wy = static_cast<bool>(getW());
+  if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
+      (wy && failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!wy)) ||
+      failed(checker.check(getOffsets().getType(), "offsets",
+                           kChunkStatesLayout, Elem::F32)))
+    return failure();
+  auto transitions = cast<RankedTensorType>(getTransitions().getType());
+  if (wy) {
+    if (failed(checker.check(transitions, "transitions",
+                             {"B", "NC", "HV", "K", "K"}, Elem::F32)))
+      return failure();
+  } else {
+    bool perKey =
+        getGates() && cast<RankedTensorType>(getGates().getType()).getRank() == 4;
+    SmallVector<StringRef> layout = {"B", "NC", "HV"};
+    if (perKey)
+      layout.push_back("K");
+    if (transitions.getRank() != (int64_t)layout.size())
+      return emitOpError() << "without 'w' the transitions are log decays "
+                           << "[" << llvm::join(layout, ", ") << "], got "
+                           << transitions;
+    if (failed(checker.check(transitions, "transitions", layout, Elem::F32)))
+      return failure();
+  }
+  if (failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  return success();
+}
+
+LogicalResult ChunkNewValuesOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
+      (getW() &&
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+      failed(checker.check(getChunkStates().getType(), "chunk_states",
+                           kChunkStatesLayout, Elem::F32)) ||
+      failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
+                           Elem::F32)) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  return success();
+}

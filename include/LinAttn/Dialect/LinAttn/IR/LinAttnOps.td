@@ -352,6 +352,67 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
   let hasVerifier = 1;
 }
 
+def LinAttn_ChunkTransitionsOp : LinAttn_Op<"chunk_transitions",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "each chunk as one affine map S_{n+1} = M_n S_n + B_n";
+  let description = [{
+    With `Kd_j = k_j * exp(G_C - G_j)` (G the in-chunk cumulative log gate,
+    G_C its value at the chunk's last token):
+
+        WY form (with w):  M_n = exp(G_C) I - Kd^T W     (dense [K, K])
+                           B_n = Kd^T U
+        otherwise:         M_n = diag(exp(G_C)), returned as its log G_C
+                           ([HV] or per key [HV, K]; 0 without gates)
+                           B_n = Kd^T u
+
+    Results: `transitions` [B, NC, HV, K, K] (WY form) or log decays
+    [B, NC, HV] / [B, NC, HV, K], and `offsets` [B, NC, HV, K, V], all f32.
+    Composing them with a `linattn.scan` over NC gives every chunk's
+    entering state at once: the segment scan.
+
+    ```mlir
+    %m, %b = linattn.chunk_transitions k(%k) u(%u) w(%w) gates(%G)
+        {chunk_size = 64 : i64}
+        : (tensor<1x?x8x128xbf16>, tensor<1x?x8x128xf32>, tensor<1x?x8x128xf32>,
+           tensor<1x?x8xf32>) -> (tensor<1x?x8x128x128xf32>, tensor<1x?x8x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$u,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$gates,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size);
+  let results = (outs AnyRankedTensor:$transitions, AnyRankedTensor:$offsets);
+  let assemblyFormat = [{
+    `k` `(` $k `)` `u` `(` $u `)` (`w` `(` $w^ `)`)? (`gates` `(` $gates^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkNewValuesOp : LinAttn_Op<"chunk_new_values", [Pure]> {
+  let summary = "the new values D = U - W S_n of every chunk";
+  let description = [{
+    Given every chunk's entering state S_n [B, NC, HV, K, V]:
+    `D_t = u_t - W_t^T S_n` for t in chunk n (WY form, with w), or
+    `D_t = u_t` (no rank-1 term). D is [B, T, HV, V] f32.
+
+    ```mlir
+    %d = linattn.chunk_new_values u(%u) w(%w) states(%states) {chunk_size = 64 : i64}
+        : (tensor<1x?x8x128xf32>, tensor<1x?x8x128xf32>, tensor<1x?x8x128x128xf32>)
+        -> tensor<1x?x8x128xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$u, Optional<AnyRankedTensor>:$w,
+                       AnyRankedTensor:$chunk_states,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size);
+  let results = (outs AnyRankedTensor:$new_values);
+  let assemblyFormat = [{
+    `u` `(` $u `)` (`w` `(` $w^ `)`)? `states` `(` $chunk_states `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
   let summary = "outputs of every chunk from its entering state and new values";
   let description = [{
