@@ -41,8 +41,19 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
     if (options.strategy == Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(createLinAttnStatePassToScan());
     break;
-  case Strategy::Auto:
+  case Strategy::Auto: {
+    // The selector records a choice per recurrence; each algorithm pass
+    // rewrites the ones that name it.
+    LinAttnSelectStrategyOptions select;
+    select.smCount = options.smCount;
+    pm.addNestedPass<func::FuncOp>(createLinAttnSelectStrategy(select));
+    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToScan());
+    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
+        LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
+    pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
+    pm.addNestedPass<func::FuncOp>(createLinAttnStatePassToScan());
     break;
+  }
   }
   // Every algorithm op to loops; elementwise tensor math (scan combiners)
   // to linalg so that it bufferizes.

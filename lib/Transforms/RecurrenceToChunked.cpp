@@ -10,6 +10,7 @@
 #include "LinAttn/Transforms/Passes.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Strategy.h"
 
 #include "RecurrenceUtils.h"
 
@@ -37,6 +38,12 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
 
   LogicalResult matchAndRewrite(RecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
+    if (!isSelectedFor(op, {Strategy::Chunked, Strategy::SegmentScan}))
+      return rewriter.notifyMatchFailure(op, "another strategy was chosen");
+    // The selector's chunk size, if it recorded one, else the pass option.
+    int64_t chunkSize = this->chunkSize;
+    if (auto recorded = op->getAttrOfType<IntegerAttr>(kChunkSizeAttrName))
+      chunkSize = recorded.getInt();
     Location loc = op.getLoc();
     int64_t batch = op.getBatchSize(), seqLen = op.getSeqLen();
     int64_t numVHeads = op.getNumVHeads(), K = op.getKeyDim(),
@@ -70,6 +77,9 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
                   op.getFinalState().getType()},
         k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
         rewriter.getI64IntegerAttr(chunkSize), rank1Scale);
+    // The segment-scan choice travels to linattn-state-pass-to-scan.
+    if (Attribute strategy = op->getAttr(kStrategyAttrName))
+      statePass->setAttr(kStrategyAttrName, strategy);
     Value output = ChunkOutputOp::create(
         rewriter, loc, op.getOutput().getType(), q, k,
         statePass.getNewValues(), statePass.getChunkStates(), gates,
@@ -94,7 +104,9 @@ struct LinAttnRecurrenceToChunked
       return signalPassFailure();
     }
     int64_t count = 0;
-    getOperation()->walk([&](RecurrenceOp) { ++count; });
+    getOperation()->walk([&](RecurrenceOp op) {
+      count += isSelectedFor(op, {Strategy::Chunked, Strategy::SegmentScan});
+    });
     RewritePatternSet patterns(&getContext());
     patterns.add<RecurrenceToChunked>(&getContext(), chunkSize);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

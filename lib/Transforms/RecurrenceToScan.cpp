@@ -13,6 +13,7 @@
 #include "LinAttn/Transforms/Passes.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Strategy.h"
 
 #include "RecurrenceUtils.h"
 
@@ -41,6 +42,8 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
 
   LogicalResult matchAndRewrite(RecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
+    if (!isSelectedFor(op, {Strategy::Scan}))
+      return rewriter.notifyMatchFailure(op, "another strategy was chosen");
     if (op.isDeltaRule())
       return rewriter.notifyMatchFailure(
           op, "a delta rule composes to a dense K x K transition");
@@ -162,6 +165,8 @@ struct LinAttnRecurrenceToScan
   void runOnOperation() override {
     int64_t count = 0;
     WalkResult walk = getOperation()->walk([&](RecurrenceOp op) {
+      if (!isSelectedFor(op, {Strategy::Scan}))
+        return WalkResult::advance();
       if (!op.isDeltaRule()) {
         ++count;
         return WalkResult::advance();

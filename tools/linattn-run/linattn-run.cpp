@@ -59,7 +59,7 @@ static cl::list<std::string>
                 cl::value_desc("file.npy"));
 static cl::opt<mlir::linattn::Strategy>
     strategy("strategy", cl::desc("Algorithm for linattn.recurrence"),
-             cl::init(mlir::linattn::Strategy::Recurrent),
+             cl::init(mlir::linattn::Strategy::Auto),
              mlir::linattn::strategyOptionValues());
 static cl::opt<int64_t> chunkSize("chunk-size",
                                   cl::desc("Tokens per chunk (chunked)"),

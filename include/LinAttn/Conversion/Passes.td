@@ -6,7 +6,7 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertLinAttnToLoops
-    : InterfacePass<"convert-linattn-to-loops", "mlir::FunctionOpInterface"> {
+    : Pass<"convert-linattn-to-loops"> {
   let summary = "Lower linattn.recurrence to its sequential loop (the oracle)";
   let description = [{
     Rewrites every `linattn.recurrence` into the loop that defines its

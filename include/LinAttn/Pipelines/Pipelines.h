@@ -37,11 +37,16 @@ inline llvm::cl::ValuesClass strategyOptionValues() {
 struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
   PassOptions::Option<Strategy> strategy{
       *this, "strategy", llvm::cl::desc("Algorithm for linattn.recurrence"),
-      llvm::cl::init(Strategy::Recurrent), strategyOptionValues()};
+      llvm::cl::init(Strategy::Auto), strategyOptionValues()};
   PassOptions::Option<int64_t> chunkSize{
       *this, "chunk-size",
-      llvm::cl::desc("Tokens per chunk for the chunked strategy"),
+      llvm::cl::desc("Tokens per chunk for the chunked strategies when forced "
+                     "(auto takes the selector's)"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> smCount{
+      *this, "sm-count",
+      llvm::cl::desc("SMs of the target the selector plans for (auto)"),
+      llvm::cl::init(132)};
   PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Emit _mlir_ciface_ wrappers for public functions"),

@@ -17,7 +17,7 @@ def LinAttnEmitCInterface
 }
 
 def LinAttnRecurrenceToScan
-    : InterfacePass<"linattn-recurrence-to-scan", "mlir::FunctionOpInterface"> {
+    : Pass<"linattn-recurrence-to-scan"> {
   let summary = "Rewrite diagonal-transition recurrences as a scan of affine maps";
   let description = [{
     For kinds whose transition is diagonal (identity, constant_decay,
@@ -50,8 +50,7 @@ def LinAttnRecurrenceToScan
 }
 
 def LinAttnRecurrenceToChunked
-    : InterfacePass<"linattn-recurrence-to-chunked",
-                    "mlir::FunctionOpInterface"> {
+    : Pass<"linattn-recurrence-to-chunked"> {
   let summary = "Rewrite linattn.recurrence into the chunkwise two-pass form";
   let description = [{
     Splits T into chunks of `chunk-size` tokens and rewrites every
@@ -82,7 +81,7 @@ def LinAttnRecurrenceToChunked
 }
 
 def LinAttnLowerRank1ToWY
-    : InterfacePass<"linattn-lower-rank1-to-wy", "mlir::FunctionOpInterface"> {
+    : Pass<"linattn-lower-rank1-to-wy"> {
   let summary = "Lower products of rank-1 transitions to WY/UT form";
   let description = [{
     Rewrites a `linattn.chunk_state_pass` in rank-1 product form (operand
@@ -102,7 +101,7 @@ def LinAttnLowerRank1ToWY
 }
 
 def LinAttnStatePassToScan
-    : InterfacePass<"linattn-state-pass-to-scan", "mlir::FunctionOpInterface"> {
+    : Pass<"linattn-state-pass-to-scan"> {
   let summary = "Replace the sequential inter-chunk state pass by a scan";
   let description = [{
     The segment scan. Rewrites a `linattn.chunk_state_pass` in WY form (or
@@ -129,6 +128,59 @@ def LinAttnStatePassToScan
   let statistics = [
     Statistic<"numRewritten", "num-rewritten",
               "Number of state passes rewritten to a segment scan">,
+  ];
+}
+
+def LinAttnSelectStrategy
+    : Pass<"linattn-select-strategy"> {
+  let summary = "Choose each recurrence's algorithm and chunk size by shape";
+  let description = [{
+    Ranks recurrent, token scan, chunked and segment-scan (chunk sizes 16, 32
+    and 64) with the cost model of docs/algorithms.md, over B * HV, T, K, V,
+    the transition kind and the target's SM count, and records the choice on
+    each `linattn.recurrence` as `linattn.strategy` (and
+    `linattn.chunk_size`). The algorithm passes then rewrite the recurrences
+    that name them.
+
+    When T is dynamic the choice is made for every T: the recurrence is
+    cloned into an `scf.if` chain on `tensor.dim %q, 1`, one clone per range
+    of T with its own strategy (`linattn.seq_len_range = [lo, hi]`, hi = -1
+    for unbounded). A dynamic B is taken as `assumed-batch`.
+  }];
+  let options = [
+    Option<"smCount", "sm-count", "int64_t", /*default=*/"132",
+           "Streaming multiprocessors of the target (H200: 132)">,
+    Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
+           "B used by the cost model when B is dynamic">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Report the candidates, their estimates and the choice as remarks">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numSelected", "num-selected", "Recurrences given a strategy">,
+    Statistic<"numDispatched", "num-dispatched",
+              "Recurrences dispatched on a dynamic T">,
+  ];
+}
+
+def LinAttnExplain
+    : Pass<"linattn-explain"> {
+  let summary = "Report each recurrence's candidate algorithms and choice";
+  let description = [{
+    For every `linattn.recurrence`, emits a remark listing each candidate
+    algorithm with its estimated time on the target and the terms of the
+    estimate, and the strategy recorded by `linattn-select-strategy` (or the
+    one it would choose). Run after `--linattn-select-strategy` to see why a
+    strategy was chosen:
+
+        linattn-opt examples/gated_deltanet.mlir --linattn-select-strategy --linattn-explain
+  }];
+  let options = [
+    Option<"smCount", "sm-count", "int64_t", /*default=*/"132",
+           "Streaming multiprocessors of the target (H200: 132)">,
+    Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
+           "B used by the cost model when B is dynamic">,
   ];
 }
 

@@ -1,0 +1,283 @@
+//===- SelectStrategy.cpp - Choose algorithms by shape --------------------===//
+//
+// Records on every linattn.recurrence the algorithm the cost model ranks
+// fastest for its shape; with a dynamic T, dispatches at run time between
+// clones of the recurrence, one per range of T.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/CostModel.h"
+#include "LinAttn/Transforms/Strategy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNSELECTSTRATEGY
+#define GEN_PASS_DEF_LINATTNEXPLAIN
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+constexpr llvm::StringLiteral kSeqLenRangeAttrName = "linattn.seq_len_range";
+/// Dynamic T is planned over [1, 2^kMaxLog2SeqLen].
+constexpr int kMaxLog2SeqLen = 22;
+
+ProblemShape shapeOf(RecurrenceOp op, int64_t seqLen, int64_t assumedBatch) {
+  ProblemShape s;
+  s.batch = ShapedType::isDynamic(op.getBatchSize()) ? assumedBatch
+                                                     : op.getBatchSize();
+  s.seqLen = seqLen;
+  s.numQKHeads = op.getNumQKHeads();
+  s.numVHeads = op.getNumVHeads();
+  s.keyDim = op.getKeyDim();
+  s.valueDim = op.getValueDim();
+  s.elementBytes =
+      cast<RankedTensorType>(op.getQ().getType()).getElementTypeBitWidth() / 8;
+  s.deltaRule = op.isDeltaRule();
+  return s;
+}
+
+/// A later choice replaces the current one only if it is faster by more
+/// than this fraction: near-ties would otherwise split T into many ranges,
+/// each a clone of the recurrence to compile.
+constexpr double kSwitchMargin = 0.10;
+
+/// Two estimates make the same choice: same algorithm and chunk size (the
+/// segment count follows from T and is not compiled in).
+bool sameChoice(const StrategyEstimate &a, const StrategyEstimate &b) {
+  return a.strategy == b.strategy && a.chunkSize == b.chunkSize;
+}
+
+/// A maximal range of T with one choice.
+struct Regime {
+  int64_t lo, hi; // inclusive; hi = -1: unbounded
+  StrategyEstimate choice;
+};
+
+/// The choices over every T, as ranges: exact boundaries, found by
+/// bisection between powers of two.
+SmallVector<Regime> planOverSeqLen(RecurrenceOp op, const TargetModel &target,
+                                   int64_t assumedBatch) {
+  // Whether `current` should give way to the best choice at T = t.
+  auto switches = [&](const StrategyEstimate &current, int64_t t,
+                      StrategyEstimate &best) {
+    ProblemShape shape = shapeOf(op, t, assumedBatch);
+    best = chooseStrategy(shape, target);
+    if (sameChoice(best, current))
+      return false;
+    for (const StrategyEstimate &e : estimateStrategies(shape, target))
+      if (sameChoice(e, current))
+        return !e.applicable || best.seconds < (1.0 - kSwitchMargin) * e.seconds;
+    return true;
+  };
+  SmallVector<Regime> regimes;
+  int64_t lo = 1;
+  StrategyEstimate current =
+      chooseStrategy(shapeOf(op, 1, assumedBatch), target), best;
+  for (int k = 1; k <= kMaxLog2SeqLen; ++k) {
+    int64_t t = int64_t(1) << k;
+    if (!switches(current, t, best))
+      continue;
+    // The first T in (t / 2, t] at which the choice changes.
+    int64_t a = t / 2, b = t;
+    while (b - a > 1) {
+      int64_t mid = a + (b - a) / 2;
+      StrategyEstimate ignored;
+      if (switches(current, mid, ignored))
+        b = mid;
+      else
+        a = mid;
+    }
+    regimes.push_back({lo, a, current});
+    lo = b;
+    switches(current, b, current);
+  }
+  regimes.push_back({lo, -1, current});
+  return regimes;
+}
+
+void record(RecurrenceOp op, const StrategyEstimate &choice) {
+  Builder b(op.getContext());
+  op->setAttr(kStrategyAttrName,
+              b.getStringAttr(stringifyStrategy(choice.strategy)));
+  if (choice.chunkSize)
+    op->setAttr(kChunkSizeAttrName, b.getI64IntegerAttr(choice.chunkSize));
+  else
+    op->removeAttr(kChunkSizeAttrName);
+}
+
+std::string formatSeconds(double seconds) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  if (seconds >= 1e-3)
+    os << llvm::format("%8.3f ms", seconds * 1e3);
+  else
+    os << llvm::format("%8.1f us", seconds * 1e6);
+  return s;
+}
+
+/// The remark --linattn-explain prints for one recurrence.
+void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
+               ArrayRef<Regime> regimes) {
+  int64_t seqLen = op.getSeqLen();
+  std::string rangeText;
+  if (auto range = op->getAttrOfType<DenseI64ArrayAttr>(kSeqLenRangeAttrName)) {
+    seqLen = range[1] > 0 ? range[1] : range[0];
+    rangeText = " in [" + std::to_string(range[0]) + ", " +
+                (range[1] < 0 ? std::string("inf") : std::to_string(range[1])) +
+                "] of the run-time dispatch (estimated at T = " +
+                std::to_string(seqLen) + ")";
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  bool dynamicT = ShapedType::isDynamic(seqLen);
+  ProblemShape shape =
+      shapeOf(op, dynamicT ? regimes.back().lo : seqLen, assumedBatch);
+  os << "linattn strategy for " << stringifyTransitionKind(op.getKind())
+     << ": B = "
+     << (ShapedType::isDynamic(op.getBatchSize())
+             ? "? (assumed " + std::to_string(assumedBatch) + ")"
+             : std::to_string(op.getBatchSize()))
+     << ", HV = " << shape.numVHeads << " (B*HV = "
+     << shape.batch * shape.numVHeads << " lanes), T = "
+     << (dynamicT ? std::string("?") : std::to_string(seqLen)) << rangeText
+     << ", K = " << shape.keyDim << ", V = " << shape.valueDim << ", "
+     << target.smCount << " SMs\n";
+  if (dynamicT) {
+    os << "  T is dynamic: run-time dispatch on T\n";
+    for (const Regime &r : regimes)
+      os << "    T in [" << r.lo << ", "
+         << (r.hi < 0 ? std::string("inf") : std::to_string(r.hi))
+         << "]: " << stringifyStrategy(r.choice.strategy)
+         << (r.choice.chunkSize ? " C=" + std::to_string(r.choice.chunkSize)
+                                : std::string())
+         << "\n";
+    os << "  estimates at T = " << shape.seqLen << ":\n";
+  }
+  StrategyEstimate best = chooseStrategy(shape, target);
+  for (const StrategyEstimate &e : estimateStrategies(shape, target)) {
+    os << "  " << llvm::left_justify(describe(e), 22);
+    if (!e.applicable)
+      os << "        n/a  " << e.detail << "\n";
+    else
+      os << formatSeconds(e.seconds) << "  " << e.detail
+         << (sameChoice(e, best) ? "  <- fastest" : "") << "\n";
+  }
+  if (std::optional<Strategy> recorded = getRecordedStrategy(op)) {
+    os << "  chosen: " << stringifyStrategy(*recorded);
+    if (auto c = op->getAttrOfType<IntegerAttr>(kChunkSizeAttrName))
+      os << " C=" << c.getInt();
+  } else {
+    os << "  would choose: " << describe(best)
+       << " (no strategy recorded; run --linattn-select-strategy)";
+  }
+  op.emitRemark() << text;
+}
+
+struct LinAttnSelectStrategy
+    : impl::LinAttnSelectStrategyBase<LinAttnSelectStrategy> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    TargetModel target;
+    target.smCount = smCount;
+    if (smCount <= 0 || assumedBatch <= 0) {
+      getOperation()->emitError()
+          << "linattn-select-strategy: sm-count and assumed-batch must be "
+             "positive, got "
+          << smCount.getValue() << " and " << assumedBatch.getValue();
+      return signalPassFailure();
+    }
+    SmallVector<RecurrenceOp> ops;
+    getOperation()->walk([&](RecurrenceOp op) {
+      if (!op->hasAttr(kSeqLenRangeAttrName))
+        ops.push_back(op);
+    });
+    for (RecurrenceOp op : ops) {
+      ++numSelected;
+      if (!ShapedType::isDynamic(op.getSeqLen())) {
+        record(op, chooseStrategy(shapeOf(op, op.getSeqLen(), assumedBatch),
+                                  target));
+        if (explain)
+          explainOp(op, target, assumedBatch, {});
+        continue;
+      }
+      SmallVector<Regime> regimes = planOverSeqLen(op, target, assumedBatch);
+      if (explain)
+        explainOp(op, target, assumedBatch, regimes);
+      if (regimes.size() == 1) {
+        record(op, regimes.front().choice);
+        continue;
+      }
+      ++numDispatched;
+      dispatchOnSeqLen(op, regimes);
+    }
+  }
+
+  /// if (T <= hi_0) { clone_0 } else if (T <= hi_1) { clone_1 } ... else
+  /// { clone_n }, each clone with its regime's strategy.
+  void dispatchOnSeqLen(RecurrenceOp op, ArrayRef<Regime> regimes) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value seqLen = tensor::DimOp::create(b, loc, op.getQ(), 1);
+    std::function<SmallVector<Value>(OpBuilder &, size_t)> build =
+        [&](OpBuilder &builder, size_t i) -> SmallVector<Value> {
+      auto cloneFor = [&](OpBuilder &cb) {
+        Operation *clone = cb.clone(*op);
+        auto rec = cast<RecurrenceOp>(clone);
+        record(rec, regimes[i].choice);
+        rec->setAttr(kSeqLenRangeAttrName,
+                     cb.getDenseI64ArrayAttr({regimes[i].lo, regimes[i].hi}));
+        return SmallVector<Value>(clone->getResults());
+      };
+      if (i + 1 == regimes.size())
+        return cloneFor(builder);
+      Value bound = arith::ConstantIndexOp::create(builder, loc, regimes[i].hi);
+      Value inRange = arith::CmpIOp::create(
+          builder, loc, arith::CmpIPredicate::ule, seqLen, bound);
+      auto branch = scf::IfOp::create(builder, loc, op->getResultTypes(),
+                                      inRange, /*withElse=*/true);
+      {
+        OpBuilder thenBuilder = OpBuilder::atBlockBegin(branch.thenBlock());
+        scf::YieldOp::create(thenBuilder, loc, cloneFor(thenBuilder));
+      }
+      {
+        OpBuilder elseBuilder = OpBuilder::atBlockBegin(branch.elseBlock());
+        scf::YieldOp::create(elseBuilder, loc, build(elseBuilder, i + 1));
+      }
+      return SmallVector<Value>(branch.getResults());
+    };
+    SmallVector<Value> results = build(b, 0);
+    op->replaceAllUsesWith(results);
+    op->erase();
+  }
+};
+
+struct LinAttnExplain : impl::LinAttnExplainBase<LinAttnExplain> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    TargetModel target;
+    target.smCount = smCount;
+    getOperation()->walk([&](RecurrenceOp op) {
+      SmallVector<Regime> regimes;
+      if (ShapedType::isDynamic(op.getSeqLen()) &&
+          !op->hasAttr(kSeqLenRangeAttrName))
+        regimes = planOverSeqLen(op, target, assumedBatch);
+      explainOp(op, target, assumedBatch, regimes);
+    });
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn
