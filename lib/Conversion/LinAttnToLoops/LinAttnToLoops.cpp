@@ -32,6 +32,12 @@ namespace mlir::linattn {
 namespace {
 
 /// Lowers one linattn.recurrence in place.
+///
+/// Column j of the state only ever meets column j: with u_j = sum_i k_i S_ij,
+///   S_ij <- a_i (S_ij - c k_i u_j) + b_t k_i v_j,   o_j = scale sum_i S_ij q_i.
+/// So the loop nest is `scf.parallel (b, hv, j)` over independent columns,
+/// each kept in a private K-vector across a sequential loop over t: nested
+/// loops on the CPU, blocks x threads on a GPU.
 class RecurrenceLowering {
 public:
   RecurrenceLowering(RecurrenceOp op, ImplicitLocOpBuilder &b)
@@ -40,44 +46,51 @@ public:
   void run();
 
 private:
-  Value toBuffer(Value tensor) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    auto memrefType = MemRefType::get(type.getShape(), type.getElementType());
-    return bufferization::ToBufferOp::create(b, memrefType, tensor,
-                                             /*read_only=*/true);
-  }
-
-  /// A fresh buffer of the result's type, sized from `sizes` where dynamic.
-  Value allocResult(Value result, ArrayRef<Value> sizes) {
-    auto type = cast<RankedTensorType>(result.getType());
-    SmallVector<Value> dynamic;
-    for (int64_t d = 0; d < type.getRank(); ++d)
-      if (type.isDynamicDim(d))
-        dynamic.push_back(sizes[d]);
-    return memref::AllocOp::create(
-        b, MemRefType::get(type.getShape(), type.getElementType()), dynamic);
-  }
-
-  Value allocScratch(int64_t n) {
-    return memref::AllocOp::create(b,
-                                   MemRefType::get({n}, b.getF32Type()));
-  }
-
-  /// Emits cf.assert for every dimension equality that is not known
-  /// statically (e.g. T of v against T of q), so a bad call fails loudly
-  /// instead of reading out of bounds.
+  /// cf.assert for every dimension equality that is not known statically
+  /// (e.g. T of v against T of q): a bad call fails loudly instead of
+  /// reading out of bounds.
   void emitDynamicShapeChecks(ArrayRef<Value> buffers);
 
-  /// One token t of sequence b and value head hv: the state update and o_t.
-  void emitToken(Value bIdx, Value hv, Value h, Value t, Value gamma);
+  /// 1 / sqrt(sum_i x[b, t, h, i]^2 + eps), the in-op L2 norm's factor.
+  Value inverseNorm(Value x, Value bIdx, Value t, Value h) {
+    Value sum = e.forEachReduce(
+        e.index(K), {e.f32(0.0f)},
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          Value xi = e.loadF32(x, {bIdx, t, h, i});
+          return {e.add(acc[0], e.mul(xi, xi))};
+        })[0];
+    return arith::DivFOp::create(
+        b, e.f32(1.0f),
+        math::SqrtOp::create(b, e.add(sum, e.f32(kL2NormEps))));
+  }
+
+  /// gamma of value head hv (constant_decay), selected among the constants.
+  Value gammaOfHead(Value hv) {
+    int64_t numVHeads = op.getNumVHeads();
+    SmallVector<int64_t> cases;
+    for (int64_t h = 0; h + 1 < numVHeads; ++h)
+      cases.push_back(h);
+    auto sw = scf::IndexSwitchOp::create(b, TypeRange{b.getF32Type()}, hv,
+                                         cases, cases.size());
+    for (auto [i, region] : llvm::enumerate(sw.getCaseRegions())) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(&region.emplaceBlock());
+      scf::YieldOp::create(b, e.f32(op.getDecayForHead(i)));
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+    scf::YieldOp::create(b, e.f32(op.getDecayForHead(numVHeads - 1)));
+    return sw.getResult(0);
+  }
+
+  /// The whole sequence of one column j of one (b, hv) state.
+  void emitColumn(Value bIdx, Value hv, Value j);
 
   RecurrenceOp op;
   ImplicitLocOpBuilder &b;
   LoopEmitter e;
 
-  // Buffers of the operands and results, and fp32 scratch vectors.
-  Value q, k, v, gate, beta, outBuf, stateBuf;
-  Value qVec, kVec, vVec, uVec, oVec;
+  Value q, k, v, gate, beta, initialState, outBuf, stateBuf;
   int64_t K = 0, V = 0;
 };
 
@@ -99,113 +112,93 @@ void RecurrenceLowering::emitDynamicShapeChecks(ArrayRef<Value> buffers) {
   }
 }
 
-// For one token, with a_i the diagonal of the decay (1, gamma, exp(g_t) or
-// exp(g_t,i)), c = beta (2 beta for negeig_delta), b_t = beta or 1, and
-// u = k^T S (delta kinds only):
-//   S_ij <- a_i (S_ij - c k_i u_j) + b_t k_i v_j
-//   o_j   = scale * sum_i S_ij q_i
-void RecurrenceLowering::emitToken(Value bIdx, Value hv, Value h, Value t,
-                                   Value gamma) {
-  Value kDim = e.index(K), vDim = e.index(V);
-  Value zero = e.f32(0.0f);
-
-  // q_t, k_t and v_t in fp32 scratch.
-  e.forEach(kDim, [&](Value i) {
-    memref::StoreOp::create(b, e.loadF32(q, {bIdx, t, h, i}), qVec, i);
-    memref::StoreOp::create(b, e.loadF32(k, {bIdx, t, h, i}), kVec, i);
-  });
-  e.forEach(vDim, [&](Value j) {
-    memref::StoreOp::create(b, e.loadF32(v, {bIdx, t, hv, j}), vVec, j);
-  });
-
-  if (op.getQkL2norm()) {
-    // x <- x / sqrt(sum(x^2) + eps) for q and k.
-    ValueRange sums = e.forEachReduce(
-        kDim, {zero, zero}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
-          Value qi = memref::LoadOp::create(b, qVec, i);
-          Value ki = memref::LoadOp::create(b, kVec, i);
-          return {e.add(acc[0], e.mul(qi, qi)), e.add(acc[1], e.mul(ki, ki))};
-        });
-    Value eps = e.f32(kL2NormEps), one = e.f32(1.0f);
-    Value qInv = arith::DivFOp::create(
-        b, one, math::SqrtOp::create(b, e.add(sums[0], eps)));
-    Value kInv = arith::DivFOp::create(
-        b, one, math::SqrtOp::create(b, e.add(sums[1], eps)));
-    e.forEach(kDim, [&](Value i) {
-      Value qi = memref::LoadOp::create(b, qVec, i);
-      Value ki = memref::LoadOp::create(b, kVec, i);
-      memref::StoreOp::create(b, e.mul(qi, qInv), qVec, i);
-      memref::StoreOp::create(b, e.mul(ki, kInv), kVec, i);
-    });
-  }
-
-  // The scalar decay of this token, if the kind has one.
-  Value scalarDecay;
+// One column j, token by token, with a_i the decay (1, gamma, exp(g_t) or
+// exp(g_t,i)), c = beta (2 beta for negeig_delta), b_t = beta (1 without a
+// rank-1 term), and q, k scaled by their inverse norms under qk_l2norm:
+//   u   = sum_i k_i S_ij                         (delta kinds)
+//   S_ij <- a_i (S_ij - c k_i u) + b_t k_i v_j
+//   o_j  = scale * sum_i S_ij q_i
+void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
   TransitionKind kind = op.getKind();
-  if (kind == TransitionKind::ConstantDecay)
-    scalarDecay = gamma;
-  else if (kind == TransitionKind::ScalarGate ||
-           kind == TransitionKind::GatedDelta)
-    scalarDecay = math::ExpOp::create(b, e.loadF32(gate, {bIdx, t, hv}));
-
-  // Delta kinds: c = beta (or 2 beta), b_t = beta, u = k^T S.
-  Value rank1Coeff, writeCoeff;
   bool delta = op.isDeltaRule();
-  if (delta) {
-    Value betaT = e.loadF32(beta, {bIdx, t, hv});
-    writeCoeff = betaT;
-    rank1Coeff = kind == TransitionKind::NegEigDelta
-                     ? e.add(betaT, betaT)
-                     : betaT;
-    e.forEach(vDim, [&](Value j) { memref::StoreOp::create(b, zero, uVec, j); });
-    e.forEach(kDim, [&](Value i) {
-      Value ki = memref::LoadOp::create(b, kVec, i);
-      e.forEach(vDim, [&](Value j) {
-        Value s = memref::LoadOp::create(b, stateBuf, ValueRange{bIdx, hv, i, j});
-        Value u = memref::LoadOp::create(b, uVec, j);
-        memref::StoreOp::create(b, e.add(u, e.mul(ki, s)), uVec, j);
-      });
-    });
-  }
+  Value kDim = e.index(K);
+  Value h = arith::DivUIOp::create(
+      b, hv, e.index(op.getNumVHeads() / op.getNumQKHeads()));
+  Value gamma = kind == TransitionKind::ConstantDecay ? gammaOfHead(hv)
+                                                      : Value();
 
-  // State update fused with the output accumulation, row by row.
-  e.forEach(vDim, [&](Value j) { memref::StoreOp::create(b, zero, oVec, j); });
+  // The column, private to this (b, hv, j).
+  Value column = memref::AllocaOp::create(
+      b, MemRefType::get({K}, b.getF32Type()));
   e.forEach(kDim, [&](Value i) {
-    Value ki = memref::LoadOp::create(b, kVec, i);
-    Value qi = memref::LoadOp::create(b, qVec, i);
-    Value rowDecay = scalarDecay;
-    if (kind == TransitionKind::KeyGate)
-      rowDecay = math::ExpOp::create(b, e.loadF32(gate, {bIdx, t, hv, i}));
-    Value kWrite = writeCoeff ? e.mul(writeCoeff, ki) : ki;
-    Value kRank1 = delta ? e.mul(rank1Coeff, ki) : Value();
-    e.forEach(vDim, [&](Value j) {
-      Value s = memref::LoadOp::create(b, stateBuf, ValueRange{bIdx, hv, i, j});
-      if (delta)
-        s = e.sub(s, e.mul(kRank1, memref::LoadOp::create(b, uVec, j)));
-      if (rowDecay)
-        s = e.mul(rowDecay, s);
-      s = e.add(s, e.mul(kWrite, memref::LoadOp::create(b, vVec, j)));
-      memref::StoreOp::create(b, s, stateBuf, ValueRange{bIdx, hv, i, j});
-      Value o = memref::LoadOp::create(b, oVec, j);
-      memref::StoreOp::create(b, e.add(o, e.mul(s, qi)), oVec, j);
-    });
+    memref::StoreOp::create(
+        b, memref::LoadOp::create(b, initialState, ValueRange{bIdx, hv, i, j}),
+        column, i);
   });
 
   Value scale = e.f32(op.getEffectiveScale());
-  e.forEach(vDim, [&](Value j) {
-    Value o = memref::LoadOp::create(b, oVec, j);
-    e.storeFromF32(e.mul(scale, o), outBuf, {bIdx, t, hv, j});
+  e.forEach(e.dim(q, 1), [&](Value t) {
+    Value qScale = scale, kScale;
+    if (op.getQkL2norm()) {
+      qScale = e.mul(scale, inverseNorm(q, bIdx, t, h));
+      kScale = inverseNorm(k, bIdx, t, h);
+    }
+    auto keyAt = [&](Value i) {
+      Value ki = e.loadF32(k, {bIdx, t, h, i});
+      return kScale ? e.mul(ki, kScale) : ki;
+    };
+
+    Value scalarDecay = gamma;
+    if (kind == TransitionKind::ScalarGate || kind == TransitionKind::GatedDelta)
+      scalarDecay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
+
+    Value vj = e.loadF32(v, {bIdx, t, hv, j});
+    Value write = vj, rank1;
+    if (delta) {
+      Value betaT = e.loadF32(beta, {bIdx, t, hv});
+      write = e.mul(betaT, vj);
+      Value c = kind == TransitionKind::NegEigDelta ? e.add(betaT, betaT)
+                                                    : betaT;
+      Value u = e.forEachReduce(
+          kDim, {e.f32(0.0f)},
+          [&](Value i, ValueRange acc) -> SmallVector<Value> {
+            Value s = memref::LoadOp::create(b, column, i);
+            return {e.add(acc[0], e.mul(keyAt(i), s))};
+          })[0];
+      rank1 = e.mul(c, u);
+    }
+
+    Value o = e.forEachReduce(
+        kDim, {e.f32(0.0f)},
+        [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          Value ki = keyAt(i);
+          Value s = memref::LoadOp::create(b, column, i);
+          if (rank1)
+            s = e.sub(s, e.mul(ki, rank1));
+          Value decay = scalarDecay;
+          if (kind == TransitionKind::KeyGate)
+            decay = e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
+          if (decay)
+            s = e.mul(decay, s);
+          s = e.add(s, e.mul(ki, write));
+          memref::StoreOp::create(b, s, column, i);
+          return {e.add(acc[0], e.mul(s, e.loadF32(q, {bIdx, t, h, i})))};
+        })[0];
+    e.storeFromF32(e.mul(qScale, o), outBuf, {bIdx, t, hv, j});
+  });
+
+  e.forEach(kDim, [&](Value i) {
+    memref::StoreOp::create(b, memref::LoadOp::create(b, column, i), stateBuf,
+                            ValueRange{bIdx, hv, i, j});
   });
 }
 
 void RecurrenceLowering::run() {
   K = op.getKeyDim();
   V = op.getValueDim();
-  int64_t numQKHeads = op.getNumQKHeads(), numVHeads = op.getNumVHeads();
-
   SmallVector<Value> operandBuffers;
   for (Value operand : op.getOperands())
-    operandBuffers.push_back(toBuffer(operand));
+    operandBuffers.push_back(e.toBuffer(operand));
   q = operandBuffers[0];
   k = operandBuffers[1];
   v = operandBuffers[2];
@@ -214,54 +207,28 @@ void RecurrenceLowering::run() {
     gate = operandBuffers[next++];
   if (op.getBeta())
     beta = operandBuffers[next++];
-  Value initialState = operandBuffers[next];
+  initialState = operandBuffers[next];
 
   emitDynamicShapeChecks(operandBuffers);
 
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
-  Value hvDim = e.index(numVHeads);
-  outBuf = allocResult(op.getOutput(), {batch, seqLen, hvDim, e.index(V)});
-  stateBuf = allocResult(op.getFinalState(),
-                         {batch, hvDim, e.index(K), e.index(V)});
-  memref::CopyOp::create(b, initialState, stateBuf);
+  Value hvDim = e.index(op.getNumVHeads()), vDim = e.index(V);
+  outBuf = e.allocFor(op.getOutput().getType(), {batch, seqLen, hvDim, vDim});
+  stateBuf = e.allocFor(op.getFinalState().getType(),
+                        {batch, hvDim, e.index(K), vDim});
 
-  qVec = allocScratch(K);
-  kVec = allocScratch(K);
-  vVec = allocScratch(V);
-  oVec = allocScratch(V);
-  uVec = op.isDeltaRule() ? allocScratch(V) : Value();
-
-  // gamma per value head for constant_decay, as a small constant table.
-  Value gammaTable;
-  if (op.getKind() == TransitionKind::ConstantDecay) {
-    gammaTable = allocScratch(numVHeads);
-    for (int64_t hv = 0; hv < numVHeads; ++hv)
-      memref::StoreOp::create(b, e.f32(op.getDecayForHead(hv)), gammaTable,
-                              e.index(hv));
+  auto parallel = scf::ParallelOp::create(
+      b, ValueRange{e.index(0), e.index(0), e.index(0)},
+      ValueRange{batch, hvDim, vDim}, ValueRange{e.index(1), e.index(1), e.index(1)});
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(parallel.getBody()->getTerminator());
+    ValueRange ivs = parallel.getInductionVars();
+    emitColumn(ivs[0], ivs[1], ivs[2]);
   }
 
-  Value group = e.index(numVHeads / numQKHeads);
-  e.forEach(batch, [&](Value bIdx) {
-    e.forEach(hvDim, [&](Value hv) {
-      // Value head hv reads query/key head hv / (HV / H).
-      Value h = arith::DivUIOp::create(b, hv, group);
-      Value gamma = gammaTable ? memref::LoadOp::create(b, gammaTable, hv)
-                               : Value();
-      e.forEach(seqLen,
-                [&](Value t) { emitToken(bIdx, hv, h, t, gamma); });
-    });
-  });
-
-  for (Value scratch : {qVec, kVec, vVec, oVec, uVec, gammaTable})
-    if (scratch)
-      memref::DeallocOp::create(b, scratch);
-
-  Value out = bufferization::ToTensorOp::create(
-      b, op.getOutput().getType(), outBuf, /*restrict=*/true,
-      /*writable=*/true);
-  Value state = bufferization::ToTensorOp::create(
-      b, op.getFinalState().getType(), stateBuf, /*restrict=*/true,
-      /*writable=*/true);
+  Value out = e.toTensor(outBuf, op.getOutput().getType());
+  Value state = e.toTensor(stateBuf, op.getFinalState().getType());
   op.replaceAllUsesWith(ValueRange{out, state});
   op.erase();
 }

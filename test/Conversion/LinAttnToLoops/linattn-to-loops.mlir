@@ -2,9 +2,10 @@
 // RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(convert-linattn-to-loops),canonicalize,cse)' | FileCheck %s
 
 // Gated delta rule with dynamic B and T, HV = 2H: run-time shape checks, the
-// result buffers, and the per-token update
-//   S_ij <- exp(g) (S_ij - beta k_i u_j) + beta k_i v_j,  u = k^T S,
-//   o_j   = scale * sum_i S_ij q_i.
+// result buffers, and one column j of one (b, hv) state per parallel
+// iteration, kept in a private K-vector across the loop over t:
+//   u = sum_i k_i S_ij,  S_ij <- exp(g) (S_ij - beta k_i u) + beta k_i v_j,
+//   o_j = scale * sum_i S_ij q_i.
 
 // RAW-LABEL: func.func @gated_deltanet
 // RAW-COUNT-6: bufferization.to_buffer %{{.*}} read_only
@@ -19,37 +20,34 @@
 // CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension T of 'beta' does not match 'q'"
 // CHECK:       %[[O:.*]] = memref.alloc(%[[B]], %[[T]]) : memref<?x?x4x32xbf16>
 // CHECK:       %[[S:.*]] = memref.alloc(%[[B]]) : memref<?x4x16x32xf32>
-// CHECK:       memref.copy %{{.*}}, %[[S]]
-// CHECK:       scf.for %[[BI:.*]] = %c0 to %[[B]] step %c1 {
-// CHECK:         scf.for %[[HV:.*]] = %c0 to %c4 step %c1 {
-// CHECK:           %[[H:.*]] = arith.divui %[[HV]], %c2 : index
-// CHECK:           scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
-// CHECK:             tensor.extract %arg0[%[[BI]], %[[TI]], %[[H]], %{{.*}}] : tensor<?x?x2x16xbf16>
-// CHECK:             arith.extf %{{.*}} : bf16 to f32
-// CHECK:             %[[G:.*]] = tensor.extract %arg3[%[[BI]], %[[TI]], %[[HV]]]
-// CHECK:             %[[DECAY:.*]] = math.exp %[[G]] : f32
-// CHECK:             %[[BETA:.*]] = tensor.extract %arg4[%[[BI]], %[[TI]], %[[HV]]]
-// u = k^T S
-// CHECK:             scf.for
-// CHECK:               scf.for
-// CHECK:                 memref.load %[[S]]
-// CHECK:                 arith.mulf
-// CHECK:                 arith.addf
-// The fused update and output accumulation.
-// CHECK:             scf.for
-// CHECK:               %[[BK:.*]] = arith.mulf %[[BETA]], %{{.*}} : f32
-// CHECK:               scf.for
-// CHECK:                 %[[SIJ:.*]] = memref.load %[[S]]
-// CHECK:                 %[[R1:.*]] = arith.mulf %[[BK]], %{{.*}} : f32
-// CHECK:                 %[[SUB:.*]] = arith.subf %[[SIJ]], %[[R1]] : f32
-// CHECK:                 %[[DEC:.*]] = arith.mulf %[[DECAY]], %[[SUB]] : f32
-// CHECK:                 %[[W:.*]] = arith.mulf %[[BK]], %{{.*}} : f32
-// CHECK:                 %[[NEW:.*]] = arith.addf %[[DEC]], %[[W]] : f32
-// CHECK:                 memref.store %[[NEW]], %[[S]]
-// CHECK:             scf.for
-// CHECK:               %[[SC:.*]] = arith.mulf %{{.*}}, %[[SCALE]] : f32
-// CHECK:               %[[TR:.*]] = arith.truncf %[[SC]] : f32 to bf16
-// CHECK:               memref.store %[[TR]], %[[O]]
+// CHECK:       scf.parallel (%[[BI:.*]], %[[HV:.*]], %[[J:.*]]) = (%c0, %c0, %c0) to (%[[B]], %c4, %c32) step (%c1, %c1, %c1) {
+// CHECK:         %[[H:.*]] = arith.divui %[[HV]], %c2 : index
+// CHECK:         %[[COL:.*]] = memref.alloca() : memref<16xf32>
+// CHECK:         scf.for %[[I0:.*]] = %c0 to %c16
+// CHECK:           tensor.extract %arg5[%[[BI]], %[[HV]], %[[I0]], %[[J]]]
+// CHECK:         scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
+// CHECK:           %[[G:.*]] = tensor.extract %arg3[%[[BI]], %[[TI]], %[[HV]]]
+// CHECK:           %[[DECAY:.*]] = math.exp %[[G]] : f32
+// CHECK:           %[[BETA:.*]] = tensor.extract %arg4[%[[BI]], %[[TI]], %[[HV]]]
+// CHECK:           %[[WRITE:.*]] = arith.mulf %[[BETA]], %{{.*}} : f32
+// u = k^T S[:, j]
+// CHECK:           %[[U:.*]] = scf.for {{.*}} iter_args
+// CHECK:             tensor.extract %arg1[%[[BI]], %[[TI]], %[[H]], %{{.*}}] : tensor<?x?x2x16xbf16>
+// CHECK:           %[[CU:.*]] = arith.mulf %[[BETA]], %[[U]] : f32
+// The column update fused with o_j.
+// CHECK:           %[[OJ:.*]] = scf.for {{.*}} iter_args
+// CHECK:             %[[SIJ:.*]] = memref.load %[[COL]]
+// CHECK:             %[[R1:.*]] = arith.mulf %{{.*}}, %[[CU]] : f32
+// CHECK:             %[[SUB:.*]] = arith.subf %[[SIJ]], %[[R1]] : f32
+// CHECK:             %[[DEC:.*]] = arith.mulf %[[DECAY]], %[[SUB]] : f32
+// CHECK:             %[[W:.*]] = arith.mulf %{{.*}}, %[[WRITE]] : f32
+// CHECK:             %[[NEW:.*]] = arith.addf %[[DEC]], %[[W]] : f32
+// CHECK:             memref.store %[[NEW]], %[[COL]]
+// CHECK:           %[[SC:.*]] = arith.mulf %[[OJ]], %[[SCALE]] : f32
+// CHECK:           %[[TR:.*]] = arith.truncf %[[SC]] : f32 to bf16
+// CHECK:           memref.store %[[TR]], %[[O]][%[[BI]], %[[TI]], %[[HV]], %[[J]]]
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %[[S]][%[[BI]], %[[HV]], %{{.*}}, %[[J]]]
 // CHECK:       bufferization.to_tensor %[[O]] restrict writable
 // CHECK:       bufferization.to_tensor %[[S]] restrict writable
 func.func @gated_deltanet(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>) {
@@ -61,16 +59,16 @@ func.func @gated_deltanet(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, 
 // -----
 
 // Static shapes need no run-time checks. A per-key gate decays each row i by
-// exp(g_i); the in-op L2 norm divides by sqrt(sum(x^2) + 1e-6).
+// exp(g_i); the in-op L2 norm scales q and k by 1 / sqrt(sum(x^2) + 1e-6).
 
 // CHECK-LABEL: func.func @gla_static
 // CHECK-NOT:   cf.assert
 // CHECK-DAG:   %[[EPS:.*]] = arith.constant 9.99999997E-7 : f32
-// CHECK:       math.sqrt
-// CHECK:       scf.for %[[I:.*]] = %c0 to %c16 step %c1 {
-// CHECK:         %[[GI:.*]] = tensor.extract %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[I]]] : tensor<2x5x2x16xf32>
-// CHECK:         %[[DI:.*]] = math.exp %[[GI]] : f32
-// CHECK:         scf.for
+// CHECK:       scf.parallel
+// CHECK:         math.sqrt
+// CHECK:         scf.for %[[I:.*]] = %c0 to %c16 step %c1 iter_args
+// CHECK:           %[[GI:.*]] = tensor.extract %arg3[%{{.*}}, %{{.*}}, %{{.*}}, %[[I]]] : tensor<2x5x2x16xf32>
+// CHECK:           %[[DI:.*]] = math.exp %[[GI]] : f32
 // CHECK:           arith.mulf %[[DI]], %{{.*}} : f32
 // CHECK-NOT:   = linattn.recurrence
 func.func @gla_static(%q: tensor<2x5x2x16xf32>, %k: tensor<2x5x2x16xf32>, %v: tensor<2x5x2x8xf32>, %g: tensor<2x5x2x16xf32>, %s0: tensor<2x2x16x8xf32>) -> (tensor<2x5x2x8xf32>, tensor<2x2x16x8xf32>) {
@@ -81,18 +79,19 @@ func.func @gla_static(%q: tensor<2x5x2x16xf32>, %k: tensor<2x5x2x16xf32>, %v: te
 
 // -----
 
-// RetNet: gamma per value head from the decay attribute.
+// RetNet: gamma per value head, selected among constants by head index.
 
 // CHECK-LABEL: func.func @retnet
 // CHECK-DAG:   %[[G0:.*]] = arith.constant 5.000000e-01 : f32
 // CHECK-DAG:   %[[G1:.*]] = arith.constant 2.500000e-01 : f32
-// CHECK:       %[[TABLE:.*]] = memref.alloc() : memref<2xf32>
-// CHECK:       memref.store %[[G0]], %[[TABLE]][%c0]
-// CHECK:       memref.store %[[G1]], %[[TABLE]][%c1]
-// CHECK:       scf.for %{{.*}} = %c0 to %c2 step %c1 {
-// CHECK:         %[[GAMMA:.*]] = memref.load %[[TABLE]]
+// The unit B dimension folds away: the parallel loop is over (hv, j).
+// CHECK:       scf.parallel (%[[HV:[a-z0-9]+]], %{{[a-z0-9]+}}) =
+// CHECK:         %[[GAMMA:.*]] = scf.index_switch %[[HV]] -> f32
+// CHECK:         case 0 {
+// CHECK:           scf.yield %[[G0]] : f32
+// CHECK:         default {
+// CHECK:           scf.yield %[[G1]] : f32
 // CHECK:         arith.mulf %[[GAMMA]], %{{.*}} : f32
-// CHECK:       memref.dealloc %[[TABLE]]
 func.func @retnet(%q: tensor<1x3x2x4xf16>, %k: tensor<1x3x2x4xf16>, %v: tensor<1x3x2x4xf16>, %s0: tensor<1x2x4x4xf32>) -> (tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>) {
   %o, %s = linattn.recurrence constant_decay q(%q) k(%k) v(%v) state(%s0) {decay = array<f32: 0.5, 0.25>}
       : (tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>) -> (tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>)
