@@ -93,15 +93,24 @@ function(linattn_install_package)
   add_library(LinAttn::Npy ALIAS LinAttnNpy)
   set_target_properties(LinAttnPlugin PROPERTIES EXPORT_NAME Plugin)
   add_library(LinAttn::Plugin ALIAS LinAttnPlugin)
+  # The CUDA runtime: LinAttn::CudaRuntime (static) and
+  # LinAttn::CudaRuntimeShared (liblinattn_cuda_runtime.so, the mgpu* ABI for
+  # compiled specs).
+  set_target_properties(LinAttnCudaRuntime PROPERTIES EXPORT_NAME CudaRuntime)
+  add_library(LinAttn::CudaRuntime ALIAS LinAttnCudaRuntime)
+  set_target_properties(linattn_cuda_runtime PROPERTIES
+    EXPORT_NAME CudaRuntimeShared)
+  add_library(LinAttn::CudaRuntimeShared ALIAS linattn_cuda_runtime)
 
   install(TARGETS LinAttnAll LinAttnNpy LinAttnPlugin
+      LinAttnCudaRuntime linattn_cuda_runtime
     EXPORT MLIRTargets
     ARCHIVE DESTINATION lib${LLVM_LIBDIR_SUFFIX} COMPONENT linattn-libraries
     LIBRARY DESTINATION lib${LLVM_LIBDIR_SUFFIX} COMPONENT linattn-libraries)
-  list(APPEND exported LinAttn Npy Plugin)
+  list(APPEND exported LinAttn Npy Plugin CudaRuntime CudaRuntimeShared)
 
   # The user-facing tools (not the test programs).
-  foreach(tool linattn-opt linattn-run)
+  foreach(tool linattn-opt linattn-run linattn-device-info)
     if(TARGET ${tool})
       install(TARGETS ${tool} RUNTIME DESTINATION bin COMPONENT linattn-tools)
     endif()

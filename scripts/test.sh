@@ -13,8 +13,9 @@ log=$(mktemp)
 /usr/lib/llvm-22/bin/lit -sv -j "${JOBS:-2}" "$BUILD_DIR/test" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
-# lit's summary lines read "  Passed: 11 (100.00%)".
-count() { sed -nE "s/^ +$1: +([0-9]+).*/\1/p" "$log" | tail -1; }
+# lit's summary lines read "  Passed: 11 (100.00%)", or "  Passed     : 74"
+# when other categories pad the labels.
+count() { sed -nE "s/^ +$1 *: +([0-9]+).*/\1/p" "$log" | tail -1; }
 passed=$(count Passed); passed=${passed:-0}
 failed=0
 for k in Failed Unresolved "Timed Out" "Unexpectedly Passed"; do

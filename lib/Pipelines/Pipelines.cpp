@@ -13,9 +13,12 @@
 #include "mlir/Conversion/MemRefToLLVM/MemRefToLLVM.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -23,38 +26,47 @@
 
 using namespace mlir;
 
-void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
-                                        const LinAttnToCPUOptions &options) {
-  // Algorithm.
-  switch (options.strategy) {
-  case Strategy::Recurrent:
+/// The algorithm passes for `strategy`: forced, every recurrence takes it;
+/// auto, the selector records a choice per recurrence and each algorithm
+/// pass rewrites the ones that name it.
+static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
+                               int64_t chunkSize, int64_t smCount) {
+  // Shape checks first: they hold whatever algorithm computes the op.
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnInsertShapeChecks());
+  switch (strategy) {
+  case linattn::Strategy::Recurrent:
     break;
-  case Strategy::Scan:
-    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToScan(
-        LinAttnRecurrenceToScanOptions{/*requireAll=*/true}));
+  case linattn::Strategy::Scan:
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan(
+        linattn::LinAttnRecurrenceToScanOptions{/*requireAll=*/true}));
     break;
-  case Strategy::Chunked:
-  case Strategy::SegmentScan:
-    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
-        LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
-    pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
-    if (options.strategy == Strategy::SegmentScan)
-      pm.addNestedPass<func::FuncOp>(createLinAttnStatePassToScan());
+  case linattn::Strategy::Chunked:
+  case linattn::Strategy::SegmentScan:
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
+        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize}));
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
+    if (strategy == linattn::Strategy::SegmentScan)
+      pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
-  case Strategy::Auto: {
+  case linattn::Strategy::Auto: {
     // The selector records a choice per recurrence; each algorithm pass
     // rewrites the ones that name it.
-    LinAttnSelectStrategyOptions select;
-    select.smCount = options.smCount;
-    pm.addNestedPass<func::FuncOp>(createLinAttnSelectStrategy(select));
-    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToScan());
-    pm.addNestedPass<func::FuncOp>(createLinAttnRecurrenceToChunked(
-        LinAttnRecurrenceToChunkedOptions{options.chunkSize}));
-    pm.addNestedPass<func::FuncOp>(createLinAttnLowerRank1ToWY());
-    pm.addNestedPass<func::FuncOp>(createLinAttnStatePassToScan());
+    linattn::LinAttnSelectStrategyOptions select;
+    select.smCount = smCount;
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSelectStrategy(select));
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
+        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize}));
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }
   }
+}
+
+void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
+                                        const LinAttnToCPUOptions &options) {
+  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount);
   // Every algorithm op to loops; elementwise tensor math (scan combiners)
   // to linalg so that it bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
@@ -84,6 +96,7 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertVectorToLLVMPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
@@ -92,7 +105,40 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
 }
 
+void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
+                                         const LinAttnToNVVMOptions &options) {
+  addAlgorithmPasses(pm, options.strategy, options.chunkSize,
+                     /*smCount=*/132);
+  // Loops, mapped to blocks and threads before anything canonicalises the
+  // parallel nests together.
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
+  pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createConvertLinAttnToGPU(
+      ConvertLinAttnToGPUOptions{options.maxUnroll}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinAttnEmitCInterface());
+  pm.addPass(createLinAttnEmitSignatures());
+
+  // Kernels to NVVM and a gpu.binary; host code to LLVM with mgpu* calls.
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  nvvm.optLevel = options.optLevel;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
 void linattn::registerLinAttnPipelines() {
+  PassPipelineRegistration<LinAttnToNVVMOptions>(
+      "linattn-to-nvvm",
+      "Lower linattn ops to NVVM kernels in a gpu.binary plus host code "
+      "calling the mgpu* runtime ABI, in the LLVM dialect",
+      buildLinAttnToNVVMPipeline);
   PassPipelineRegistration<LinAttnToCPUOptions>(
       "linattn-to-cpu",
       "Lower linattn ops to the LLVM dialect for the host CPU (chosen "

@@ -25,7 +25,14 @@
 #include "mlir/Dialect/SCF/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 
 using namespace mlir;
@@ -33,10 +40,11 @@ using namespace mlir;
 void linattn::registerAllDialects(DialectRegistry &registry) {
   registry.insert<LinAttnDialect, affine::AffineDialect, arith::ArithDialect,
                   bufferization::BufferizationDialect, cf::ControlFlowDialect,
-                  func::FuncDialect, linalg::LinalgDialect, LLVM::LLVMDialect,
+                  func::FuncDialect, gpu::GPUDialect, linalg::LinalgDialect,
+                  LLVM::LLVMDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect,
                   math::MathDialect,
                   memref::MemRefDialect, scf::SCFDialect,
-                  tensor::TensorDialect>();
+                  tensor::TensorDialect, vector::VectorDialect>();
   // Interfaces the CPU pipeline needs: bufferization of the ops the lowering
   // produces, and the *-to-LLVM conversion and translation interfaces.
   arith::registerBufferizableOpInterfaceExternalModels(registry);
@@ -48,6 +56,12 @@ void linattn::registerAllDialects(DialectRegistry &registry) {
   func::registerAllExtensions(registry);
   registerBuiltinDialectTranslation(registry);
   registerLLVMDialectTranslation(registry);
+  // The GPU pipeline: #nvvm.target serialisation (gpu-module-to-binary)
+  // and the translation of kernels and gpu.binary to LLVM IR.
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerGPUDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  gpu::registerOffloadingLLVMTranslationInterfaceExternalModels(registry);
 }
 
 void linattn::registerAllPasses() {

@@ -11,6 +11,7 @@
 #include "LinAttn/Transforms/Passes.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Strategy.h"
 
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -43,10 +44,14 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
                                     TypeRange{wType, newUType}, op.getK(),
                                     op.getU(), op.getBeta(), op.getGates(),
                                     op.getChunkSizeAttr(), op.getRank1ScaleAttr());
-    rewriter.replaceOpWithNewOp<ChunkStatePassOp>(
-        op, op.getResultTypes(), op.getK(), ut.getU(), ut.getW(),
-        /*beta=*/Value(), op.getGates(), op.getInitialState(),
+    auto wy = ChunkStatePassOp::create(
+        rewriter, op.getLoc(), op.getResultTypes(), op.getK(), ut.getU(),
+        ut.getW(), /*beta=*/Value(), op.getGates(), op.getInitialState(),
         op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr());
+    // The recorded strategy decides whether the state pass becomes a scan.
+    if (Attribute strategy = op->getAttr(kStrategyAttrName))
+      wy->setAttr(kStrategyAttrName, strategy);
+    rewriter.replaceOp(op, wy.getResults());
     return success();
   }
 };

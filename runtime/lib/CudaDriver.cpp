@@ -124,8 +124,10 @@ CudaStatus loadAndInit(DriverApi &api) {
 } // namespace
 
 CudaStatus initDriver(const DriverApi *&api) {
-  static DriverApi driver;
-  static CudaStatus status;
+  // Never destroyed: MLIR's generated code unloads its modules from global
+  // destructors, which may run after function-local statics are gone.
+  static DriverApi &driver = *new DriverApi;
+  static CudaStatus &status = *new CudaStatus;
   static std::once_flag once;
   std::call_once(once, [] { status = loadAndInit(driver); });
   api = status.ok() ? &driver : nullptr;

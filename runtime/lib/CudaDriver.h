@@ -185,8 +185,11 @@ struct alignas(128) CUtensorMap {
              const unsigned long long *, const unsigned *, const unsigned *,  \
              int, int, int, int))
 
+template <typename Signature> using EntryPoint = Signature *;
+
 struct DriverApi {
-#define LINATTN_CUDA_MEMBER(member, symbol, signature) signature *member = nullptr;
+#define LINATTN_CUDA_MEMBER(member, symbol, signature)                        \
+  EntryPoint<signature> member = nullptr;
   LINATTN_CUDA_REQUIRED_ENTRY_POINTS(LINATTN_CUDA_MEMBER)
   LINATTN_CUDA_OPTIONAL_ENTRY_POINTS(LINATTN_CUDA_MEMBER)
 #undef LINATTN_CUDA_MEMBER

@@ -60,8 +60,10 @@ bool fitsDriver(const CudaDim3 &d) {
 
 /// What an image looks like, for messages: the driver accepts all three
 /// through cuModuleLoadData.
-const char *imageKind(const void *image) {
+const char *imageKind(const void *image, size_t size) {
   const auto *bytes = static_cast<const unsigned char *>(image);
+  if (size < 4)
+    return "GPU module";
   if (std::memcmp(bytes, "\x7f" "ELF", 4) == 0)
     return "cubin";
   // The fatbinary header's magic, 0xBA55ED50, little-endian.
@@ -73,9 +75,14 @@ const char *imageKind(const void *image) {
   return "GPU module";
 }
 
-/// Kernel faults (CUDA_ERROR_ILLEGAL_ADDRESS = 700 ... ) are sticky and
-/// reported by whatever call comes next; 7xx is the launch/execution range.
-bool isKernelFault(CUresult result) { return result >= 700 && result < 800; }
+/// A kernel that faulted poisons the context: whatever driver call comes
+/// next returns the fault, so the message should name the kernel.
+/// CUDA_ERROR_ILLEGAL_ADDRESS (700), _LAUNCH_TIMEOUT (702), _ASSERT (710),
+/// _HARDWARE_STACK_ERROR (714) to _LAUNCH_FAILED (719).
+bool isKernelFault(CUresult result) {
+  return result == 700 || result == 702 || result == 710 ||
+         (result >= 714 && result <= 719);
+}
 
 } // namespace
 
@@ -233,8 +240,10 @@ CudaStatus CudaRuntime::create(int ordinal, std::unique_ptr<CudaRuntime> &out) {
 }
 
 CudaStatus CudaRuntime::getShared(int ordinal, CudaRuntime *&out) {
-  static std::mutex mutex;
-  static std::unordered_map<int, CudaRuntime *> runtimes;
+  // Never destroyed, like the runtimes: compiled code calls mgpu functions
+  // from global destructors.
+  static std::mutex &mutex = *new std::mutex;
+  static auto &runtimes = *new std::unordered_map<int, CudaRuntime *>;
   std::lock_guard<std::mutex> lock(mutex);
   auto it = runtimes.find(ordinal);
   if (it != runtimes.end()) {
@@ -278,9 +287,14 @@ CudaStatus CudaRuntime::ensureCurrent() const {
 
 std::string CudaRuntime::lastLaunchNote() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (lastLaunch_.empty())
+  if (!lastFunction_)
     return "; no kernel was launched through this runtime";
-  return "; the last kernel launched was " + lastLaunch_;
+  auto it = functions_.find(lastFunction_);
+  std::string name = it == functions_.end() || it->second.name.empty()
+                         ? "<unknown kernel>"
+                         : it->second.name;
+  return "; the last kernel launched was '" + name + "' (" +
+         describeLaunch(lastConfig_) + ")";
 }
 
 /// The status of a failed call made by a method: kernel faults, which the
@@ -328,7 +342,7 @@ CudaStatus CudaRuntime::loadModule(const void *image, size_t size,
     return CudaStatus::success();
   out = nullptr;
   std::string context = "loading a " + std::to_string(size) + "-byte " +
-                        imageKind(image) + " on CUDA device " +
+                        imageKind(image, size) + " on CUDA device " +
                         std::to_string(info_.ordinal) + " (" + info_.name +
                         ")";
   CudaStatus status = checkResult(*api_, result, "cuModuleLoadData", context);
@@ -520,17 +534,16 @@ CudaStatus CudaRuntime::launch(CudaFunction function,
         config.stream, args, extra);
   }
   if (result != CUDA_SUCCESS) {
-    // A sticky fault of an earlier kernel can surface here too.
+    // A fault of an earlier kernel can surface here too.
     CudaStatus status = checkResult(*api_, result, call, where());
-    if (isKernelFault(result) && result != 701 /*LAUNCH_OUT_OF_RESOURCES*/)
+    if (isKernelFault(result))
       return CudaStatus::error(status.kind(),
                                status.message() + lastLaunchNote(), result);
     return status;
   }
-  std::string launched = "'" + functionName(function) + "' (" +
-                         describeLaunch(config) + ")";
   std::lock_guard<std::mutex> lock(mutex_);
-  lastLaunch_ = std::move(launched);
+  lastFunction_ = function;
+  lastConfig_ = config;
   return CudaStatus::success();
 }
 

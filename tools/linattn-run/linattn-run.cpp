@@ -328,9 +328,7 @@ LogicalResult run(MLIRContext &context) {
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return error("JIT compilation failed: " +
-                 llvm::toString(engine.takeError()) +
-                 " (MLIR's C runner utilities are expected at " +
-                 LINATTN_C_RUNNER_UTILS ")");
+                 llvm::toString(engine.takeError()));
 
   SmallVector<HostTensor> tensors(inputs.size());
   for (auto [i, array] : llvm::enumerate(inputs))
@@ -361,7 +359,9 @@ LogicalResult run(MLIRContext &context) {
   if (llvm::Error err =
           (*engine)->invokePacked("_mlir_ciface_" + name, packedArgs))
     return error("running @" + name + " failed: " +
-                 llvm::toString(std::move(err)));
+                 llvm::toString(std::move(err)) +
+                 " (MLIR's C runner utilities are expected at " +
+                 LINATTN_C_RUNNER_UTILS ")");
   auto stop = std::chrono::steady_clock::now();
   std::signal(SIGABRT, SIG_DFL);
   if (printTime)

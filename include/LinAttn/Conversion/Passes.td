@@ -16,23 +16,53 @@ def ConvertLinAttnToLoops
 
     on memrefs (`bufferization.to_buffer` of the operands, fresh buffers for
     the results wrapped by `bufferization.to_tensor`), with `scf.for` loops
-    and fp32 arithmetic. The state lives in the final-state buffer. Dynamic
-    B and T are checked against each other with `cf.assert` before the loop.
-    This is the reference every other algorithm is proved against; it is
-    neither parallel nor fast.
+    and fp32 arithmetic, parallel over the independent state columns
+    (b, hv, j), each column carried across a sequential loop over t.
+    Run-time shape checks are `linattn-insert-shape-checks`'s job. This is
+    the reference every other algorithm is proved against.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::bufferization::BufferizationDialect",
-    "mlir::cf::ControlFlowDialect",
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
     "mlir::tensor::TensorDialect",
+    "mlir::vector::VectorDialect",
   ];
   let statistics = [
     Statistic<"numLowered", "num-lowered",
               "Number of linattn.recurrence ops lowered to loops">,
+  ];
+}
+
+def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Turn lowered LinAttn algorithms into GPU kernels on device buffers";
+  let description = [{
+    Runs on bufferized IR whose parallel loops carry a GPU mapping
+    (`gpu-map-parallel-loops` right after `convert-linattn-to-loops`):
+
+    - mapped `scf.parallel` nests become `gpu.launch` (for the recurrence:
+      blocks over (B, HV), threads over the V state columns);
+    - host buffers become device buffers: `memref.alloc` / `dealloc` /
+      `copy` outside kernels become `gpu.alloc` / `gpu.dealloc` /
+      `gpu.memcpy` (the function's memref arguments are device pointers);
+    - any other host access to a buffer (a load or store outside a kernel)
+      is an error naming the op: that algorithm has no GPU mapping yet.
+  }];
+  let options = [
+    Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"256",
+           "Fully unroll innermost constant loops of at most this many trips "
+           "inside kernels (0: none), so state columns live in registers">,
+  ];
+  let dependentDialects = [
+    "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect",
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Parallel loop nests made kernels">,
+    Statistic<"numDeviceBuffers", "num-device-buffers",
+              "Host buffers moved to the device">,
   ];
 }
 

@@ -53,11 +53,48 @@ struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
       llvm::cl::init(true)};
 };
 
+/// Options of the `linattn-to-nvvm` pipeline.
+struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("GPU architecture (sm_90a for Hopper)"),
+      llvm::cl::init("sm_90a")};
+  PassOptions::Option<std::string> features{
+      *this, "features", llvm::cl::desc("PTX features"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<int> optLevel{
+      *this, "opt-level", llvm::cl::desc("Device code optimisation level"),
+      llvm::cl::init(3)};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("Kernel binary: 'isa' (PTX, needs no CUDA) or 'bin' "
+                     "(cubin, needs ptxas)"),
+      llvm::cl::init("bin")};
+  PassOptions::Option<Strategy> strategy{
+      *this, "strategy", llvm::cl::desc("Algorithm for linattn.recurrence"),
+      llvm::cl::init(Strategy::Recurrent), strategyOptionValues()};
+  PassOptions::Option<int64_t> chunkSize{
+      *this, "chunk-size",
+      llvm::cl::desc("Tokens per chunk for the chunked strategies"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> maxUnroll{
+      *this, "max-unroll",
+      llvm::cl::desc("Fully unroll constant loops of at most this many trips "
+                     "in kernels (0: none)"),
+      llvm::cl::init(256)};
+};
+
 /// linattn ops on tensors -> (chosen algorithm) -> loops -> bufferized memrefs -> the
 /// LLVM dialect, ready for mlir-translate --mlir-to-llvmir or the
 /// ExecutionEngine.
 void buildLinAttnToCPUPipeline(OpPassManager &pm,
                                const LinAttnToCPUOptions &options);
+
+/// linattn ops on tensors -> (chosen algorithm) -> parallel loops mapped to
+/// blocks and threads -> gpu.launch on device buffers -> NVVM kernels in a
+/// gpu.binary plus host code calling the mgpu* runtime ABI, in the LLVM
+/// dialect. Public functions get the C interface and take device pointers.
+void buildLinAttnToNVVMPipeline(OpPassManager &pm,
+                                const LinAttnToNVVMOptions &options);
 
 /// Registers every LinAttn pipeline by name.
 void registerLinAttnPipelines();

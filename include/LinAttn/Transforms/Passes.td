@@ -16,6 +16,36 @@ def LinAttnEmitCInterface
   }];
 }
 
+def LinAttnEmitSignatures
+    : Pass<"linattn-emit-signatures", "mlir::ModuleOp"> {
+  let summary = "Record each public function's signature in the object";
+  let description = [{
+    For every public `func.func` with shaped arguments and results, adds an
+    external constant string `__linattn_signature_<name>`, e.g.
+
+        gated_deltanet(bf16[?,?,8,128],bf16[?,?,8,128],bf16[?,?,8,128],f32[?,?,8],f32[?,?,8],f32[?,8,128,128])->(bf16[?,?,8,128],f32[?,8,128,128])
+
+    so that a runner without MLIR (linattn-gpu-run) can check inputs against
+    the compiled function and build its memref descriptors.
+  }];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def LinAttnInsertShapeChecks : Pass<"linattn-insert-shape-checks"> {
+  let summary = "Check at run time the dimensions a recurrence needs equal";
+  let description = [{
+    Before every `linattn.recurrence`, emits `cf.assert` for each pair of
+    operand dimensions that the semantics needs equal but the types leave
+    dynamic (e.g. T of v against T of q), with a message naming both
+    operands. Whatever algorithm then computes the recurrence, a bad call
+    stops with that message instead of reading out of bounds. The pipelines
+    run it first.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect",
+                           "mlir::tensor::TensorDialect"];
+}
+
 def LinAttnRecurrenceToScan
     : Pass<"linattn-recurrence-to-scan"> {
   let summary = "Rewrite diagonal-transition recurrences as a scan of affine maps";

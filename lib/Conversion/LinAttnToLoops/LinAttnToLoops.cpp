@@ -22,6 +22,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -30,6 +31,10 @@ namespace mlir::linattn {
 #include "LinAttn/Conversion/Passes.h.inc"
 
 namespace {
+
+/// State columns per tile of the recurrent loop nest (threads per block on
+/// a GPU): one warp.
+constexpr int64_t kColumnTile = 32;
 
 /// Lowers one linattn.recurrence in place.
 ///
@@ -46,11 +51,6 @@ public:
   void run();
 
 private:
-  /// cf.assert for every dimension equality that is not known statically
-  /// (e.g. T of v against T of q): a bad call fails loudly instead of
-  /// reading out of bounds.
-  void emitDynamicShapeChecks(ArrayRef<Value> buffers);
-
   /// 1 / sqrt(sum_i x[b, t, h, i]^2 + eps), the in-op L2 norm's factor.
   Value inverseNorm(Value x, Value bIdx, Value t, Value h) {
     Value sum = e.forEachReduce(
@@ -94,24 +94,6 @@ private:
   int64_t K = 0, V = 0;
 };
 
-void RecurrenceLowering::emitDynamicShapeChecks(ArrayRef<Value> buffers) {
-  for (const RecurrenceOp::DimEquality &eq : op.getDimEqualities()) {
-    auto lhsType = cast<MemRefType>(buffers[eq.lhsOperand].getType());
-    auto rhsType = cast<MemRefType>(buffers[eq.rhsOperand].getType());
-    if (!lhsType.isDynamicDim(eq.lhsDim) && !rhsType.isDynamicDim(eq.rhsDim))
-      continue; // Proved by the verifier.
-    Value lhs = e.dim(buffers[eq.lhsOperand], eq.lhsDim);
-    Value rhs = e.dim(buffers[eq.rhsOperand], eq.rhsDim);
-    Value same = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, lhs, rhs);
-    std::string msg = (Twine("linattn.recurrence: dimension ") + eq.what +
-                       " of '" + op.getOperandName(eq.rhsOperand) +
-                       "' does not match '" +
-                       op.getOperandName(eq.lhsOperand) + "'")
-                          .str();
-    cf::AssertOp::create(b, same, b.getStringAttr(msg));
-  }
-}
-
 // One column j, token by token, with a_i the decay (1, gamma, exp(g_t) or
 // exp(g_t,i)), c = beta (2 beta for negeig_delta), b_t = beta (1 without a
 // rank-1 term), and q, k scaled by their inverse norms under qk_l2norm:
@@ -127,69 +109,78 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
   Value gamma = kind == TransitionKind::ConstantDecay ? gammaOfHead(hv)
                                                       : Value();
 
-  // The column, private to this (b, hv, j).
-  Value column = memref::AllocaOp::create(
-      b, MemRefType::get({K}, b.getF32Type()));
-  e.forEach(kDim, [&](Value i) {
-    memref::StoreOp::create(
-        b, memref::LoadOp::create(b, initialState, ValueRange{bIdx, hv, i, j}),
-        column, i);
-  });
+  // The column is an SSA vector carried across the loop over t: once the
+  // loops over K are unrolled (on a GPU), its elements are registers.
+  auto columnType = VectorType::get({K}, b.getF32Type());
+  Value zeros = arith::ConstantOp::create(
+      b, columnType, DenseElementsAttr::get(columnType, 0.0f));
+  Value column0 = e.forEachReduce(
+      kDim, {zeros}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+        Value s = memref::LoadOp::create(b, initialState,
+                                         ValueRange{bIdx, hv, i, j});
+        return {vector::InsertOp::create(b, s, acc[0], i)};
+      })[0];
 
   Value scale = e.f32(op.getEffectiveScale());
-  e.forEach(e.dim(q, 1), [&](Value t) {
-    Value qScale = scale, kScale;
-    if (op.getQkL2norm()) {
-      qScale = e.mul(scale, inverseNorm(q, bIdx, t, h));
-      kScale = inverseNorm(k, bIdx, t, h);
-    }
-    auto keyAt = [&](Value i) {
-      Value ki = e.loadF32(k, {bIdx, t, h, i});
-      return kScale ? e.mul(ki, kScale) : ki;
-    };
+  Value columnT = e.forEachReduce(
+      e.dim(q, 1), {column0},
+      [&](Value t, ValueRange carried) -> SmallVector<Value> {
+        Value column = carried[0];
+        Value qScale = scale, kScale;
+        if (op.getQkL2norm()) {
+          qScale = e.mul(scale, inverseNorm(q, bIdx, t, h));
+          kScale = inverseNorm(k, bIdx, t, h);
+        }
+        auto keyAt = [&](Value i) {
+          Value ki = e.loadF32(k, {bIdx, t, h, i});
+          return kScale ? e.mul(ki, kScale) : ki;
+        };
 
-    Value scalarDecay = gamma;
-    if (kind == TransitionKind::ScalarGate || kind == TransitionKind::GatedDelta)
-      scalarDecay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
+        Value scalarDecay = gamma;
+        if (kind == TransitionKind::ScalarGate ||
+            kind == TransitionKind::GatedDelta)
+          scalarDecay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
 
-    Value vj = e.loadF32(v, {bIdx, t, hv, j});
-    Value write = vj, rank1;
-    if (delta) {
-      Value betaT = e.loadF32(beta, {bIdx, t, hv});
-      write = e.mul(betaT, vj);
-      Value c = kind == TransitionKind::NegEigDelta ? e.add(betaT, betaT)
-                                                    : betaT;
-      Value u = e.forEachReduce(
-          kDim, {e.f32(0.0f)},
-          [&](Value i, ValueRange acc) -> SmallVector<Value> {
-            Value s = memref::LoadOp::create(b, column, i);
-            return {e.add(acc[0], e.mul(keyAt(i), s))};
-          })[0];
-      rank1 = e.mul(c, u);
-    }
+        Value vj = e.loadF32(v, {bIdx, t, hv, j});
+        Value write = vj, rank1;
+        if (delta) {
+          Value betaT = e.loadF32(beta, {bIdx, t, hv});
+          write = e.mul(betaT, vj);
+          Value c = kind == TransitionKind::NegEigDelta ? e.add(betaT, betaT)
+                                                        : betaT;
+          Value u = e.forEachReduce(
+              kDim, {e.f32(0.0f)},
+              [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                Value s = vector::ExtractOp::create(b, column, i);
+                return {e.add(acc[0], e.mul(keyAt(i), s))};
+              })[0];
+          rank1 = e.mul(c, u);
+        }
 
-    Value o = e.forEachReduce(
-        kDim, {e.f32(0.0f)},
-        [&](Value i, ValueRange acc) -> SmallVector<Value> {
-          Value ki = keyAt(i);
-          Value s = memref::LoadOp::create(b, column, i);
-          if (rank1)
-            s = e.sub(s, e.mul(ki, rank1));
-          Value decay = scalarDecay;
-          if (kind == TransitionKind::KeyGate)
-            decay = e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
-          if (decay)
-            s = e.mul(decay, s);
-          s = e.add(s, e.mul(ki, write));
-          memref::StoreOp::create(b, s, column, i);
-          return {e.add(acc[0], e.mul(s, e.loadF32(q, {bIdx, t, h, i})))};
-        })[0];
-    e.storeFromF32(e.mul(qScale, o), outBuf, {bIdx, t, hv, j});
-  });
+        ValueRange updated = e.forEachReduce(
+            kDim, {column, e.f32(0.0f)},
+            [&](Value i, ValueRange acc) -> SmallVector<Value> {
+              Value ki = keyAt(i);
+              Value s = vector::ExtractOp::create(b, acc[0], i);
+              if (rank1)
+                s = e.sub(s, e.mul(ki, rank1));
+              Value decay = scalarDecay;
+              if (kind == TransitionKind::KeyGate)
+                decay = e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
+              if (decay)
+                s = e.mul(decay, s);
+              s = e.add(s, e.mul(ki, write));
+              Value next = vector::InsertOp::create(b, s, acc[0], i);
+              Value o = e.add(acc[1], e.mul(s, e.loadF32(q, {bIdx, t, h, i})));
+              return {next, o};
+            });
+        e.storeFromF32(e.mul(qScale, updated[1]), outBuf, {bIdx, t, hv, j});
+        return {updated[0]};
+      })[0];
 
   e.forEach(kDim, [&](Value i) {
-    memref::StoreOp::create(b, memref::LoadOp::create(b, column, i), stateBuf,
-                            ValueRange{bIdx, hv, i, j});
+    memref::StoreOp::create(b, vector::ExtractOp::create(b, columnT, i),
+                            stateBuf, ValueRange{bIdx, hv, i, j});
   });
 }
 
@@ -209,22 +200,30 @@ void RecurrenceLowering::run() {
     beta = operandBuffers[next++];
   initialState = operandBuffers[next];
 
-  emitDynamicShapeChecks(operandBuffers);
-
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
   Value hvDim = e.index(op.getNumVHeads()), vDim = e.index(V);
   outBuf = e.allocFor(op.getOutput().getType(), {batch, seqLen, hvDim, vDim});
   stateBuf = e.allocFor(op.getFinalState().getType(),
                         {batch, hvDim, e.index(K), vDim});
 
-  auto parallel = scf::ParallelOp::create(
+  // (b, hv, column tile) outside, the columns of a tile inside: a GPU maps
+  // the outer loop to blocks and the inner one to threads. Tiles of
+  // kColumnTile columns keep B * HV * V / kColumnTile blocks in flight.
+  int64_t tile = V % kColumnTile == 0 ? kColumnTile : V;
+  auto heads = scf::ParallelOp::create(
       b, ValueRange{e.index(0), e.index(0), e.index(0)},
-      ValueRange{batch, hvDim, vDim}, ValueRange{e.index(1), e.index(1), e.index(1)});
+      ValueRange{batch, hvDim, e.index(V / tile)},
+      ValueRange{e.index(1), e.index(1), e.index(1)});
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(parallel.getBody()->getTerminator());
-    ValueRange ivs = parallel.getInductionVars();
-    emitColumn(ivs[0], ivs[1], ivs[2]);
+    b.setInsertionPoint(heads.getBody()->getTerminator());
+    auto columns = scf::ParallelOp::create(b, ValueRange{e.index(0)},
+                                           ValueRange{e.index(tile)},
+                                           ValueRange{e.index(1)});
+    b.setInsertionPoint(columns.getBody()->getTerminator());
+    Value j = e.addIndex(e.mulIndex(heads.getInductionVars()[2], e.index(tile)),
+                         columns.getInductionVars()[0]);
+    emitColumn(heads.getInductionVars()[0], heads.getInductionVars()[1], j);
   }
 
   Value out = e.toTensor(outBuf, op.getOutput().getType());

@@ -151,9 +151,9 @@ struct CudaDim3 {
 struct CudaLaunchConfig {
   CudaDim3 grid;
   CudaDim3 block;
-  /// Dynamic shared memory per block, in bytes. Above 48 KiB the runtime
-  /// opts the kernel in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES),
-  /// once per kernel and size.
+  /// Dynamic shared memory per block, in bytes. The runtime sets the
+  /// kernel's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES first (needed
+  /// above 48 KiB minus its static shared memory), once per kernel and size.
   uint32_t sharedMemBytes = 0;
   CudaStream stream = nullptr;
   /// Thread block cluster dimensions (sm_90+, cuLaunchKernelEx); all 1 for
@@ -303,8 +303,10 @@ private:
   struct FunctionRecord {
     std::string name;
     CudaModule module = nullptr;
-    /// What CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES is set to.
-    uint32_t dynamicSharedLimit = 48 * 1024;
+    /// What CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES was set to; 0
+    /// until a launch asks for dynamic shared memory. (The driver's default,
+    /// 48 KiB minus the kernel's static shared memory, is not known here.)
+    uint32_t dynamicSharedLimit = 0;
     bool nonPortableClusters = false;
   };
 
@@ -318,7 +320,9 @@ private:
 
   mutable std::mutex mutex_;
   std::unordered_map<CudaFunction, FunctionRecord> functions_;
-  std::string lastLaunch_;
+  /// The last successful launch, for messages about later kernel faults.
+  CudaFunction lastFunction_ = nullptr;
+  CudaLaunchConfig lastConfig_;
 };
 
 } // namespace linattn

@@ -1,52 +1,57 @@
 // RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(convert-linattn-to-loops))' | FileCheck %s --check-prefix=RAW
 // RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(convert-linattn-to-loops),canonicalize,cse)' | FileCheck %s
 
-// Gated delta rule with dynamic B and T, HV = 2H: run-time shape checks, the
-// result buffers, and one column j of one (b, hv) state per parallel
+// Gated delta rule with dynamic B and T, HV = 2H: the result buffers, and one column j of one (b, hv) state per parallel
 // iteration, kept in a private K-vector across the loop over t:
 //   u = sum_i k_i S_ij,  S_ij <- exp(g) (S_ij - beta k_i u) + beta k_i v_j,
 //   o_j = scale * sum_i S_ij q_i.
 
 // RAW-LABEL: func.func @gated_deltanet
 // RAW-COUNT-6: bufferization.to_buffer %{{.*}} read_only
+// RAW: scf.parallel (%{{.*}}, %{{.*}}) = (%{{.*}}, %{{.*}}) to (%{{.*}}, %{{.*}})
+// RAW: scf.parallel (%{{.*}}) = (%{{.*}}) to (%{{.*}})
 // RAW-NOT: = linattn.recurrence
 
 // CHECK-LABEL: func.func @gated_deltanet
 // CHECK-DAG:   %[[SCALE:.*]] = arith.constant 2.500000e-01 : f32
+// Run-time shape checks are linattn-insert-shape-checks' job, not this one's.
+// CHECK-NOT:   cf.assert
 // CHECK-DAG:   %[[B:.*]] = tensor.dim %arg0, %c0
-// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension B of 'k' does not match 'q'"
-// CHECK:       %[[T:.*]] = tensor.dim %arg0, %c1
-// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension T of 'v' does not match 'q'"
-// CHECK:       cf.assert %{{.*}}, "linattn.recurrence: dimension T of 'beta' does not match 'q'"
+// CHECK-DAG:   %[[T:.*]] = tensor.dim %arg0, %c1
 // CHECK:       %[[O:.*]] = memref.alloc(%[[B]], %[[T]]) : memref<?x?x4x32xbf16>
 // CHECK:       %[[S:.*]] = memref.alloc(%[[B]]) : memref<?x4x16x32xf32>
+// Canonicalization merges the nested (b, hv) and (j) parallel loops.
 // CHECK:       scf.parallel (%[[BI:.*]], %[[HV:.*]], %[[J:.*]]) = (%c0, %c0, %c0) to (%[[B]], %c4, %c32) step (%c1, %c1, %c1) {
 // CHECK:         %[[H:.*]] = arith.divui %[[HV]], %c2 : index
-// CHECK:         %[[COL:.*]] = memref.alloca() : memref<16xf32>
-// CHECK:         scf.for %[[I0:.*]] = %c0 to %c16
+// The column is a vector<K> carried across the loop over t.
+// CHECK:         %[[COL0:.*]] = scf.for %[[I0:.*]] = %c0 to %c16 step %c1 iter_args(%{{.*}}) -> (vector<16xf32>) {
 // CHECK:           tensor.extract %arg5[%[[BI]], %[[HV]], %[[I0]], %[[J]]]
-// CHECK:         scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 {
+// CHECK:           vector.insert
+// CHECK:         %[[COLT:.*]] = scf.for %[[TI:.*]] = %c0 to %[[T]] step %c1 iter_args(%[[COL:.*]] = %[[COL0]]) -> (vector<16xf32>) {
 // CHECK:           %[[G:.*]] = tensor.extract %arg3[%[[BI]], %[[TI]], %[[HV]]]
 // CHECK:           %[[DECAY:.*]] = math.exp %[[G]] : f32
 // CHECK:           %[[BETA:.*]] = tensor.extract %arg4[%[[BI]], %[[TI]], %[[HV]]]
 // CHECK:           %[[WRITE:.*]] = arith.mulf %[[BETA]], %{{.*}} : f32
 // u = k^T S[:, j]
 // CHECK:           %[[U:.*]] = scf.for {{.*}} iter_args
+// CHECK:             vector.extract %[[COL]]
 // CHECK:             tensor.extract %arg1[%[[BI]], %[[TI]], %[[H]], %{{.*}}] : tensor<?x?x2x16xbf16>
 // CHECK:           %[[CU:.*]] = arith.mulf %[[BETA]], %[[U]] : f32
 // The column update fused with o_j.
-// CHECK:           %[[OJ:.*]] = scf.for {{.*}} iter_args
-// CHECK:             %[[SIJ:.*]] = memref.load %[[COL]]
+// CHECK:           %[[UPD:.*]]:2 = scf.for %[[I:.*]] = %c0 to %c16 step %c1 iter_args(%[[C:.*]] = %[[COL]], %{{.*}} = %{{.*}}) -> (vector<16xf32>, f32) {
+// CHECK:             %[[SIJ:.*]] = vector.extract %[[C]][%[[I]]]
 // CHECK:             %[[R1:.*]] = arith.mulf %{{.*}}, %[[CU]] : f32
 // CHECK:             %[[SUB:.*]] = arith.subf %[[SIJ]], %[[R1]] : f32
 // CHECK:             %[[DEC:.*]] = arith.mulf %[[DECAY]], %[[SUB]] : f32
 // CHECK:             %[[W:.*]] = arith.mulf %{{.*}}, %[[WRITE]] : f32
 // CHECK:             %[[NEW:.*]] = arith.addf %[[DEC]], %[[W]] : f32
-// CHECK:             memref.store %[[NEW]], %[[COL]]
-// CHECK:           %[[SC:.*]] = arith.mulf %[[OJ]], %[[SCALE]] : f32
+// CHECK:             vector.insert %[[NEW]], %[[C]] [%[[I]]]
+// CHECK:           %[[SC:.*]] = arith.mulf %[[UPD]]#1, %[[SCALE]] : f32
 // CHECK:           %[[TR:.*]] = arith.truncf %[[SC]] : f32 to bf16
 // CHECK:           memref.store %[[TR]], %[[O]][%[[BI]], %[[TI]], %[[HV]], %[[J]]]
+// CHECK:           scf.yield %[[UPD]]#0
 // CHECK:         scf.for
+// CHECK:           vector.extract %[[COLT]]
 // CHECK:           memref.store %{{.*}}, %[[S]][%[[BI]], %[[HV]], %{{.*}}, %[[J]]]
 // CHECK:       bufferization.to_tensor %[[O]] restrict writable
 // CHECK:       bufferization.to_tensor %[[S]] restrict writable

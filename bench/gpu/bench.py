@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""LinAttn GPU benchmark, B = 4, H = 8, K = V = 128, bf16, T = 128 .. 16384.
+
+Runs on the GPU machine. Measures the two ceilings in the same run (device
+copy bandwidth, counting bytes read + written; a bf16 8192^3 matmul), times
+every family's compiled library with linattn-gpu-run --bench (CUDA events,
+3 warm-ups, median of 20, input sets rotated when they fit in L2), and times
+flash-linear-attention's forward ops from CUDA-graph replays (fla_time.py,
+one process per op). Writes one JSON report and prints a table.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FAMILIES = [("linear_attention", "identity"), ("retnet", "constant_decay"),
+            ("simple_gla", "scalar_gate"), ("gla", "key_gate"), ("deltanet", "delta"),
+            ("gated_deltanet", "gated_delta"), ("deltanet_negeig", "negeig_delta")]
+FLA_OPS = {"gated_deltanet": "gated_delta", "deltanet": "delta", "simple_gla": "simple_gla",
+           "gla": "gla"}
+
+
+def ceilings():
+    x = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    for _ in range(3):
+        y.copy_(x)
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    a.record()
+    for _ in range(10):
+        y.copy_(x)
+    b.record()
+    b.synchronize()
+    copy_tbs = 2 * x.numel() * 10 / (a.elapsed_time(b) * 1e-3) / 1e12
+    m = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    for _ in range(3):
+        m @ m
+    a.record()
+    for _ in range(10):
+        m @ m
+    b.record()
+    b.synchronize()
+    tflops = 2 * 8192 ** 3 * 10 / (a.elapsed_time(b) * 1e-3) / 1e12
+    return round(copy_tbs, 3), round(tflops, 1)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--libdir", required=True)
+    p.add_argument("--runner", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--T", default="128,256,512,1024,2048,4096,8192,16384")
+    p.add_argument("--fla-T", default="128,1024,4096,16384")
+    p.add_argument("--no-fla", action="store_true")
+    args = p.parse_args()
+    Ts = [int(t) for t in args.T.split(",")]
+    copy_tbs, mm_tflops = ceilings()
+    print(f"ceilings: copy {copy_tbs} TB/s, bf16 matmul {mm_tflops} TFLOP/s", flush=True)
+    rows = []
+    B, H, K, V = 4, 8, 128, 128
+    with tempfile.TemporaryDirectory() as work:
+        for name, kind in FAMILIES:
+            lib = os.path.join(args.libdir, f"{name}_bf16_128.so")
+            for T in Ts:
+                g = torch.Generator(device="cuda").manual_seed(T)
+                def rnd(*s):
+                    return torch.randn(*s, generator=g, device="cuda")
+                ins = [torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1),
+                       torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1), rnd(B, T, H, V)]
+                if kind in ("scalar_gate", "gated_delta"):
+                    ins.append(torch.nn.functional.logsigmoid(rnd(B, T, H)))
+                if kind == "key_gate":
+                    ins.append(torch.nn.functional.logsigmoid(rnd(B, T, H, K)))
+                if kind in ("delta", "gated_delta", "negeig_delta"):
+                    ins.append(torch.sigmoid(rnd(B, T, H)))
+                ins.append(0.1 * rnd(B, H, K, V))
+                cmd = [args.runner, lib, "--entry", name]
+                for i, x in enumerate(ins):
+                    path = os.path.join(work, f"in{i}.npy")
+                    np.save(path, x.cpu().numpy().astype(np.float32))
+                    cmd += ["--input", path]
+                cmd += ["--output", os.path.join(work, "o.npy"), "--output", os.path.join(work, "s.npy")]
+                # Bytes: bf16 q, k, v, o; f32 gates, beta, initial and final state.
+                nbytes = 2 * B * T * H * (2 * K + 2 * V) + 2 * 4 * B * H * K * V
+                nbytes += sum(4 * x.numel() for x in ins[3:-1])
+                # FLOPs of the recurrent algorithm run: per token and head,
+                # the update and o_t (6 K V), plus k^T S (2 K V) for delta rules.
+                delta = kind in ("delta", "gated_delta", "negeig_delta")
+                flops = B * T * H * K * V * (8 if delta else 6)
+                res_json = os.path.join(work, "bench.json")
+                proc = subprocess.run(cmd + ["--bench", "20", "--warmup", "3", "--bytes", str(nbytes),
+                                             "--flops", str(flops), "--json", res_json],
+                                      capture_output=True, text=True, timeout=600)
+                row = {"impl": "linattn", "family": name, "kind": kind, "strategy": "recurrent",
+                       "B": B, "T": T, "H": H, "K": K, "V": V, "dtype": "bf16",
+                       "bytes": nbytes, "flops": flops}
+                if proc.returncode != 0:
+                    row["error"] = proc.stderr.strip()[-300:]
+                else:
+                    row.update(json.load(open(res_json)))
+                    row["floor_ms_bytes"] = nbytes / (copy_tbs * 1e12) * 1e3
+                rows.append(row)
+                print(f"linattn {name:17s} T={T:5d} "
+                      + (f"{row['median_ms']:9.3f} ms  {row['tb_per_s']:.3f} TB/s  "
+                         f"{row['tflop_per_s']:.2f} TFLOP/s" if "median_ms" in row
+                         else "ERROR " + row["error"]), flush=True)
+    fla_rows = []
+    if not args.no_fla:
+        for op in ["gated_delta", "delta", "simple_gla", "gla"]:
+            proc = subprocess.run([sys.executable, os.path.join(HERE, "fla_time.py"), op, args.fla_T],
+                                  capture_output=True, text=True, timeout=900)
+            for line in proc.stdout.splitlines():
+                if line.startswith("{"):
+                    fla_rows.append(json.loads(line))
+                    print("fla", line, flush=True)
+            if proc.returncode != 0:
+                fla_rows.append({"impl": "fla-0.5.2", "op": op, "error": proc.stderr.strip()[-300:]})
+                print("fla", op, "failed:", proc.stderr.strip()[-300:], flush=True)
+    report = {"device": torch.cuda.get_device_name(0), "ceilings": {
+        "copy_tb_per_s": copy_tbs, "bf16_matmul_tflop_per_s": mm_tflops},
+        "linattn": rows, "fla": fla_rows}
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""GPU correctness of compiled LinAttn specs against an fp64 reference.
+
+Runs on the GPU machine (PyTorch there). For every library LIBDIR/<name>_<dtype>_<K>.so
+(made by bench/gpu/device.sh from bench/gpu/prepare.sh's objects) and every
+B in {1, 4}, T in {1, 63, 64, 65, 1000, 4096, 16384}, it draws fresh random
+inputs (H = HV = 8, non-zero initial state; strong gates and beta near 1 with
+nearly parallel keys at T = 4096), runs linattn-gpu-run with every device
+allocation poisoned (LINATTN_POISON_ALLOCS=1: NaN bytes, so an unwritten
+output element fails the check), and compares o and the final state to a
+float64 reference computed on the GPU by the loop below (written separately
+from the compiler and from test/lib's numpy oracle). Tolerance: 5e-3 relative
+error for bf16 inputs, 1e-4 for f32. Writes a JSON report.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+KINDS = {"linear_attention": "identity", "retnet": "constant_decay",
+         "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
+         "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta"}
+DELTA = {"delta", "gated_delta", "negeig_delta"}
+
+
+def retnet_gammas(hv):
+    return [1.0 - 2.0 ** (-5 - h) for h in range(hv)]
+
+
+def reference(kind, q, k, v, g, beta, s0, scale, gammas):
+    """float64 loop over t: S = M_t S + b_t k v^T, o_t = scale S^T q_t."""
+    B, T, H, K = q.shape
+    HV, V = v.shape[2], v.shape[3]
+    rep = HV // H
+    q = q.repeat_interleave(rep, dim=2)
+    k = k.repeat_interleave(rep, dim=2)
+    S = s0.clone()
+    o = torch.empty(B, T, HV, V, dtype=torch.float64, device=q.device)
+    gam = torch.tensor(gammas, dtype=torch.float64, device=q.device) if gammas else None
+    for t in range(T):
+        kt, vt, qt = k[:, t], v[:, t], q[:, t]
+        write = vt
+        if kind in DELTA:
+            bt = beta[:, t]
+            c = 2 * bt if kind == "negeig_delta" else bt
+            u = torch.einsum("bhk,bhkv->bhv", kt, S)
+            S = S - c[..., None, None] * kt[..., None] * u[:, :, None, :]
+            write = bt[..., None] * vt
+        if kind == "constant_decay":
+            S = gam[None, :, None, None] * S
+        elif kind in ("scalar_gate", "gated_delta"):
+            S = torch.exp(g[:, t])[..., None, None] * S
+        elif kind == "key_gate":
+            S = torch.exp(g[:, t])[..., None] * S
+        S = S + kt[..., None] * write[:, :, None, :]
+        o[:, t] = scale * torch.einsum("bhkv,bhk->bhv", S, qt)
+    return o, S
+
+
+def make_inputs(kind, B, T, K, V, dtype, hard, gen):
+    """Inputs as float32 tensors holding values exact in `dtype`."""
+    H = HV = 8
+    dev = "cuda"
+    def rnd(*shape):
+        return torch.randn(*shape, generator=gen, device=dev)
+    q = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1)
+    if hard:
+        base = torch.nn.functional.normalize(rnd(B, 1, H, K), dim=-1)
+        k = torch.nn.functional.normalize(base + 1e-2 * rnd(B, T, H, K), dim=-1)
+    else:
+        k = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1)
+    v = rnd(B, T, HV, V) * (3.0 if hard else 1.0)
+    cast = (lambda x: x.to(torch.bfloat16).float()) if dtype == "bf16" else (lambda x: x)
+    q, k, v = cast(q), cast(k), cast(v)
+    ins = {"q": q, "k": k, "v": v}
+    if kind in ("scalar_gate", "gated_delta", "key_gate"):
+        shape = (B, T, HV, K) if kind == "key_gate" else (B, T, HV)
+        if hard:
+            ins["gate"] = -5.0 - 15.0 * torch.rand(*shape, generator=gen, device=dev)
+        else:
+            ins["gate"] = torch.nn.functional.logsigmoid(rnd(*shape))
+    if kind in DELTA:
+        if hard:
+            ins["beta"] = 0.97 + 0.03 * torch.rand(B, T, HV, generator=gen, device=dev)
+        else:
+            ins["beta"] = torch.sigmoid(rnd(B, T, HV))
+    ins["initial_state"] = 0.1 * rnd(B, HV, K, V)
+    return ins
+
+
+def rel_err(x, ref):
+    return (torch.linalg.norm(x - ref) / torch.linalg.norm(ref).clamp_min(1e-30)).item()
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--libdir", required=True)
+    p.add_argument("--runner", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--T", default="1,63,64,65,1000,4096,16384")
+    p.add_argument("--B", default="1,4")
+    p.add_argument("--only", default="")
+    args = p.parse_args()
+    seed = int.from_bytes(os.urandom(4), "little")
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    Ts = [int(x) for x in args.T.split(",")]
+    Bs = [int(x) for x in args.B.split(",")]
+    libs = sorted(f for f in os.listdir(args.libdir) if f.endswith(".so"))
+    rows, failures = [], 0
+    env = dict(os.environ, LINATTN_POISON_ALLOCS="1")
+    with tempfile.TemporaryDirectory() as work:
+        for lib in libs:
+            stem = lib[:-3]
+            name, dtype, kdim = stem.rsplit("_", 2)
+            if args.only and args.only not in stem:
+                continue
+            kind, K = KINDS[name], int(kdim)
+            tol = 5e-3 if dtype == "bf16" else 1e-4
+            for B in Bs:
+                for T in Ts:
+                    hard = T == 4096
+                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen)
+                    order = ["q", "k", "v"] + [n for n in ("gate", "beta") if n in ins] + ["initial_state"]
+                    cmd = [args.runner, os.path.join(args.libdir, lib), "--entry", name]
+                    for n in order:
+                        path = os.path.join(work, n + ".npy")
+                        np.save(path, ins[n].cpu().numpy().astype(np.float32))
+                        cmd += ["--input", path]
+                    outs = [os.path.join(work, "o.npy"), os.path.join(work, "s.npy")]
+                    for o in outs:
+                        cmd += ["--output", o]
+                    t0 = time.time()
+                    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+                    row = {"lib": stem, "kind": kind, "dtype": dtype, "K": K, "V": K, "H": 8,
+                           "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
+                    if proc.returncode != 0:
+                        row.update(status="FAIL", error=proc.stderr.strip()[-400:])
+                    else:
+                        o = torch.from_numpy(np.load(outs[0])).cuda().double()
+                        s = torch.from_numpy(np.load(outs[1])).cuda().double()
+                        d = {n: x.double() for n, x in ins.items()}
+                        gammas = retnet_gammas(8) if kind == "constant_decay" else None
+                        ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"),
+                                           d.get("beta"), d["initial_state"], K ** -0.5, gammas)
+                        unwritten = int(torch.isnan(o).sum().item() + torch.isnan(s).sum().item())
+                        eo, es = rel_err(o, ro), rel_err(s, rs)
+                        ok = unwritten == 0 and eo <= tol and es <= tol and np.isfinite([eo, es]).all()
+                        row.update(rel_err_o=eo, rel_err_state=es, nan_or_unwritten=unwritten,
+                                   status="OK" if ok else "FAIL")
+                    row["seconds"] = round(time.time() - t0, 2)
+                    failures += row["status"] != "OK"
+                    rows.append(row)
+                    print(f"{stem:28s} B={B} T={T:5d} hard={int(hard)} "
+                          f"o={row.get('rel_err_o', float('nan')):.2e} "
+                          f"state={row.get('rel_err_state', float('nan')):.2e} {row['status']}"
+                          + (f"  {row.get('error', '')[:200]}" if row["status"] != "OK" else ""),
+                          flush=True)
+    report = {"seed": seed, "device": torch.cuda.get_device_name(0),
+              "cases": len(rows), "failures": failures, "rows": rows}
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"{len(rows) - failures} passed, {failures} failed (seed={seed})")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# On the GPU machine (no MLIR): build the runtime and runner, link the spec
+# objects prepared by bench/gpu/prepare.sh (carried in .carry/gpu), check
+# correctness against the fp64 reference and benchmark against fla.
+#   bench/gpu/device.sh [check|bench|all] [extra args for check.py]
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+what=${1:-all}; shift || true
+OUT=${OUT:-/tmp/linattn-out}; mkdir -p "$OUT"
+build=/tmp/linattn-runtime
+cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C "$build" >/dev/null
+runtime_dir=$(dirname "$(find "$build" -name 'liblinattn_cuda_runtime.so' | head -1)")
+libs=/tmp/linattn-libs; rm -rf "$libs"; mkdir -p "$libs"
+for o in .carry/gpu/*.o; do
+  c++ -shared -o "$libs/$(basename "$o" .o).so" "$o" -L"$runtime_dir" -llinattn_cuda_runtime \
+      -Wl,-rpath,"$runtime_dir" -ldl
+done
+runner=$(find "$build" -name linattn-gpu-run -type f | head -1)
+info=$(find "$build" -name linattn-device-info -type f | head -1)
+"$info" || true
+status=0
+if [ "$what" = check ] || [ "$what" = all ]; then
+  python3 bench/gpu/check.py --libdir "$libs" --runner "$runner" \
+      --json "$OUT/check.json" "$@" > "$OUT/check.log" 2>&1 || status=1
+  grep -vE " OK$" "$OUT/check.log" | tail -25 || true
+  tail -1 "$OUT/check.log"
+fi
+if [ "$what" = bench ] || [ "$what" = all ]; then
+  python3 bench/gpu/bench.py --libdir "$libs" --runner "$runner" \
+      --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 || status=1
+  tail -60 "$OUT/bench.log"
+fi
+exit $status

@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Times one flash-linear-attention forward op the way PEERS.md does.
+
+    fla_time.py OP T[,T...]   (OP: gated_delta | delta | simple_gla | gla |
+                               gated_delta_recurrent)
+
+B = 4, H = 8, K = V = 128, bf16, q and k L2-normalised, g = logsigmoid(randn),
+beta = sigmoid(randn), final state returned. For each T: warm up, capture the
+op in a CUDA graph and time 20 replays with CUDA events; prints one JSON line
+per T with the median ms. Runs one op per process (a faulting Triton kernel
+poisons the CUDA context). fla is carried in .carry/fla and never committed.
+"""
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".carry"))
+
+
+def make(op, B, T, H=8, K=128, V=128):
+    torch.manual_seed(0)
+    dev, dt = "cuda", torch.bfloat16
+    q = torch.nn.functional.normalize(torch.randn(B, T, H, K, device=dev), dim=-1).to(dt)
+    k = torch.nn.functional.normalize(torch.randn(B, T, H, K, device=dev), dim=-1).to(dt)
+    v = torch.randn(B, T, H, V, device=dev, dtype=dt)
+    s0 = torch.zeros(B, H, K, V, device=dev, dtype=torch.float32)
+    g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32))
+    gk = torch.nn.functional.logsigmoid(torch.randn(B, T, H, K, device=dev, dtype=torch.float32))
+    beta = torch.sigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32)).to(dt)
+    if op == "gated_delta":
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
+        return lambda: f(q, k, v, g, beta, initial_state=s0, output_final_state=True)
+    if op == "gated_delta_recurrent":
+        from fla.ops.gated_delta_rule import fused_recurrent_gated_delta_rule as f
+        return lambda: f(q, k, v, g=g, beta=beta, initial_state=s0, output_final_state=True)
+    if op == "delta":
+        from fla.ops.delta_rule import chunk_delta_rule as f
+        return lambda: f(q, k, v, beta, initial_state=s0, output_final_state=True)
+    if op == "simple_gla":
+        from fla.ops.simple_gla import chunk_simple_gla as f
+        return lambda: f(q, k, v, g, initial_state=s0, output_final_state=True)
+    if op == "gla":
+        from fla.ops.gla import chunk_gla as f
+        return lambda: f(q, k, v, gk, initial_state=s0, output_final_state=True)
+    raise SystemExit(f"unknown op {op}")
+
+
+def time_graph(fn, reps=20):
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn()
+    for _ in range(3):
+        graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main():
+    op, Ts = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
+    for T in Ts:
+        try:
+            ms = time_graph(make(op, 4, T))
+            print(json.dumps({"impl": "fla-0.5.2", "op": op, "B": 4, "T": T, "H": 8, "K": 128,
+                              "V": 128, "median_ms_graph": round(ms, 4)}), flush=True)
+        except Exception as e:  # report and go on to the next T
+            print(json.dumps({"impl": "fla-0.5.2", "op": op, "T": T, "error": str(e)[:300]}),
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()

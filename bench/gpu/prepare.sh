@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Compiles the GPU test and benchmark specs to objects on this (MLIR) machine:
+#   bench/gpu/prepare.sh [OUT_DIR=.carry/gpu]
+# One object per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32 K=V=64},
+# H = HV = 8, dynamic B and T, strategy recurrent (the GPU mapping that exists).
+# The device script (bench/gpu/device.sh) links them with the runtime there.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+out=${1:-.carry/gpu}
+rm -rf "$out" && mkdir -p "$out/specs"
+families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla key_gate:gla delta:deltanet gated_delta:gated_deltanet negeig_delta:deltanet_negeig"
+for pair in $families; do
+  kind=${pair%%:*} name=${pair##*:}
+  cp "examples/$name.mlir" "$out/specs/${name}_bf16_128.mlir"
+  for dtype in bf16 f32; do
+    /usr/bin/python3 - "$kind" "$name" "$dtype" "$out/specs/${name}_${dtype}_64.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/lib")
+import linattn_ref as ref
+kind, name, dtype, path = sys.argv[1:]
+decay = ref.retnet_decay(8) if kind == "constant_decay" else None
+ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, 64, 64, decay=decay)
+PY
+  done
+done
+for spec in "$out"/specs/*.mlir; do
+  base=$(basename "$spec" .mlir)
+  build/bin/linattn-compile "$spec" -o "$out/$base.o" --strategy=recurrent
+done
+cp test/lib/linattn_ref.py "$out/"
+ls "$out"/*.o | wc -l

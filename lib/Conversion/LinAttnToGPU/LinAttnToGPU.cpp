@@ -1,0 +1,138 @@
+//===- LinAttnToGPU.cpp - Lowered LinAttn algorithms to GPU kernels -------===//
+//
+// After convert-linattn-to-loops, gpu-map-parallel-loops and bufferization,
+// an algorithm is host code around mapped scf.parallel nests. This pass
+// makes the nests kernels (gpu.launch) and the buffers device memory, and
+// refuses host code that would touch device memory directly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Conversion/Passes.h"
+
+#include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_CONVERTLINATTNTOGPU
+#include "LinAttn/Conversion/Passes.h.inc"
+
+namespace {
+
+bool insideKernel(Operation *op) {
+  return op->getParentOfType<gpu::LaunchOp>() ||
+         op->getParentOfType<gpu::GPUModuleOp>();
+}
+
+struct ConvertLinAttnToGPU
+    : impl::ConvertLinAttnToGPUBase<ConvertLinAttnToGPU> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = &getContext();
+
+    // 1. Mapped parallel loops -> gpu.launch.
+    int64_t mapped = 0;
+    module.walk([&](scf::ParallelOp op) {
+      if (op->hasAttr(gpu::getMappingAttrName()) &&
+          !op->getParentOfType<scf::ParallelOp>())
+        ++mapped;
+    });
+    {
+      RewritePatternSet patterns(ctx);
+      populateParallelLoopToGPUPatterns(patterns);
+      ConversionTarget target(*ctx);
+      target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+      configureParallelLoopToGPULegality(target);
+      if (failed(applyPartialConversion(module, target, std::move(patterns))))
+        return signalPassFailure();
+      finalizeParallelLoopToGPUConversion(module);
+    }
+    numKernels += mapped;
+
+    // Inside kernels, fully unroll the innermost loops of constant trip
+    // count (the loops over K of a state column): their private arrays are
+    // then indexed by constants, and LLVM keeps them in registers instead
+    // of local memory.
+    SmallVector<scf::ForOp> unrollable;
+    module.walk([&](scf::ForOp loop) {
+      if (!insideKernel(loop))
+        return;
+      bool innermost = true;
+      loop.getBody()->walk([&](scf::ForOp) { innermost = false; });
+      std::optional<int64_t> trips = loop.getStaticTripCount()
+                                         ? std::optional<int64_t>(
+                                               loop.getStaticTripCount()->getSExtValue())
+                                         : std::nullopt;
+      if (innermost && trips && *trips <= maxUnroll)
+        unrollable.push_back(loop);
+    });
+    for (scf::ForOp loop : unrollable)
+      if (failed(loopUnrollFull(loop)))
+        return signalPassFailure();
+
+    // 2. Host buffers -> device buffers.
+    SmallVector<Operation *> hostBufferOps;
+    module.walk([&](Operation *op) {
+      if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op) &&
+          !insideKernel(op))
+        hostBufferOps.push_back(op);
+    });
+    // gpu-to-llvm lowers device allocations and copies in their async
+    // form: each one runs on its own stream and is waited for at once, so
+    // the host code stays synchronous.
+    for (Operation *op : hostBufferOps) {
+      OpBuilder b(op);
+      Location loc = op->getLoc();
+      Type tokenType = gpu::AsyncTokenType::get(ctx);
+      Value start =
+          gpu::WaitOp::create(b, loc, tokenType, ValueRange{}).getAsyncToken();
+      Value done;
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        auto device = gpu::AllocOp::create(
+            b, loc, alloc.getType(), tokenType, ValueRange{start},
+            alloc.getDynamicSizes(), alloc.getSymbolOperands(),
+            /*hostShared=*/false);
+        alloc.replaceAllUsesWith(device.getMemref());
+        done = device.getAsyncToken();
+        ++numDeviceBuffers;
+      } else if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
+        done = gpu::DeallocOp::create(b, loc, tokenType, ValueRange{start},
+                                      dealloc.getMemref())
+                   .getAsyncToken();
+      } else {
+        auto copy = cast<memref::CopyOp>(op);
+        done = gpu::MemcpyOp::create(b, loc, tokenType, ValueRange{start},
+                                     copy.getTarget(), copy.getSource())
+                   .getAsyncToken();
+      }
+      gpu::WaitOp::create(b, loc, Type(), ValueRange{done});
+      op->erase();
+    }
+
+    // 3. Nothing else on the host may touch a buffer's contents.
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (!isa<memref::LoadOp, memref::StoreOp, affine::AffineLoadOp,
+               affine::AffineStoreOp>(op) ||
+          insideKernel(op))
+        return WalkResult::advance();
+      op->emitOpError()
+          << "runs on the host but reads or writes device memory: this part "
+             "of the algorithm has no GPU mapping yet (on the GPU, use "
+             "strategy=recurrent)";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      signalPassFailure();
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

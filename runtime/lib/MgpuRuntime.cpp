@@ -1,0 +1,457 @@
+//===- MgpuRuntime.cpp - The mgpu* C ABI on CudaRuntime -------------------===//
+//
+// Each mgpu function finds the calling thread's default device's shared
+// CudaRuntime, forwards to it and turns a failed CudaStatus into a report:
+// the error handler if one is installed, else one line on stderr and
+// exit(EXIT_FAILURE). See linattn/MgpuRuntime.h for the contract.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linattn/MgpuRuntime.h"
+
+#include "linattn/CudaRuntime.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+using linattn::CudaDevicePtr;
+using linattn::CudaErrorKind;
+using linattn::CudaEvent;
+using linattn::CudaFunction;
+using linattn::CudaLaunchConfig;
+using linattn::CudaModule;
+using linattn::CudaRuntime;
+using linattn::CudaStatus;
+using linattn::CudaStream;
+
+namespace {
+
+std::mutex handlerMutex;
+LinAttnCudaErrorHandler errorHandler = nullptr;
+void *errorHandlerData = nullptr;
+
+/// The first failure on this thread since the last clear. A pointer (leaked,
+/// one per thread that fails) rather than a thread_local std::string: global
+/// destructors of compiled code may fail after thread_local objects of the
+/// main thread are destroyed.
+thread_local std::string *firstError = nullptr;
+thread_local bool hasFirstError = false;
+
+thread_local int32_t defaultDevice = 0;
+/// The shared runtime of `cachedDevice`; shared runtimes are never
+/// destroyed, so caching the pointer per thread is safe and keeps the
+/// launch path off getShared's lock.
+thread_local CudaRuntime *cachedRuntime = nullptr;
+thread_local int32_t cachedDevice = -1;
+
+void report(const char *function, const CudaStatus &status) {
+  std::string message = std::string(function) + ": " + status.message();
+  if (!hasFirstError) {
+    if (!firstError)
+      firstError = new std::string;
+    *firstError = message;
+    hasFirstError = true;
+  }
+  LinAttnCudaErrorHandler handler;
+  void *data;
+  {
+    std::lock_guard<std::mutex> lock(handlerMutex);
+    handler = errorHandler;
+    data = errorHandlerData;
+  }
+  if (handler) {
+    handler(message.c_str(), data);
+    return;
+  }
+  std::fflush(nullptr);
+  std::fprintf(stderr, "linattn-cuda-runtime: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  // _Exit, not exit: exit would run the compiled code's global destructors,
+  // which call back into this runtime (mgpuModuleUnload) and fail again, and
+  // this may already be running inside one of them.
+  std::_Exit(EXIT_FAILURE);
+}
+
+/// Reports `status` if it failed; true if it did.
+bool failed(const char *function, const CudaStatus &status) {
+  if (status.ok())
+    return false;
+  report(function, status);
+  return true;
+}
+
+/// The default device's runtime, or null after reporting why there is none.
+CudaRuntime *runtime(const char *function) {
+  if (cachedRuntime && cachedDevice == defaultDevice)
+    return cachedRuntime;
+  CudaRuntime *shared = nullptr;
+  if (failed(function, CudaRuntime::getShared(defaultDevice, shared)))
+    return nullptr;
+  cachedRuntime = shared;
+  cachedDevice = defaultDevice;
+  return shared;
+}
+
+CudaDevicePtr devicePtr(const void *p) {
+  return reinterpret_cast<CudaDevicePtr>(p);
+}
+
+/// The leading fields of MLIR's ranked memref descriptor; sizes[rank] and
+/// then strides[rank] follow `offset`.
+struct MemRefDescriptor {
+  char *allocated;
+  char *aligned;
+  int64_t offset;
+
+  const int64_t *sizes() const {
+    return reinterpret_cast<const int64_t *>(this + 1);
+  }
+  const int64_t *strides(int64_t rank) const { return sizes() + rank; }
+};
+
+/// The bytes a strided memref's elements span from its first element; 0 if
+/// it has none.
+uint64_t spanBytes(int64_t rank, const MemRefDescriptor *d,
+                   int64_t elementSize) {
+  const int64_t *sizes = d->sizes();
+  const int64_t *strides = d->strides(rank);
+  int64_t lastIndex = 0;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (sizes[i] == 0)
+      return 0;
+    lastIndex += (sizes[i] - 1) * strides[i];
+  }
+  return static_cast<uint64_t>(lastIndex + 1) * elementSize;
+}
+
+} // namespace
+
+extern "C" {
+
+void linattnCudaSetErrorHandler(LinAttnCudaErrorHandler handler,
+                                void *userData) {
+  std::lock_guard<std::mutex> lock(handlerMutex);
+  errorHandler = handler;
+  errorHandlerData = userData;
+}
+
+const char *linattnCudaGetFirstError(void) {
+  return hasFirstError ? firstError->c_str() : nullptr;
+}
+
+void linattnCudaClearError(void) { hasFirstError = false; }
+
+//===----------------------------------------------------------------------===//
+// Modules and kernels
+//===----------------------------------------------------------------------===//
+
+void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
+  CudaRuntime *rt = runtime("mgpuModuleLoad");
+  CudaModule module = nullptr;
+  if (!rt || failed("mgpuModuleLoad", rt->loadModule(data, gpuBlobSize, module)))
+    return nullptr;
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *data, int optLevel) {
+  CudaRuntime *rt = runtime("mgpuModuleLoadJIT");
+  CudaModule module = nullptr;
+  if (!rt ||
+      failed("mgpuModuleLoadJIT", rt->loadModuleJIT(data, optLevel, module)))
+    return nullptr;
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  CudaRuntime *rt = runtime("mgpuModuleUnload");
+  if (!rt)
+    return;
+  CudaStatus status = rt->unloadModule(static_cast<CudaModule>(module));
+  // Compiled code unloads its modules from a global destructor, which can
+  // run after the driver has shut down at process exit: the module is gone
+  // with it, so CUDA_ERROR_DEINITIALIZED (4) is not a failure here.
+  constexpr int kCudaErrorDeinitialized = 4;
+  if (status.kind() == CudaErrorKind::Driver &&
+      status.cudaResult() == kCudaErrorDeinitialized)
+    return;
+  failed("mgpuModuleUnload", std::move(status));
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  CudaRuntime *rt = runtime("mgpuModuleGetFunction");
+  CudaFunction function = nullptr;
+  if (!rt || failed("mgpuModuleGetFunction",
+                    rt->getFunction(static_cast<CudaModule>(module), name,
+                                    function)))
+    return nullptr;
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  CudaRuntime *rt = runtime("mgpuLaunchKernel");
+  if (!rt)
+    return;
+  CudaLaunchConfig config;
+  config.grid = {gridX, gridY, gridZ};
+  config.block = {blockX, blockY, blockZ};
+  if (smem < 0) {
+    report("mgpuLaunchKernel",
+           CudaStatus::error(CudaErrorKind::InvalidArgument,
+                             "launching kernel '" +
+                                 rt->functionName(
+                                     static_cast<CudaFunction>(function)) +
+                                 "': negative dynamic shared memory size " +
+                                 std::to_string(smem)));
+    return;
+  }
+  config.sharedMemBytes = static_cast<uint32_t>(smem);
+  config.stream = static_cast<CudaStream>(stream);
+  failed("mgpuLaunchKernel",
+         rt->launch(static_cast<CudaFunction>(function), config, params,
+                    extra));
+}
+
+void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
+                             intptr_t clusterY, intptr_t clusterZ,
+                             intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                             intptr_t blockX, intptr_t blockY, intptr_t blockZ,
+                             int32_t smem, void *stream, void **params,
+                             void **extra) {
+  CudaRuntime *rt = runtime("mgpuLaunchClusterKernel");
+  if (!rt)
+    return;
+  CudaLaunchConfig config;
+  config.cluster = {clusterX, clusterY, clusterZ};
+  config.grid = {gridX, gridY, gridZ};
+  config.block = {blockX, blockY, blockZ};
+  if (smem < 0) {
+    report("mgpuLaunchClusterKernel",
+           CudaStatus::error(CudaErrorKind::InvalidArgument,
+                             "launching kernel '" +
+                                 rt->functionName(
+                                     static_cast<CudaFunction>(function)) +
+                                 "': negative dynamic shared memory size " +
+                                 std::to_string(smem)));
+    return;
+  }
+  config.sharedMemBytes = static_cast<uint32_t>(smem);
+  config.stream = static_cast<CudaStream>(stream);
+  failed("mgpuLaunchClusterKernel",
+         rt->launch(static_cast<CudaFunction>(function), config, params,
+                    extra));
+}
+
+//===----------------------------------------------------------------------===//
+// Streams and events
+//===----------------------------------------------------------------------===//
+
+void *mgpuStreamCreate(void) {
+  CudaRuntime *rt = runtime("mgpuStreamCreate");
+  CudaStream stream = nullptr;
+  if (!rt || failed("mgpuStreamCreate", rt->createStream(stream)))
+    return nullptr;
+  return stream;
+}
+
+void mgpuStreamDestroy(void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuStreamDestroy"))
+    failed("mgpuStreamDestroy",
+           rt->destroyStream(static_cast<CudaStream>(stream)));
+}
+
+void mgpuStreamSynchronize(void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuStreamSynchronize"))
+    failed("mgpuStreamSynchronize",
+           rt->synchronizeStream(static_cast<CudaStream>(stream)));
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  if (CudaRuntime *rt = runtime("mgpuStreamWaitEvent"))
+    failed("mgpuStreamWaitEvent",
+           rt->streamWaitEvent(static_cast<CudaStream>(stream),
+                               static_cast<CudaEvent>(event)));
+}
+
+void *mgpuEventCreate(void) {
+  CudaRuntime *rt = runtime("mgpuEventCreate");
+  CudaEvent event = nullptr;
+  if (!rt ||
+      failed("mgpuEventCreate", rt->createEvent(event, /*timing=*/false)))
+    return nullptr;
+  return event;
+}
+
+void mgpuEventDestroy(void *event) {
+  if (CudaRuntime *rt = runtime("mgpuEventDestroy"))
+    failed("mgpuEventDestroy",
+           rt->destroyEvent(static_cast<CudaEvent>(event)));
+}
+
+void mgpuEventSynchronize(void *event) {
+  if (CudaRuntime *rt = runtime("mgpuEventSynchronize"))
+    failed("mgpuEventSynchronize",
+           rt->synchronizeEvent(static_cast<CudaEvent>(event)));
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuEventRecord"))
+    failed("mgpuEventRecord", rt->recordEvent(static_cast<CudaEvent>(event),
+                                              static_cast<CudaStream>(stream)));
+}
+
+//===----------------------------------------------------------------------===//
+// Memory
+//===----------------------------------------------------------------------===//
+
+/// LINATTN_POISON_ALLOCS=1 fills every new device allocation with 0xFF
+/// bytes, a NaN in f32, f16 and bf16: a checker then finds any output
+/// element the compiled code failed to write.
+static bool poisonAllocations() {
+  static const bool poison = [] {
+    const char *v = std::getenv("LINATTN_POISON_ALLOCS");
+    return v && *v && std::string(v) != "0";
+  }();
+  return poison;
+}
+
+void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
+  CudaRuntime *rt = runtime("mgpuMemAlloc");
+  CudaDevicePtr ptr = 0;
+  if (!rt || failed("mgpuMemAlloc", isHostShared
+                                        ? rt->allocManaged(sizeBytes, ptr)
+                                        : rt->alloc(sizeBytes, ptr)))
+    return nullptr;
+  if (poisonAllocations() && sizeBytes &&
+      failed("mgpuMemAlloc (poisoning)", rt->memset8(ptr, 0xFF, sizeBytes)))
+    return nullptr;
+  return reinterpret_cast<void *>(ptr);
+}
+
+void mgpuMemFree(void *ptr, void * /*stream*/) {
+  if (CudaRuntime *rt = runtime("mgpuMemFree"))
+    failed("mgpuMemFree", rt->free(devicePtr(ptr)));
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuMemcpy"))
+    failed("mgpuMemcpy", rt->copyAsync(dst, src, sizeBytes,
+                                       static_cast<CudaStream>(stream)));
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuMemset32"))
+    failed("mgpuMemset32",
+           rt->memset32Async(devicePtr(dst), value, count,
+                             static_cast<CudaStream>(stream)));
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  void *stream) {
+  if (CudaRuntime *rt = runtime("mgpuMemset16"))
+    failed("mgpuMemset16",
+           rt->memset16Async(devicePtr(dst), value, count,
+                             static_cast<CudaStream>(stream)));
+}
+
+void mgpuMemHostRegister(void *ptr, uint64_t sizeBytes) {
+  if (CudaRuntime *rt = runtime("mgpuMemHostRegister"))
+    failed("mgpuMemHostRegister", rt->hostRegister(ptr, sizeBytes));
+}
+
+void mgpuMemHostUnregister(void *ptr) {
+  if (CudaRuntime *rt = runtime("mgpuMemHostUnregister"))
+    failed("mgpuMemHostUnregister", rt->hostUnregister(ptr));
+}
+
+void mgpuMemHostRegisterMemRef(int64_t rank, void *descriptor,
+                               int64_t elementSizeBytes) {
+  auto *d = static_cast<MemRefDescriptor *>(descriptor);
+  uint64_t bytes = spanBytes(rank, d, elementSizeBytes);
+  if (bytes == 0)
+    return;
+  mgpuMemHostRegister(d->aligned + d->offset * elementSizeBytes, bytes);
+}
+
+void mgpuMemHostUnregisterMemRef(int64_t rank, void *descriptor,
+                                 int64_t elementSizeBytes) {
+  auto *d = static_cast<MemRefDescriptor *>(descriptor);
+  if (spanBytes(rank, d, elementSizeBytes) == 0)
+    return;
+  mgpuMemHostUnregister(d->aligned + d->offset * elementSizeBytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Devices and tensor maps
+//===----------------------------------------------------------------------===//
+
+void mgpuSetDefaultDevice(int32_t device) { defaultDevice = device; }
+
+void *mgpuTensorMapEncodeTiledMemref(int64_t tensorRank, void *descriptor,
+                                     int64_t tensorDataType,
+                                     int64_t interleave, int64_t swizzle,
+                                     int64_t l2Promotion, int64_t oobFill,
+                                     int64_t *boxDims) {
+  const char *function = "mgpuTensorMapEncodeTiledMemref";
+  CudaRuntime *rt = runtime(function);
+  if (!rt)
+    return nullptr;
+  auto invalid = [&](const std::string &why) {
+    report(function, CudaStatus::error(CudaErrorKind::InvalidArgument,
+                                       "encoding a rank-" +
+                                           std::to_string(tensorRank) +
+                                           " tiled tensor map: " + why));
+    return nullptr;
+  };
+  // Bytes per element of CU_TENSOR_MAP_DATA_TYPE_UINT8 (0) ... _TFLOAT32_FTZ
+  // (12); the packed sub-byte types after them are not supported here.
+  static const int elementBytes[] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
+  if (tensorDataType < 0 ||
+      tensorDataType >= int64_t(sizeof(elementBytes) / sizeof(int)))
+    return invalid("unsupported CUtensorMapDataType " +
+                   std::to_string(tensorDataType));
+  if (tensorRank < 1 || tensorRank > 5)
+    return invalid("the rank must be between 1 and 5");
+  int64_t elementSize = elementBytes[tensorDataType];
+
+  // The driver wants dimensions innermost first, and the byte strides of
+  // dimensions 1..rank-1; MLIR's descriptor is outermost first.
+  auto *d = static_cast<MemRefDescriptor *>(descriptor);
+  const int64_t *sizes = d->sizes();
+  const int64_t *strides = d->strides(tensorRank);
+  if (strides[tensorRank - 1] != 1)
+    return invalid("the innermost stride is " +
+                   std::to_string(strides[tensorRank - 1]) + ", not 1");
+  uint64_t globalDims[5] = {0}, globalStrides[5] = {0};
+  uint32_t box[5] = {0}, elementStrides[5] = {0};
+  for (int64_t r = 0; r < tensorRank; ++r) {
+    int64_t source = tensorRank - 1 - r;
+    globalDims[r] = static_cast<uint64_t>(sizes[source]);
+    box[r] = static_cast<uint32_t>(boxDims[source]);
+    elementStrides[r] = 1;
+    if (r > 0)
+      globalStrides[r - 1] =
+          static_cast<uint64_t>(strides[source] * elementSize);
+  }
+
+  linattn::CudaDevicePtr deviceMap = 0;
+  alignas(128) unsigned char map[128] = {0};
+  if (failed(function,
+             rt->encodeTensorMapTiled(
+                 map, static_cast<int>(tensorDataType),
+                 static_cast<unsigned>(tensorRank),
+                 d->aligned + d->offset * elementSize, globalDims,
+                 globalStrides, box, elementStrides,
+                 static_cast<int>(interleave), static_cast<int>(swizzle),
+                 static_cast<int>(l2Promotion), static_cast<int>(oobFill))) ||
+      failed(function, rt->alloc(sizeof(map), deviceMap)) ||
+      failed(function, rt->copyToDevice(deviceMap, map, sizeof(map))))
+    return nullptr;
+  return reinterpret_cast<void *>(deviceMap);
+}
+
+} // extern "C"

@@ -1,0 +1,347 @@
+//===- linattn-gpu-run.cpp - Run a compiled spec on the GPU ---------------===//
+//
+//   linattn-gpu-run LIB.so --entry NAME --input a.npy ... --output o.npy ...
+//       [--bench N] [--warmup W] [--bytes B] [--flops F] [--json FILE]
+//
+// The GPU twin of linattn-run, with no MLIR: loads a library made by
+// linattn-compile, checks the .npy inputs against the function's recorded
+// signature (__linattn_signature_NAME), copies them to the device in the
+// argument's element type, calls _mlir_ciface_NAME on device memref
+// descriptors and writes the results as float32 .npy files. With --bench it
+// times N calls with CUDA events after W warm-up calls (median, min, max),
+// rotating between copies of the inputs when one set fits in L2, and
+// prints ms, TB/s over --bytes and TFLOP/s over --flops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "linattn/CudaRuntime.h"
+#include "linattn/FloatConversion.h"
+#include "linattn/Npy.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+using namespace linattn;
+
+namespace {
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "linattn-gpu-run: error: %s\n", message.c_str());
+  std::exit(EXIT_FAILURE);
+}
+
+void check(const CudaStatus &status, const std::string &what) {
+  if (!status.ok())
+    fail(what + ": " + status.message());
+}
+
+/// One argument or result of a recorded signature: "bf16[?,?,8,128]".
+struct TensorSpec {
+  std::string elem; // bf16, f16, f32
+  std::vector<int64_t> shape; // -1 where dynamic
+  size_t width() const { return elem == "f32" ? 4 : 2; }
+  std::string text() const {
+    std::string s = elem + "[";
+    for (size_t i = 0; i < shape.size(); ++i)
+      s += (i ? "," : "") + (shape[i] < 0 ? std::string("?")
+                                          : std::to_string(shape[i]));
+    return s + "]";
+  }
+};
+
+/// "name(a,b)->(c,d)" into argument and result specs.
+bool parseSignature(const std::string &text, std::vector<TensorSpec> &args,
+                    std::vector<TensorSpec> &results) {
+  size_t open = text.find('('), arrow = text.find(")->(");
+  if (open == std::string::npos || arrow == std::string::npos)
+    return false;
+  auto parseList = [](const std::string &list, std::vector<TensorSpec> &out) {
+    size_t pos = 0;
+    while (pos < list.size()) {
+      size_t bracket = list.find('[', pos), close = list.find(']', pos);
+      if (bracket == std::string::npos || close == std::string::npos)
+        return false;
+      TensorSpec t;
+      t.elem = list.substr(pos, bracket - pos);
+      std::string dims = list.substr(bracket + 1, close - bracket - 1);
+      size_t d = 0;
+      while (d <= dims.size() && !dims.empty()) {
+        size_t comma = dims.find(',', d);
+        std::string item = dims.substr(d, comma == std::string::npos
+                                              ? std::string::npos
+                                              : comma - d);
+        t.shape.push_back(item == "?" ? -1 : std::stoll(item));
+        if (comma == std::string::npos)
+          break;
+        d = comma + 1;
+      }
+      out.push_back(t);
+      pos = close + 2; // past "],"
+    }
+    return true;
+  };
+  std::string argList = text.substr(open + 1, arrow - open - 1);
+  std::string resList = text.substr(arrow + 4, text.size() - arrow - 5);
+  return parseList(argList, args) && parseList(resList, results);
+}
+
+/// A device tensor and the memref descriptor that points at it:
+/// {allocated, aligned, offset, sizes[R], strides[R]} in 64-bit words.
+struct DeviceTensor {
+  CudaDevicePtr ptr = 0;
+  size_t bytes = 0;
+  std::vector<int64_t> descriptor;
+};
+
+std::vector<char> toElementBytes(const NpyArray &a, const TensorSpec &spec) {
+  std::vector<char> out(a.data.size() * spec.width());
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    float x = static_cast<float>(a.data[i]);
+    if (spec.elem == "f32") {
+      std::memcpy(&out[i * 4], &x, 4);
+    } else {
+      uint16_t h = spec.elem == "bf16" ? floatToBF16(x) : floatToF16(x);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string libPath, entry, jsonPath;
+  std::vector<std::string> inputs, outputs;
+  int benchRuns = 0, warmup = 5;
+  double bytesMoved = 0, flops = 0;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](const char *flag) -> std::string {
+      std::string prefix = std::string(flag) + "=";
+      if (a.rfind(prefix, 0) == 0)
+        return a.substr(prefix.size());
+      if (a == flag && i + 1 < argc)
+        return argv[++i];
+      fail(std::string(flag) + " needs a value");
+    };
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: linattn-gpu-run LIB.so --entry NAME --input a.npy ... "
+                  "--output o.npy ... [--bench N] [--warmup W] [--bytes B] "
+                  "[--flops F] [--json FILE]\n");
+      return 0;
+    }
+    if (a.rfind("--entry", 0) == 0) entry = value("--entry");
+    else if (a.rfind("--input", 0) == 0) inputs.push_back(value("--input"));
+    else if (a.rfind("--output", 0) == 0) outputs.push_back(value("--output"));
+    else if (a.rfind("--bench", 0) == 0) benchRuns = std::stoi(value("--bench"));
+    else if (a.rfind("--warmup", 0) == 0) warmup = std::stoi(value("--warmup"));
+    else if (a.rfind("--bytes", 0) == 0) bytesMoved = std::stod(value("--bytes"));
+    else if (a.rfind("--flops", 0) == 0) flops = std::stod(value("--flops"));
+    else if (a.rfind("--json", 0) == 0) jsonPath = value("--json");
+    else if (a[0] == '-') fail("unknown option '" + a + "' (see --help)");
+    else if (libPath.empty()) libPath = a;
+    else fail("more than one library given ('" + libPath + "', '" + a + "')");
+  }
+  if (libPath.empty())
+    fail("no library given (usage: linattn-gpu-run LIB.so --entry NAME ...)");
+  if (entry.empty())
+    fail("--entry NAME is required (the spec function to run)");
+  if (benchRuns < 0 || warmup < 0)
+    fail("--bench and --warmup must not be negative");
+
+  void *lib = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    fail("cannot load '" + libPath + "': " + dlerror());
+  auto *signature = static_cast<const char *>(
+      dlsym(lib, ("__linattn_signature_" + entry).c_str()));
+  auto *function = reinterpret_cast<void (*)(void **)>(
+      dlsym(lib, ("_mlir_ciface_" + entry).c_str()));
+  if (!signature || !function)
+    fail("'" + libPath + "' has no compiled function '" + entry +
+         "' (expected symbols __linattn_signature_" + entry +
+         " and _mlir_ciface_" + entry + ")");
+  std::vector<TensorSpec> argSpecs, resultSpecs;
+  if (!parseSignature(signature, argSpecs, resultSpecs))
+    fail("malformed signature in '" + libPath + "': " + signature);
+  if (inputs.size() != argSpecs.size())
+    fail("@" + entry + " takes " + std::to_string(argSpecs.size()) +
+         " arguments but " + std::to_string(inputs.size()) +
+         " --input files were given");
+  if (outputs.size() != resultSpecs.size())
+    fail("@" + entry + " returns " + std::to_string(resultSpecs.size()) +
+         " results but " + std::to_string(outputs.size()) +
+         " --output files were given");
+
+  CudaRuntime *rt = nullptr;
+  check(CudaRuntime::getShared(0, rt), "CUDA");
+
+  // Inputs: read, check, convert, copy to the device.
+  std::vector<std::vector<char>> hostInputs;
+  std::vector<std::vector<int64_t>> shapes;
+  size_t inputBytes = 0;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NpyArray a;
+    std::string problem;
+    if (!readNpy(inputs[i], a, problem))
+      fail("argument #" + std::to_string(i) + ": " + problem);
+    const TensorSpec &spec = argSpecs[i];
+    bool fits = a.shape.size() == spec.shape.size();
+    for (size_t d = 0; fits && d < a.shape.size(); ++d)
+      fits = spec.shape[d] < 0 || spec.shape[d] == a.shape[d];
+    if (!fits)
+      fail("argument #" + std::to_string(i) + " (" + inputs[i] +
+           ") has shape " + formatShape(a.shape) + " but @" + entry +
+           " expects " + spec.text());
+    hostInputs.push_back(toElementBytes(a, spec));
+    shapes.push_back(a.shape);
+    inputBytes += hostInputs.back().size();
+  }
+
+  // Copies of the inputs to rotate through when one set would stay in L2.
+  const size_t l2Bytes = 60u << 20;
+  int copies = benchRuns > 0 && inputBytes > 0 && inputBytes < 2 * l2Bytes
+                   ? int(std::min<size_t>(8, 2 * l2Bytes / inputBytes + 1))
+                   : 1;
+  std::vector<std::vector<DeviceTensor>> sets(copies);
+  for (auto &set : sets) {
+    for (size_t i = 0; i < hostInputs.size(); ++i) {
+      DeviceTensor t;
+      t.bytes = hostInputs[i].size();
+      check(rt->alloc(std::max<size_t>(t.bytes, 1), t.ptr),
+            "allocating argument #" + std::to_string(i));
+      check(rt->copyToDevice(t.ptr, hostInputs[i].data(), t.bytes),
+            "copying argument #" + std::to_string(i));
+      int64_t p = static_cast<int64_t>(t.ptr);
+      const std::vector<int64_t> &shape = shapes[i];
+      t.descriptor = {p, p, 0};
+      t.descriptor.insert(t.descriptor.end(), shape.begin(), shape.end());
+      std::vector<int64_t> strides(shape.size(), 1);
+      for (int64_t d = int64_t(shape.size()) - 2; d >= 0; --d)
+        strides[d] = strides[d + 1] * shape[d + 1];
+      t.descriptor.insert(t.descriptor.end(), strides.begin(), strides.end());
+      set.push_back(std::move(t));
+    }
+  }
+
+  size_t resultWords = 0;
+  for (const TensorSpec &r : resultSpecs)
+    resultWords += 3 + 2 * r.shape.size();
+  std::vector<int64_t> results(std::max<size_t>(resultWords, 1));
+  // _mlir_ciface_NAME(results *, descriptor *...): every argument is a
+  // pointer, so the call is a fixed-arity call through void pointers.
+  auto call = [&](std::vector<DeviceTensor> &set) {
+    std::fill(results.begin(), results.end(), 0);
+    std::vector<void *> a = {results.data()};
+    for (DeviceTensor &t : set)
+      a.push_back(t.descriptor.data());
+    using P = void *;
+    switch (a.size()) {
+    case 1: reinterpret_cast<void (*)(P)>(function)(a[0]); break;
+    case 2: reinterpret_cast<void (*)(P, P)>(function)(a[0], a[1]); break;
+    case 3: reinterpret_cast<void (*)(P, P, P)>(function)(a[0], a[1], a[2]); break;
+    case 4: reinterpret_cast<void (*)(P, P, P, P)>(function)(a[0], a[1], a[2], a[3]); break;
+    case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4]); break;
+    case 6: reinterpret_cast<void (*)(P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+    case 7: reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+    case 8: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+    default: fail("functions of more than 7 arguments are not supported");
+    }
+  };
+  auto freeResults = [&]() {
+    const int64_t *desc = results.data();
+    for (const TensorSpec &r : resultSpecs) {
+      check(rt->free(static_cast<CudaDevicePtr>(desc[0])), "freeing a result");
+      desc += 3 + 2 * r.shape.size();
+    }
+  };
+
+  // One run whose results are written out.
+  call(sets[0]);
+  check(rt->synchronize(), "running @" + entry);
+  const int64_t *desc = results.data();
+  for (size_t r = 0; r < resultSpecs.size(); ++r) {
+    const TensorSpec &spec = resultSpecs[r];
+    size_t rank = spec.shape.size();
+    std::vector<int64_t> shape(desc + 3, desc + 3 + rank);
+    int64_t n = 1;
+    for (int64_t d : shape)
+      n *= d;
+    std::vector<char> raw(size_t(n) * spec.width());
+    if (n > 0)
+      check(rt->copyToHost(raw.data(),
+                           static_cast<CudaDevicePtr>(desc[1]) +
+                               desc[2] * spec.width(),
+                           raw.size()),
+            "copying result #" + std::to_string(r));
+    std::vector<float> values(n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (spec.elem == "f32") {
+        std::memcpy(&values[i], &raw[i * 4], 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, &raw[i * 2], 2);
+        values[i] = spec.elem == "bf16" ? bf16ToFloat(h) : f16ToFloat(h);
+      }
+    }
+    std::string problem;
+    if (!writeNpyF32(outputs[r], shape, values.data(), problem))
+      fail("result #" + std::to_string(r) + ": " + problem);
+    desc += 3 + 2 * rank;
+  }
+  freeResults();
+
+  if (benchRuns == 0)
+    return 0;
+  CudaEvent start = nullptr, stop = nullptr;
+  check(rt->createEvent(start), "creating an event");
+  check(rt->createEvent(stop), "creating an event");
+  for (int i = 0; i < warmup; ++i) {
+    call(sets[i % copies]);
+    freeResults();
+  }
+  check(rt->synchronize(), "warm-up");
+  std::vector<double> ms;
+  for (int i = 0; i < benchRuns; ++i) {
+    check(rt->recordEvent(start, nullptr), "recording an event");
+    call(sets[i % copies]);
+    check(rt->recordEvent(stop, nullptr), "recording an event");
+    check(rt->synchronizeEvent(stop), "waiting for an event");
+    float elapsed = 0;
+    check(rt->elapsedMs(start, stop, elapsed), "reading an event");
+    ms.push_back(elapsed);
+    freeResults();
+  }
+  double med = median(ms);
+  double tbs = bytesMoved > 0 ? bytesMoved / (med * 1e-3) / 1e12 : 0;
+  double tflops = flops > 0 ? flops / (med * 1e-3) / 1e12 : 0;
+  std::printf("entry=%s runs=%d warmup=%d input_copies=%d median_ms=%.4f "
+              "min_ms=%.4f max_ms=%.4f TB/s=%.3f TFLOP/s=%.3f\n",
+              entry.c_str(), benchRuns, warmup, copies, med,
+              *std::min_element(ms.begin(), ms.end()),
+              *std::max_element(ms.begin(), ms.end()), tbs, tflops);
+  if (!jsonPath.empty()) {
+    std::ofstream json(jsonPath);
+    json << "{\"entry\": \"" << entry << "\", \"runs\": " << benchRuns
+         << ", \"warmup\": " << warmup << ", \"input_copies\": " << copies
+         << ", \"median_ms\": " << med << ", \"min_ms\": "
+         << *std::min_element(ms.begin(), ms.end())
+         << ", \"max_ms\": " << *std::max_element(ms.begin(), ms.end())
+         << ", \"tb_per_s\": " << tbs << ", \"tflop_per_s\": " << tflops
+         << "}\n";
+  }
+  return 0;
+}
