@@ -37,5 +37,5 @@ config.substitutions.append(("%cxx", config.cxx_compiler))
 config.substitutions.insert(0, ("%python", config.python_executable))
 
 tool_dirs = [config.linattn_tools_dir, config.llvm_tools_dir]
-tools = ["linattn-opt", "linattn-run", "linattn-capi-test"]
+tools = ["linattn-opt", "linattn-run", "linattn-capi-test", "linattn-compile", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -64,16 +64,9 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
   }
 }
 
-void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
-                                        const LinAttnToCPUOptions &options) {
-  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount);
-  // Every algorithm op to loops; elementwise tensor math (scan combiners)
-  // to linalg so that it bufferizes.
-  pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
-  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-
-  // Tensors to buffers, across function boundaries, with plain (identity
-  // layout) memrefs in signatures so C callers pass dense descriptors.
+/// Tensors to buffers, across function boundaries, with plain (identity
+/// layout) memrefs in signatures so C callers pass dense descriptors.
+static void addBufferization(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   // A scan's accumulator is a fresh value every step (the combiner's
@@ -82,6 +75,17 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+}
+
+void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
+                                        const LinAttnToCPUOptions &options) {
+  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount);
+  // Every algorithm op to loops; elementwise tensor math (scan combiners)
+  // to linalg so that it bufferizes.
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+
+  addBufferization(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   if (options.emitCInterface)
@@ -113,11 +117,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // parallel nests together.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  addBufferization(pm);
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));
   pm.addPass(createCanonicalizerPass());
