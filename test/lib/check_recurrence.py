@@ -41,6 +41,9 @@ def parse_args(argv):
     for dim, default in (("B", 2), ("T", 63), ("H", 2), ("HV", 4), ("K", 16), ("V", 32)):
         p.add_argument(f"--{dim}", type=int, default=default, help=f"(default {default})")
     p.add_argument("--hard", action="store_true", help="hard inputs: strong gates, beta ~ 1, near-parallel keys")
+    p.add_argument("--beta-one", action="store_true",
+                   help="beta = 1 exactly on every token (delta kinds): M_t is a projection "
+                        "(2 beta: a reflection), the hardest case for the UT solve")
     p.add_argument("--no-init-state", action="store_true", help="zero initial state")
     p.add_argument("--qk-l2norm", action="store_true",
                    help="pass un-normalised q, k and set the qk_l2norm attribute")
@@ -67,7 +70,7 @@ def main(argv=None):
     tol = args.tol if args.tol is not None else (1e-5 if dtype == "f32" else 1e-2)
 
     desc = (f"family={kind} dtype={dtype} B={B} T={T} H={H} HV={HV} K={K} V={V} "
-            f"hard={int(args.hard)} seed={seed}")
+            f"hard={int(args.hard)} seed={seed}" + (" beta=1" if args.beta_one else ""))
     if args.no_init_state:
         desc += " init_state=0"
     if args.qk_l2norm:
@@ -93,6 +96,8 @@ def main(argv=None):
     if "gate" in inp:
         inp["gate"] = ref.round_to(GATE_DTYPE, inp["gate"])
     if "beta" in inp:
+        if args.beta_one:
+            inp["beta"] = np.ones_like(inp["beta"])
         inp["beta"] = ref.round_to(BETA_DTYPE, inp["beta"])
     decay = inp.get("decay")
     if decay is not None:

@@ -180,3 +180,48 @@ func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s: tensor<1x2x1
   %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x2x16x4xf32>) -> tensor<1x8x2x4xf32>
   return
 }
+
+// -----
+
+// chunk_transitions in WY form returns dense K x K maps
+func.func @f(%k: tensor<1x8x2x16xf32>, %u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'transitions' must be a rank-5 tensor [B, NC, HV, K, K], got 'tensor<1x2x2xf32>'}}
+  %m, %b = linattn.chunk_transitions k(%k) u(%u) w(%w) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>) -> (tensor<1x2x2xf32>, tensor<1x2x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// chunk_transitions without w returns log decays
+func.func @f(%k: tensor<1x8x2x16xf32>, %u: tensor<1x8x2x4xf32>, %g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{without 'w' the transitions are log decays [B, NC, HV], got 'tensor<1x2x2x16x16xf32>'}}
+  %m, %b = linattn.chunk_transitions k(%k) u(%u) gates(%g) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x2x2x16x16xf32>, tensor<1x2x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// chunk_transitions offsets shape
+func.func @f(%k: tensor<1x8x2x16xf32>, %u: tensor<1x8x2x4xf32>) {
+  // expected-error @+1 {{dimension V of 'offsets' (8) must equal V = 4 (from 'u')}}
+  %m, %b = linattn.chunk_transitions k(%k) u(%u) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x2x2xf32>, tensor<1x2x2x16x8xf32>)
+  return
+}
+
+// -----
+
+// chunk_new_values chunk count
+func.func @f(%u: tensor<1x8x2x4xf32>, %s: tensor<1x3x2x16x4xf32>) {
+  // expected-error @+1 {{the number of chunks NC = 3 must be ceil(T / chunk_size) = 2 for T = 8 and chunk_size = 4}}
+  %d = linattn.chunk_new_values u(%u) states(%s) {chunk_size = 4 : i64} : (tensor<1x8x2x4xf32>, tensor<1x3x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return
+}
+
+// -----
+
+// chunk_new_values w must be f32
+func.func @f(%u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xbf16>, %s: tensor<1x2x2x16x4xf32>) {
+  // expected-error @+1 {{'w' must have element type f32, got 'bf16'}}
+  %d = linattn.chunk_new_values u(%u) w(%w) states(%s) {chunk_size = 4 : i64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x16xbf16>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+  return
+}
