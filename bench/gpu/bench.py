@@ -58,6 +58,7 @@ def main():
     p.add_argument("--T", default="128,256,512,1024,2048,4096,8192,16384")
     p.add_argument("--fla-T", default="128,1024,4096,16384")
     p.add_argument("--no-fla", action="store_true")
+    p.add_argument("--families", default="", help="comma-separated subset of the families")
     args = p.parse_args()
     Ts = [int(t) for t in args.T.split(",")]
     copy_tbs, mm_tflops = ceilings()
@@ -65,7 +66,10 @@ def main():
     rows = []
     B, H, K, V = 4, 8, 128, 128
     with tempfile.TemporaryDirectory() as work:
+        chosen = set(args.families.split(",")) if args.families else None
         for name, kind in FAMILIES:
+            if chosen and name not in chosen:
+                continue
             lib = os.path.join(args.libdir, f"{name}_bf16_128.so")
             for T in Ts:
                 g = torch.Generator(device="cuda").manual_seed(T)
