@@ -10,7 +10,7 @@ packages=(
   cmake ninja-build g++           # the build
   llvm-22-dev libmlir-22-dev      # LLVM and MLIR 22 libraries, headers, CMake packages
   mlir-22-tools llvm-22-tools     # mlir-tblgen; FileCheck, not, count and lit for the tests
-  lld-22                          # fast linking of the MLIR-heavy tools
+  lld-22 lld                      # fast linking of the MLIR-heavy tools (lld: the ld.lld that -fuse-ld=lld finds)
   python3-numpy                   # the fp64 oracle of the numerical tests (/usr/bin/python3)
 )
 missing=()
