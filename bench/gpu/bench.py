@@ -19,6 +19,8 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from check import make_inputs  # noqa: E402  (same inputs as the correctness check)
 FAMILIES = [("linear_attention", "identity"), ("retnet", "constant_decay"),
             ("simple_gla", "scalar_gate"), ("gla", "key_gate"), ("deltanet", "delta"),
             ("gated_deltanet", "gated_delta"), ("deltanet_negeig", "negeig_delta")]
@@ -72,18 +74,10 @@ def main():
                 continue
             lib = os.path.join(args.libdir, f"{name}_bf16_128.so")
             for T in Ts:
-                g = torch.Generator(device="cuda").manual_seed(T)
-                def rnd(*s):
-                    return torch.randn(*s, generator=g, device="cuda")
-                ins = [torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1),
-                       torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1), rnd(B, T, H, V)]
-                if kind in ("scalar_gate", "gated_delta"):
-                    ins.append(torch.nn.functional.logsigmoid(rnd(B, T, H)))
-                if kind == "key_gate":
-                    ins.append(torch.nn.functional.logsigmoid(rnd(B, T, H, K)))
-                if kind in ("delta", "gated_delta", "negeig_delta"):
-                    ins.append(torch.sigmoid(rnd(B, T, H)))
-                ins.append(0.1 * rnd(B, H, K, V))
+                gen = torch.Generator(device="cuda").manual_seed(T)
+                inputs = make_inputs(kind, B, T, K, V, "bf16", False, gen)
+                ins = [inputs[n] for n in ("q", "k", "v", "gate", "beta", "initial_state")
+                       if n in inputs]
                 cmd = [args.runner, lib, "--entry", name]
                 for i, x in enumerate(ins):
                     path = os.path.join(work, f"in{i}.npy")

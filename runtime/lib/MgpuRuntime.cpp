@@ -17,6 +17,7 @@
 #include <string>
 
 using linattn::CudaDevicePtr;
+using linattn::CudaDim3;
 using linattn::CudaErrorKind;
 using linattn::CudaEvent;
 using linattn::CudaFunction;
@@ -189,31 +190,38 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
+/// The launch both mgpu entry points perform; `cluster` is {1, 1, 1} for an
+/// ordinary launch.
+static void launch(const char *entry, void *function, CudaDim3 cluster,
+                   CudaDim3 grid, CudaDim3 block, int32_t smem, void *stream,
+                   void **params, void **extra) {
+  CudaRuntime *rt = runtime(entry);
+  if (!rt)
+    return;
+  auto kernel = static_cast<CudaFunction>(function);
+  if (smem < 0) {
+    report(entry, CudaStatus::error(
+                      CudaErrorKind::InvalidArgument,
+                      "launching kernel '" + rt->functionName(kernel) +
+                          "': negative dynamic shared memory size " +
+                          std::to_string(smem)));
+    return;
+  }
+  CudaLaunchConfig config;
+  config.cluster = cluster;
+  config.grid = grid;
+  config.block = block;
+  config.sharedMemBytes = static_cast<uint32_t>(smem);
+  config.stream = static_cast<CudaStream>(stream);
+  failed(entry, rt->launch(kernel, config, params, extra));
+}
+
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t blockX, intptr_t blockY,
                       intptr_t blockZ, int32_t smem, void *stream,
                       void **params, void **extra, size_t /*paramsCount*/) {
-  CudaRuntime *rt = runtime("mgpuLaunchKernel");
-  if (!rt)
-    return;
-  CudaLaunchConfig config;
-  config.grid = {gridX, gridY, gridZ};
-  config.block = {blockX, blockY, blockZ};
-  if (smem < 0) {
-    report("mgpuLaunchKernel",
-           CudaStatus::error(CudaErrorKind::InvalidArgument,
-                             "launching kernel '" +
-                                 rt->functionName(
-                                     static_cast<CudaFunction>(function)) +
-                                 "': negative dynamic shared memory size " +
-                                 std::to_string(smem)));
-    return;
-  }
-  config.sharedMemBytes = static_cast<uint32_t>(smem);
-  config.stream = static_cast<CudaStream>(stream);
-  failed("mgpuLaunchKernel",
-         rt->launch(static_cast<CudaFunction>(function), config, params,
-                    extra));
+  launch("mgpuLaunchKernel", function, {1, 1, 1}, {gridX, gridY, gridZ},
+         {blockX, blockY, blockZ}, smem, stream, params, extra);
 }
 
 void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
@@ -222,28 +230,9 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
                              intptr_t blockX, intptr_t blockY, intptr_t blockZ,
                              int32_t smem, void *stream, void **params,
                              void **extra) {
-  CudaRuntime *rt = runtime("mgpuLaunchClusterKernel");
-  if (!rt)
-    return;
-  CudaLaunchConfig config;
-  config.cluster = {clusterX, clusterY, clusterZ};
-  config.grid = {gridX, gridY, gridZ};
-  config.block = {blockX, blockY, blockZ};
-  if (smem < 0) {
-    report("mgpuLaunchClusterKernel",
-           CudaStatus::error(CudaErrorKind::InvalidArgument,
-                             "launching kernel '" +
-                                 rt->functionName(
-                                     static_cast<CudaFunction>(function)) +
-                                 "': negative dynamic shared memory size " +
-                                 std::to_string(smem)));
-    return;
-  }
-  config.sharedMemBytes = static_cast<uint32_t>(smem);
-  config.stream = static_cast<CudaStream>(stream);
-  failed("mgpuLaunchClusterKernel",
-         rt->launch(static_cast<CudaFunction>(function), config, params,
-                    extra));
+  launch("mgpuLaunchClusterKernel", function, {clusterX, clusterY, clusterZ},
+         {gridX, gridY, gridZ}, {blockX, blockY, blockZ}, smem, stream,
+         params, extra);
 }
 
 //===----------------------------------------------------------------------===//
