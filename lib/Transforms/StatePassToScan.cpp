@@ -56,7 +56,6 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
     if (!isSelectedFor(op, {Strategy::SegmentScan}))
       return rewriter.notifyMatchFailure(op, "another strategy was chosen");
     Location loc = op.getLoc();
-    auto kType = cast<RankedTensorType>(op.getK().getType());
     auto states = cast<RankedTensorType>(op.getChunkStates().getType());
     int64_t batch = states.getDimSize(0), numChunks = states.getDimSize(1);
     int64_t numVHeads = states.getDimSize(2), K = states.getDimSize(3),
@@ -65,7 +64,6 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
     SmallVector<Value> bOnly;
     if (ShapedType::isDynamic(batch))
       bOnly.push_back(tensor::DimOp::create(rewriter, loc, op.getK(), 0));
-    (void)kType;
 
     // Per-chunk maps: dense for the WY form, log decays otherwise.
     bool dense = static_cast<bool>(op.getW());

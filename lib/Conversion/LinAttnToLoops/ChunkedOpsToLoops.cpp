@@ -59,14 +59,11 @@ public:
 
   /// sum of term(t) for t in [lb, ub).
   Value sumRange(Value lb, Value ub, function_ref<Value(Value)> term) {
-    auto loop = scf::ForOp::create(b, lb, ub, e.index(1),
-                                   ValueRange{e.f32(0.0f)});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(loop.getBody());
-    Value acc = e.add(loop.getRegionIterArgs()[0],
-                      term(loop.getInductionVar()));
-    scf::YieldOp::create(b, acc);
-    return loop.getResult(0);
+    return e.forRangeReduce(
+        lb, ub, {e.f32(0.0f)},
+        [&](Value t, ValueRange acc) -> SmallVector<Value> {
+          return {e.add(acc[0], term(t))};
+        })[0];
   }
 
   ImplicitLocOpBuilder b;

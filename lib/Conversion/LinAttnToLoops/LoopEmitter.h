@@ -49,17 +49,22 @@ public:
 
   /// for (iv = 0; iv < ub; ++iv) body(iv)
   void forEach(Value ub, function_ref<void(Value)> body) {
-    auto loop = scf::ForOp::create(b, index(0), ub, index(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(loop.getBody()->getTerminator());
-    body(loop.getInductionVar());
+    forRange(index(0), ub, body);
   }
 
-  /// A loop carrying `inits`; body(iv, carried) returns the next values.
+  /// A loop over [0, ub) carrying `inits`; body(iv, carried) returns the
+  /// next values.
   ValueRange forEachReduce(
       Value ub, ValueRange inits,
       function_ref<SmallVector<Value>(Value, ValueRange)> body) {
-    auto loop = scf::ForOp::create(b, index(0), ub, index(1), inits);
+    return forRangeReduce(index(0), ub, inits, body);
+  }
+
+  /// The same over [lb, ub).
+  ValueRange forRangeReduce(
+      Value lb, Value ub, ValueRange inits,
+      function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+    auto loop = scf::ForOp::create(b, lb, ub, index(1), inits);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToEnd(loop.getBody());
     SmallVector<Value> next =
