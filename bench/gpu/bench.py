@@ -28,6 +28,24 @@ FLA_OPS = {"gated_deltanet": "gated_delta", "deltanet": "delta", "simple_gla": "
            "gla": "gla"}
 
 
+def algorithm_flops(kind, strategy, K, V, C=64):
+    """FLOPs per token and head of the algorithm a strategy runs.
+
+    recurrent: the update and o_t (6 K V), plus k^T S (2 K V) for delta rules.
+    chunked (chunk C): the state pass (K^T D: 2 K V), the output (Q S: 2 K V;
+    Q K^T and P D: 2 C K + 2 C V, Q K^T once per 32 output columns), and for
+    delta rules the UT transform (K K^T, W, U: 2 C (2 K + V), the inverse
+    C^2 / 3) and W S (2 K V).
+    """
+    delta = kind in ("delta", "gated_delta", "negeig_delta")
+    if strategy == "recurrent":
+        return K * V * (8 if delta else 6)
+    flops = 2 * K * V + 2 * K * V + 2 * C * K * (V // 32) + 2 * C * V
+    if delta:
+        flops += 2 * C * (2 * K + V) + C * C // 3 + 2 * K * V
+    return flops
+
+
 def ceilings():
     x = torch.empty(2 ** 30, dtype=torch.uint8, device="cuda")
     y = torch.empty_like(x)
@@ -61,6 +79,8 @@ def main():
     p.add_argument("--fla-T", default="128,1024,4096,16384")
     p.add_argument("--no-fla", action="store_true")
     p.add_argument("--families", default="", help="comma-separated subset of the families")
+    p.add_argument("--strategies", default="recurrent,chunked",
+                   help="compiled strategies to time (libraries <family>_bf16_128_<strategy>.so)")
     args = p.parse_args()
     Ts = [int(t) for t in args.T.split(",")]
     copy_tbs, mm_tflops = ceilings()
@@ -72,8 +92,10 @@ def main():
         for name, kind in FAMILIES:
             if chosen and name not in chosen:
                 continue
-            lib = os.path.join(args.libdir, f"{name}_bf16_128.so")
-            for T in Ts:
+            for strategy, T in [(s, T) for s in args.strategies.split(",") for T in Ts]:
+                lib = os.path.join(args.libdir, f"{name}_bf16_128_{strategy}.so")
+                if not os.path.exists(lib):
+                    continue
                 gen = torch.Generator(device="cuda").manual_seed(T)
                 inputs = make_inputs(kind, B, T, K, V, "bf16", False, gen)
                 ins = [inputs[n] for n in ("q", "k", "v", "gate", "beta", "initial_state")
@@ -87,15 +109,12 @@ def main():
                 # Bytes: bf16 q, k, v, o; f32 gates, beta, initial and final state.
                 nbytes = 2 * B * T * H * (2 * K + 2 * V) + 2 * 4 * B * H * K * V
                 nbytes += sum(4 * x.numel() for x in ins[3:-1])
-                # FLOPs of the recurrent algorithm run: per token and head,
-                # the update and o_t (6 K V), plus k^T S (2 K V) for delta rules.
-                delta = kind in ("delta", "gated_delta", "negeig_delta")
-                flops = B * T * H * K * V * (8 if delta else 6)
+                flops = B * T * H * algorithm_flops(kind, strategy, K, V)
                 res_json = os.path.join(work, "bench.json")
                 proc = subprocess.run(cmd + ["--bench", "20", "--warmup", "3", "--bytes", str(nbytes),
                                              "--flops", str(flops), "--json", res_json],
                                       capture_output=True, text=True, timeout=600)
-                row = {"impl": "linattn", "family": name, "kind": kind, "strategy": "recurrent",
+                row = {"impl": "linattn", "family": name, "kind": kind, "strategy": strategy,
                        "B": B, "T": T, "H": H, "K": K, "V": V, "dtype": "bf16",
                        "bytes": nbytes, "flops": flops}
                 if proc.returncode != 0:
@@ -104,7 +123,7 @@ def main():
                     row.update(json.load(open(res_json)))
                     row["floor_ms_bytes"] = nbytes / (copy_tbs * 1e12) * 1e3
                 rows.append(row)
-                print(f"linattn {name:17s} T={T:5d} "
+                print(f"linattn {name:17s} {strategy:10s} T={T:5d} "
                       + (f"{row['median_ms']:9.3f} ms  {row['tb_per_s']:.3f} TB/s  "
                          f"{row['tflop_per_s']:.2f} TFLOP/s" if "median_ms" in row
                          else "ERROR " + row["error"]), flush=True)

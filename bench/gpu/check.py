@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """GPU correctness of compiled LinAttn specs against an fp64 reference.
 
-Runs on the GPU machine (PyTorch there). For every library LIBDIR/<name>_<dtype>_<K>.so
+Runs on the GPU machine (PyTorch there). For every library
+LIBDIR/<name>_<dtype>_<K>_<strategy>.so
 (made by bench/gpu/device.sh from bench/gpu/prepare.sh's objects) and every
 B in {1, 4}, T in {1, 63, 64, 65, 1000, 4096, 16384}, it draws fresh random
 inputs (H = HV = 8, non-zero initial state; strong gates and beta near 1 with
@@ -118,7 +119,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for lib in libs:
             stem = lib[:-3]
-            name, dtype, kdim = stem.rsplit("_", 2)
+            name, dtype, kdim, strategy = stem.rsplit("_", 3)
             if args.only and args.only not in stem:
                 continue
             kind, K = KINDS[name], int(kdim)
@@ -138,7 +139,7 @@ def main():
                         cmd += ["--output", o]
                     t0 = time.time()
                     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-                    row = {"lib": stem, "kind": kind, "dtype": dtype, "K": K, "V": K, "H": 8,
+                    row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": K, "H": 8,
                            "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
                     if proc.returncode != 0:
                         row.update(status="FAIL", error=proc.stderr.strip()[-400:])
@@ -157,7 +158,7 @@ def main():
                     row["seconds"] = round(time.time() - t0, 2)
                     failures += row["status"] != "OK"
                     rows.append(row)
-                    print(f"{stem:28s} B={B} T={T:5d} hard={int(hard)} "
+                    print(f"{stem:38s} B={B} T={T:5d} hard={int(hard)} "
                           f"o={row.get('rel_err_o', float('nan')):.2e} "
                           f"state={row.get('rel_err_state', float('nan')):.2e} {row['status']}"
                           + (f"  {row.get('error', '')[:200]}" if row["status"] != "OK" else ""),

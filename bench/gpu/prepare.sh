@@ -2,7 +2,10 @@
 # Compiles the GPU test and benchmark specs to objects on this (MLIR) machine:
 #   bench/gpu/prepare.sh [OUT_DIR=.carry/gpu]
 # One object per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32 K=V=64},
-# H = HV = 8, dynamic B and T, strategy recurrent (the GPU mapping that exists).
+# H = HV = 8, dynamic B and T, each strategy with a GPU mapping: recurrent for
+# all, chunked (tensor cores) for the 16-bit specs of every family whose
+# gates are per head (key_gate's chunk_output has no GPU kernel yet).
+# Objects are named <family>_<dtype>_<K>_<strategy>.o.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -25,7 +28,11 @@ PY
 done
 for spec in "$out"/specs/*.mlir; do
   base=$(basename "$spec" .mlir)
-  build/bin/linattn-compile "$spec" -o "$out/$base.o" --strategy=recurrent
+  build/bin/linattn-compile "$spec" -o "$out/${base}_recurrent.o" --strategy=recurrent
+  case "$base" in
+    gla_*|*_f32_*) ;;
+    *) build/bin/linattn-compile "$spec" -o "$out/${base}_chunked.o" --strategy=chunked ;;
+  esac
 done
 cp test/lib/linattn_ref.py "$out/"
 ls "$out"/*.o | wc -l

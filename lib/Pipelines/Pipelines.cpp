@@ -113,8 +113,10 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
   addAlgorithmPasses(pm, options.strategy, options.chunkSize,
                      /*smCount=*/132);
-  // Loops, mapped to blocks and threads before anything canonicalises the
-  // parallel nests together.
+  // Chunked-state ops become tensor-core kernels; what is left (the
+  // recurrence, scans) becomes loops, mapped to blocks and threads before
+  // anything canonicalises the parallel nests together.
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnChunkedToGPU());
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   addBufferization(pm);

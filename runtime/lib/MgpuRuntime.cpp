@@ -190,6 +190,15 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   return function;
 }
 
+/// Whether LINATTN_KERNEL_TIMES is set (and not "0").
+static bool kernelTimes() {
+  static const bool on = [] {
+    const char *v = std::getenv("LINATTN_KERNEL_TIMES");
+    return v && *v && std::string(v) != "0";
+  }();
+  return on;
+}
+
 /// The launch both mgpu entry points perform; `cluster` is {1, 1, 1} for an
 /// ordinary launch.
 static void launch(const char *entry, void *function, CudaDim3 cluster,
@@ -213,7 +222,28 @@ static void launch(const char *entry, void *function, CudaDim3 cluster,
   config.block = block;
   config.sharedMemBytes = static_cast<uint32_t>(smem);
   config.stream = static_cast<CudaStream>(stream);
-  failed(entry, rt->launch(kernel, config, params, extra));
+  if (!kernelTimes()) {
+    failed(entry, rt->launch(kernel, config, params, extra));
+    return;
+  }
+  // LINATTN_KERNEL_TIMES=1: time this launch alone with a pair of events
+  // on its stream (synchronous: for finding the slow kernel, not for the
+  // benchmark's numbers) and print it to stderr.
+  CudaEvent start = nullptr, end = nullptr;
+  float ms = 0.0f;
+  if (failed(entry, rt->createEvent(start, /*timing=*/true)) ||
+      failed(entry, rt->createEvent(end, /*timing=*/true)) ||
+      failed(entry, rt->recordEvent(start, config.stream)) ||
+      failed(entry, rt->launch(kernel, config, params, extra)) ||
+      failed(entry, rt->recordEvent(end, config.stream)) ||
+      failed(entry, rt->synchronizeEvent(end)) ||
+      failed(entry, rt->elapsedMs(start, end, ms)))
+    return;
+  std::fprintf(stderr, "kernel %s grid (%ld, %ld, %ld) block %ld smem %d: %.4f ms\n",
+               rt->functionName(kernel).c_str(), (long)grid.x, (long)grid.y,
+               (long)grid.z, (long)block.x, smem, ms);
+  failed(entry, rt->destroyEvent(start));
+  failed(entry, rt->destroyEvent(end));
 }
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,

@@ -36,6 +36,49 @@ def ConvertLinAttnToLoops
   ];
 }
 
+def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
+  let summary = "Chunked-state algorithm ops to tensor-core GPU kernels";
+  let description = [{
+    Rewrites the chunked-state ops (`linattn.l2norm`, `chunk_cumsum`,
+    `ut_transform`, `chunk_state_pass` in WY or rank-1-free form,
+    `chunk_output`) into `gpu.launch` kernels on memrefs
+    (`bufferization.to_buffer` of the operands, fresh buffers for the
+    results), before bufferization. The matrix products of a chunk run on
+    tensor cores as `nvvm.mma.sync` m16n8k16 with bf16/f16 operands staged
+    in shared memory and fp32 accumulation:
+
+    - `ut_transform`, one block per (chunk, value head, sequence):
+      `A = K K^T` on tensor cores, `L = StrictLower(diag(c) A * exp(G_i -
+      G_j))`, `T = (I + L)^-1` by forward substitution in fp32 (one thread
+      per column), then `W = T (diag(c exp(G)) K)` and `U = T (diag(beta) V)`.
+    - `chunk_state_pass`, one block per (32 state columns, value head,
+      sequence), the state in the warps' accumulator fragments across a
+      sequential loop over chunks: `D = U - W S`, `S' = exp(G_C) S + Kd^T D`.
+    - `chunk_output`, one block per (chunk x 32 columns, value head,
+      sequence): `O = scale (diag(exp(G)) Q S + Mask(Q K^T * exp(G_i -
+      G_j)) D)`.
+
+    Chunks are 64 tokens; K and V are 64 or 128 (divisible by 64 and at
+    most 128). An op outside that envelope (f32 operands, per-key gates in
+    `chunk_output`, other chunk sizes) is an error naming the op and the
+    limit.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::LLVM::LLVMDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::NVVM::NVVMDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,
+  ];
+}
+
 def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
   let summary = "Turn lowered LinAttn algorithms into GPU kernels on device buffers";
   let description = [{

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Per-kernel times of one compiled spec on the GPU (for finding the slow kernel).
+
+Runs linattn-gpu-run once with LINATTN_KERNEL_TIMES=1 (the runtime times
+each launch with its own pair of CUDA events and prints it) on the
+benchmark's inputs (B = 4, H = 8, bf16, K = V from the library name):
+    kernel_times.py --runner R --lib LIBDIR/gated_deltanet_bf16_128_chunked.so --T 16384
+The first run includes module loading; the numbers printed are those of a
+second, warm run.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check import KINDS, make_inputs  # noqa: E402
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--runner", required=True)
+    p.add_argument("--lib", required=True)
+    p.add_argument("--T", type=int, default=16384)
+    p.add_argument("--B", type=int, default=4)
+    args = p.parse_args()
+    name, dtype, kdim, _ = os.path.basename(args.lib)[:-3].rsplit("_", 3)
+    K = int(kdim)
+    gen = torch.Generator(device="cuda").manual_seed(args.T)
+    ins = make_inputs(KINDS[name], args.B, args.T, K, K, dtype, False, gen)
+    with tempfile.TemporaryDirectory() as work:
+        cmd = [args.runner, args.lib, "--entry", name]
+        for n in ("q", "k", "v", "gate", "beta", "initial_state"):
+            if n in ins:
+                path = os.path.join(work, n + ".npy")
+                np.save(path, ins[n].cpu().numpy().astype(np.float32))
+                cmd += ["--input", path]
+        cmd += ["--output", os.path.join(work, "o.npy"), "--output", os.path.join(work, "s.npy")]
+        # --bench 1 --warmup 1: one warm-up call, then the timed one.
+        proc = subprocess.run(cmd + ["--bench", "1", "--warmup", "1"], capture_output=True,
+                              text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("kernel ")]
+        per_call = len(lines) // 3 if len(lines) % 3 == 0 and lines else len(lines)
+        print(f"{os.path.basename(args.lib)} B={args.B} T={args.T}")
+        for line in lines[-per_call:]:
+            print("  " + line)
+        if proc.returncode != 0:
+            print(proc.stderr[-800:])
+        return proc.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1089 @@
+//===- ChunkedOpsToGPU.cpp - Chunked algorithm ops to tensor-core kernels -===//
+//
+// The GPU mapping of the chunkwise algorithm (the formulas are those of the
+// op descriptions in LinAttnOps.td). Every op becomes one gpu.launch of 128
+// threads (4 warps); the products of a chunk run on tensor cores as
+// nvvm.mma.sync m16n8k16 (bf16/f16 operands in shared memory, fp32
+// accumulators). Fragment layouts follow the PTX ISA ("Matrix Fragments for
+// mma.m16n8k16"): with lane = 4 * group + quad,
+//   A (16x16, row-major): a0 = A[g][2q..2q+1],   a1 = A[g+8][2q..],
+//                         a2 = A[g][2q+8..],     a3 = A[g+8][2q+8..]
+//   B (16x8, by columns): b0 = B[2q..2q+1][g],   b1 = B[2q+8..2q+9][g]
+//   C (16x8):             c0,c1 = C[g][2q..2q+1], c2,c3 = C[g+8][2q..]
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Conversion/Passes.h"
+
+#include "../LinAttnToLoops/LoopEmitter.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_CONVERTLINATTNCHUNKEDTOGPU
+#include "LinAttn/Conversion/Passes.h.inc"
+
+namespace {
+
+/// Tokens per chunk: four warps of 16 rows each.
+constexpr int64_t kChunk = 64;
+constexpr int64_t kThreads = 128;
+constexpr int64_t kWarps = kThreads / 32;
+/// Value columns per block of the state pass and the output kernel.
+constexpr int64_t kColumns = 32;
+/// Row padding of 16-bit shared tiles, in elements: a row stride of
+/// (n + 8) * 2 bytes puts the 8 rows a fragment load touches in distinct
+/// banks.
+constexpr int64_t kPad = 8;
+
+/// A 2-D shared tile seen as an operand: element (i, k) is buf[i][k], or
+/// buf[k][i] when `transposed`. Fragments pair elements along k.
+struct TileView {
+  Value buf;
+  bool transposed = false;
+};
+
+/// An operand of a tensor-core product. An fp32 matrix is held as two
+/// 16-bit tiles, x ~= hi + lo with lo = round(x - hi): a product of split
+/// operands (hi*hi + hi*lo + lo*hi) keeps about 16 mantissa bits, which the
+/// chunked algorithm's cancellations need (D = U - W S with nearly parallel
+/// keys loses what bf16 rounding of W and S leaves). Exact 16-bit inputs
+/// (q, k, v) have no lo.
+struct Operand {
+  TileView hi;
+  std::optional<TileView> lo;
+};
+
+/// Emits the body of one kernel: thread indices, shared memory carved from
+/// one byte buffer, cooperative tile loads, mma fragments.
+class KernelEmitter {
+public:
+  KernelEmitter(ImplicitLocOpBuilder &b, gpu::LaunchOp launch, Type mmaElem,
+                Value smem)
+      : b(b), e(b), mmaElem(mmaElem), smem(smem) {
+    tid = launch.getThreadIds().x;
+    Value c32 = e.index(32);
+    warp = arith::DivUIOp::create(b, tid, c32);
+    Value lane = arith::RemUIOp::create(b, tid, c32);
+    group = arith::DivUIOp::create(b, lane, e.index(4));
+    quad = arith::RemUIOp::create(b, lane, e.index(4));
+  }
+
+  /// A [rows, cols] view of `type` at byte `offset` of the shared buffer.
+  Value tile(int64_t offset, int64_t rows, int64_t cols, Type elem) {
+    auto type = MemRefType::get({rows, cols}, elem, MemRefLayoutAttrInterface(),
+                                workgroupSpace(b.getContext()));
+    return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+  }
+  Value vec(int64_t offset, int64_t n, Type elem) {
+    auto type = MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
+                                workgroupSpace(b.getContext()));
+    return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+  }
+
+  static Attribute workgroupSpace(MLIRContext *ctx) {
+    return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  }
+
+  /// Calls body(i) for i = tid, tid + 128, ... below `total` (a multiple of
+  /// 128): a loop of constant trip count, unrolled later.
+  void forEachOfBlock(int64_t total, function_ref<void(Value)> body) {
+    assert(total % kThreads == 0 && "block-strided loop needs a multiple of 128");
+    e.forEach(e.index(total / kThreads), [&](Value it) {
+      body(e.addIndex(e.mulIndex(it, e.index(kThreads)), tid));
+    });
+  }
+
+  /// Fills a [rows, cols] 16-bit tile from rows [0, valid) of a source,
+  /// 8 columns per thread and step: dst(r, c..c+7) = scale(r) * src(r, c..).
+  /// Rows at or past `valid` are zero. `load(r, c)` returns vector<8xf32>.
+  /// With `transposed`, the tile holds dst[c][r].
+  void fillTile(Value dst, int64_t rows, int64_t cols, Value valid,
+                function_ref<Value(Value, Value)> load, bool transposed,
+                Value loDst = Value()) {
+    constexpr int64_t kWidth = 8;
+    auto f32x8 = VectorType::get({kWidth}, b.getF32Type());
+    auto elemx8 = VectorType::get({kWidth}, mmaElem);
+    int64_t perRow = cols / kWidth;
+    forEachOfBlock(rows * perRow, [&](Value idx) {
+      Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                           e.index(kWidth));
+      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, r, valid);
+      auto ifOp = scf::IfOp::create(b, f32x8, inRange, /*withElse=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(b, load(r, c));
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, zeros(f32x8));
+      }
+      auto [hi, lo] = split(ifOp.getResult(0), elemx8);
+      for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}}) {
+        if (!buf)
+          continue;
+        if (!transposed) {
+          vector::StoreOp::create(b, part, buf, ValueRange{r, c},
+                                  /*nontemporal=*/false, llvm::Align(16));
+          continue;
+        }
+        for (int64_t i = 0; i < kWidth; ++i) {
+          Value x = vector::ExtractOp::create(b, part, i);
+          memref::StoreOp::create(b, x, buf,
+                                  ValueRange{e.addIndex(c, e.index(i)), r});
+        }
+      }
+    });
+  }
+
+  /// (hi, lo) = (round(x), round(x - hi)) in `narrow` (16-bit scalar or
+  /// vector type).
+  std::pair<Value, Value> split(Value x, Type narrow) {
+    Value hi = arith::TruncFOp::create(b, narrow, x);
+    Value rest = arith::SubFOp::create(
+        b, x, arith::ExtFOp::create(b, x.getType(), hi));
+    return {hi, arith::TruncFOp::create(b, narrow, rest)};
+  }
+
+  /// Stores x into hiBuf[indices] and, when loBuf is given, its remainder
+  /// into loBuf[indices].
+  void storeSplit(Value x, Value hiBuf, Value loBuf, ValueRange indices) {
+    auto [hi, lo] = split(x, mmaElem);
+    memref::StoreOp::create(b, hi, hiBuf, indices);
+    if (loBuf)
+      memref::StoreOp::create(b, lo, loBuf, indices);
+  }
+
+  /// The same for two neighbours (i, j) and (i, j + 1), one vector each.
+  void storePairSplit(Value x0, Value x1, Value hiBuf, Value loBuf,
+                      ValueRange indices) {
+    Value v = vector::FromElementsOp::create(
+        b, VectorType::get({2}, b.getF32Type()), ValueRange{x0, x1});
+    auto [hi, lo] = split(v, VectorType::get({2}, mmaElem));
+    vector::StoreOp::create(b, hi, hiBuf, indices, false, llvm::Align(4));
+    if (loBuf)
+      vector::StoreOp::create(b, lo, loBuf, indices, false, llvm::Align(4));
+  }
+
+  /// vector<8xf32> of memref[indices..., c .. c + 7] (widened).
+  Value load8(Value memref, SmallVector<Value> indices) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto vecType = VectorType::get({8}, type.getElementType());
+    int64_t bytes = type.getElementTypeBitWidth() / 8;
+    Value x = vector::LoadOp::create(b, vecType, memref, indices,
+                                     /*nontemporal=*/false,
+                                     llvm::Align(std::min<int64_t>(16, 8 * bytes)));
+    if (!type.getElementType().isF32())
+      x = arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()), x);
+    return x;
+  }
+
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(
+        b, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  }
+
+  /// Two 16-bit elements (i, k) and (i, k + 1) of a view packed in an i32.
+  Value pair(TileView view, Value i, Value k) {
+    auto v2 = VectorType::get({2}, mmaElem);
+    Value packed;
+    if (!view.transposed) {
+      packed = vector::LoadOp::create(b, v2, view.buf, ValueRange{i, k},
+                                      /*nontemporal=*/false, llvm::Align(4));
+    } else {
+      Value x0 = memref::LoadOp::create(b, view.buf, ValueRange{k, i});
+      Value x1 = memref::LoadOp::create(
+          b, view.buf, ValueRange{e.addIndex(k, e.index(1)), i});
+      packed = vector::FromElementsOp::create(b, v2, ValueRange{x0, x1});
+    }
+    Value asInt = vector::BitCastOp::create(
+        b, VectorType::get({1}, b.getI32Type()), packed);
+    return vector::ExtractOp::create(b, asInt, 0);
+  }
+
+  /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of a view.
+  SmallVector<Value> fragA(TileView a, Value m0, int64_t k0) {
+    Value r = e.addIndex(m0, group), r8 = e.addIndex(r, e.index(8));
+    Value c = e.addIndex(e.index(k0), e.mulIndex(quad, e.index(2)));
+    Value c8 = e.addIndex(c, e.index(8));
+    return {pair(a, r, c), pair(a, r8, c), pair(a, r, c8), pair(a, r8, c8)};
+  }
+
+  /// The B fragment of columns [n0, n0 + 8) and k [k0, k0 + 16), from a
+  /// view of B^T (element (n, k) = B[k][n]).
+  SmallVector<Value> fragB(TileView bt, int64_t n0, int64_t k0) {
+    Value n = e.addIndex(e.index(n0), group);
+    Value c = e.addIndex(e.index(k0), e.mulIndex(quad, e.index(2)));
+    return {pair(bt, n, c), pair(bt, n, e.addIndex(c, e.index(8)))};
+  }
+
+  /// d = a * b + c on tensor cores; c and d are 4 fp32 values.
+  SmallVector<Value> mma(ArrayRef<Value> a, ArrayRef<Value> bFrag,
+                         ArrayRef<Value> c) {
+    MLIRContext *ctx = b.getContext();
+    Type f32 = b.getF32Type();
+    auto resultType = LLVM::LLVMStructType::getLiteral(ctx, {f32, f32, f32, f32});
+    NVVM::MMATypes elem = mmaElem.isBF16() ? NVVM::MMATypes::bf16
+                                           : NVVM::MMATypes::f16;
+    auto op = NVVM::MmaOp::create(
+        b, resultType, a, bFrag, c, ArrayRef<int64_t>{16, 8, 16},
+        std::nullopt, std::nullopt,
+        std::array<NVVM::MMATypes, 2>{elem, elem},
+        std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                       NVVM::MMALayout::col});
+    SmallVector<Value> d;
+    for (int64_t i = 0; i < 4; ++i)
+      d.push_back(LLVM::ExtractValueOp::create(b, op, i));
+    return d;
+  }
+
+  /// acc[nt] += A(rows m0.., k < kDim) * B(k < kDim, cols 8 nt ..) for
+  /// nt < acc.size(); B given as a view of B^T. Split operands add the
+  /// hi*lo and lo*hi products (lo*lo is below fp32 rounding of the sum).
+  void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
+            Operand bt, int64_t kDim) {
+    for (int64_t k0 = 0; k0 < kDim; k0 += 16) {
+      SmallVector<Value> aHi = fragA(a.hi, m0, k0), aLo;
+      if (a.lo)
+        aLo = fragA(*a.lo, m0, k0);
+      for (size_t nt = 0; nt < acc.size(); ++nt) {
+        SmallVector<Value> bHi = fragB(bt.hi, 8 * nt, k0);
+        if (bt.lo)
+          acc[nt] = mma(aHi, fragB(*bt.lo, 8 * nt, k0), acc[nt]);
+        if (a.lo)
+          acc[nt] = mma(aLo, bHi, acc[nt]);
+        acc[nt] = mma(aHi, bHi, acc[nt]);
+      }
+    }
+  }
+
+  /// Accumulators for `tiles` 16x8 tiles, zero.
+  SmallVector<SmallVector<Value>> zeroAcc(int64_t tiles) {
+    Value z = e.f32(0.0f);
+    return SmallVector<SmallVector<Value>>(tiles, SmallVector<Value>(4, z));
+  }
+
+  /// Row and column of accumulator element `i` (0..3) of tile (m0, n0).
+  Value accRow(Value m0, int64_t i) {
+    Value r = e.addIndex(m0, group);
+    return i >= 2 ? e.addIndex(r, e.index(8)) : r;
+  }
+  Value accCol(int64_t n0, int64_t i) {
+    return e.addIndex(e.index(n0 + (i & 1)), e.mulIndex(quad, e.index(2)));
+  }
+
+  /// Calls body(row, col, i) for the even elements (i = 0, 2) of tile nt;
+  /// the odd element is its right neighbour.
+  void forEachPair(Value m0, int64_t nt, function_ref<void(Value, Value, int64_t)> body) {
+    for (int64_t i : {0, 2})
+      body(accRow(m0, i), accCol(8 * nt, i), i);
+  }
+
+  /// Stores (x0, x1) at memref[prefix..., row, col..col+1] (or
+  /// memref[prefix..., col] with `row` folded into prefix by the caller),
+  /// narrowed to the memref's element type, when `pred` holds.
+  void storePair(Value x0, Value x1, Value memref, SmallVector<Value> indices,
+                 Value pred) {
+    auto type = cast<MemRefType>(memref.getType());
+    Type elem = type.getElementType();
+    auto ifOp = pred ? scf::IfOp::create(b, pred, /*withElse=*/false) : nullptr;
+    OpBuilder::InsertionGuard guard(b);
+    if (ifOp)
+      b.setInsertionPointToStart(ifOp.thenBlock());
+    Value v = vector::FromElementsOp::create(
+        b, VectorType::get({2}, b.getF32Type()), ValueRange{x0, x1});
+    if (!elem.isF32())
+      v = arith::TruncFOp::create(b, VectorType::get({2}, elem), v);
+    vector::StoreOp::create(b, v, memref, indices, /*nontemporal=*/false,
+                            llvm::Align(2 * type.getElementTypeBitWidth() / 8));
+  }
+
+  Value ult(Value x, Value y) {
+    return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, c, x, y);
+  }
+  void barrier() { gpu::BarrierOp::create(b); }
+
+  ImplicitLocOpBuilder &b;
+  LoopEmitter e;
+  Type mmaElem;
+  Value tid, warp, group, quad, smem;
+};
+
+/// Creates `gpu.launch` over `grid` blocks of 128 threads with `smemBytes`
+/// bytes of shared memory; body(emitter) fills it.
+void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
+                Type mmaElem, function_ref<void(KernelEmitter &)> body) {
+  LoopEmitter e(b);
+  // Dynamic shared memory: its global is 16-byte aligned (static
+  // attributions are byte-aligned), which the 16-byte vector accesses need,
+  // and the runtime raises the per-kernel limit past 48 KiB when asked.
+  Value bytes = arith::ConstantOp::create(b, b.getI32IntegerAttr(smemBytes));
+  auto launch = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2],
+                                      e.index(kThreads), e.index(1), e.index(1),
+                                      bytes);
+  OpBuilder::InsertionGuard guard(b);
+  Block &block = launch.getBody().front();
+  b.setInsertionPointToEnd(&block);
+  auto terminator = gpu::TerminatorOp::create(b);
+  b.setInsertionPoint(terminator);
+  Value smem = gpu::DynamicSharedMemoryOp::create(
+      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                         MemRefLayoutAttrInterface(),
+                         KernelEmitter::workgroupSpace(b.getContext())));
+  KernelEmitter k(b, launch, mmaElem, smem);
+  body(k);
+}
+
+int64_t dimOf(Value v, int64_t d) {
+  return cast<ShapedType>(v.getType()).getDimSize(d);
+}
+
+Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+/// The tensor-core operand type of an op's 16-bit inputs, or an error.
+FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
+  Type elem = elementOf(inputs.front());
+  for (Value v : inputs)
+    if (elementOf(v) != elem)
+      return op->emitOpError() << "GPU chunked kernels need q, k and v of one "
+                                  "element type, got "
+                               << elementOf(v) << " and " << elem;
+  if (!elem.isBF16() && !elem.isF16())
+    return op->emitOpError()
+           << "GPU chunked kernels run bf16/f16 inputs on tensor cores; "
+           << elem << " inputs have no chunked GPU mapping (use strategy=recurrent)";
+  return elem;
+}
+
+LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
+                                 ArrayRef<std::pair<StringRef, int64_t>> dims) {
+  if (chunkSize != kChunk)
+    return op->emitOpError() << "GPU chunked kernels take chunk_size = " << kChunk
+                             << ", got " << chunkSize;
+  for (auto [name, size] : dims)
+    if (size % 64 != 0 || size > 128)
+      return op->emitOpError() << "GPU chunked kernels need " << name
+                               << " = 64 or 128, got " << size;
+  return success();
+}
+
+/// Query/key head of value head hv: hv / (HV / H).
+Value qkHead(LoopEmitter &e, Value hv, int64_t numVHeads, int64_t numQKHeads) {
+  return arith::DivUIOp::create(e.b, hv, e.index(numVHeads / numQKHeads));
+}
+
+/// Chunk geometry inside a kernel: first token and number of valid rows.
+struct ChunkRows {
+  Value t0, valid;
+};
+ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen) {
+  Value t0 = e.mulIndex(n, e.index(kChunk));
+  Value valid = e.minIndex(e.index(kChunk), e.subIndex(seqLen, t0));
+  return {t0, valid};
+}
+
+/// Copies per-row gate values G[b, t0 + r, hv] (0 at or past `valid`, and
+/// without gates) into a shared vector of 64.
+void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
+                  ChunkRows rows, Value hv) {
+  LoopEmitter &e = k.e;
+  auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(kChunk)), false);
+  OpBuilder::InsertionGuard guard(k.b);
+  k.b.setInsertionPointToStart(ifOp.thenBlock());
+  Value g = e.f32(0.0f);
+  if (gates) {
+    Value inRange = k.ult(k.tid, rows.valid);
+    auto load = scf::IfOp::create(k.b, k.b.getF32Type(), inRange, true);
+    k.b.setInsertionPointToStart(load.thenBlock());
+    scf::YieldOp::create(k.b, e.loadF32(gates, {bIdx, e.addIndex(rows.t0, k.tid), hv}));
+    k.b.setInsertionPointToStart(load.elseBlock());
+    scf::YieldOp::create(k.b, e.f32(0.0f));
+    k.b.setInsertionPointAfter(load);
+    g = load.getResult(0);
+  }
+  memref::StoreOp::create(k.b, g, dst, ValueRange{k.tid});
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.l2norm: one thread per row.
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerL2Norm(L2NormOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  auto type = cast<RankedTensorType>(op.getInput().getType());
+  if (type.getRank() != 4)
+    return op.emitOpError() << "GPU kernel normalises [B, T, H, K] operands";
+  Value in = e.toBuffer(op.getInput());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < 4; ++d)
+    sizes.push_back(e.dim(in, d));
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+  int64_t n = type.getDimSize(3);
+  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kThreads));
+  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/16,
+             b.getBF16Type(), [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kThreads)),
+                         k.tid);
+    Value h = body->getArgument(1), bIdx = body->getArgument(2);
+    auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value sum = e.forEachReduce(e.index(n), {e.f32(0.0f)},
+                                [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                                  Value x = e.loadF32(in, {bIdx, t, h, i});
+                                  return {e.add(acc[0], e.mul(x, x))};
+                                })[0];
+    Value inv = arith::DivFOp::create(
+        b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(kL2NormEps))));
+    e.forEach(e.index(n), [&](Value i) {
+      e.storeFromF32(e.mul(e.loadF32(in, {bIdx, t, h, i}), inv), out,
+                     {bIdx, t, h, i});
+    });
+  });
+  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.chunk_cumsum: one thread per (chunk, head, key).
+//===----------------------------------------------------------------------===//
+
+/// Reads the gate at (b, t, hv[, key]): from its buffer, or, for a gate made
+/// by `tensor.generate` (constant decays), by inlining the generator; a 1-D
+/// constant tensor it extracts from becomes a constant vector so that the
+/// kernel does not read host memory.
+class GateReader {
+public:
+  GateReader(LoopEmitter &e, Value gate) : e(e) {
+    generator = gate.getDefiningOp<tensor::GenerateOp>();
+    if (!generator || !inlinable(generator))
+      buffer = e.toBuffer(gate), generator = nullptr;
+  }
+
+  Value read(ImplicitLocOpBuilder &b, ValueRange indices) {
+    if (!generator)
+      return e.loadF32(buffer, indices);
+    IRMapping map;
+    Block &body = generator.getBody().front();
+    for (auto [arg, idx] : llvm::zip(body.getArguments(), indices))
+      map.map(arg, idx);
+    for (Operation &op : body.without_terminator()) {
+      if (auto extract = dyn_cast<tensor::ExtractOp>(op)) {
+        auto cst = extract.getTensor().getDefiningOp<arith::ConstantOp>();
+        auto dense = cast<DenseElementsAttr>(cst.getValue());
+        auto vecType = VectorType::get(dense.getType().getShape(),
+                                       dense.getType().getElementType());
+        Value vec = arith::ConstantOp::create(b, dense.reshape(
+            cast<ShapedType>(vecType)));
+        Value x = vector::ExtractOp::create(
+            b, vec, ArrayRef<OpFoldResult>{map.lookupOrDefault(extract.getIndices()[0])});
+        map.map(extract.getResult(), x);
+        continue;
+      }
+      b.clone(op, map);
+    }
+    Value y = map.lookupOrDefault(body.getTerminator()->getOperand(0));
+    if (!y.getType().isF32())
+      y = arith::ExtFOp::create(b, b.getF32Type(), y);
+    return y;
+  }
+
+  /// Size of dimension d of the gate (a generator's extents are read from
+  /// its operands, so that nothing keeps it alive).
+  Value size(int64_t d) {
+    if (!generator)
+      return e.dim(buffer, d);
+    RankedTensorType type = generator.getType();
+    if (!type.isDynamicDim(d))
+      return e.index(type.getDimSize(d));
+    return generator.getDynamicExtents()[type.getDynamicDimIndex(d)];
+  }
+
+  /// Erases the inlined generator once nothing else reads it, so that no
+  /// host loop materialises it.
+  void eraseDeadGenerator() {
+    if (generator && generator->use_empty())
+      generator->erase();
+  }
+
+private:
+  /// Pure arithmetic on indices and 1-D constant tensors only.
+  static bool inlinable(tensor::GenerateOp op) {
+    for (Operation &inner : op.getBody().front().without_terminator()) {
+      if (auto extract = dyn_cast<tensor::ExtractOp>(inner)) {
+        auto cst = extract.getTensor().getDefiningOp<arith::ConstantOp>();
+        if (!cst || extract.getIndices().size() != 1 ||
+            !isa<DenseElementsAttr>(cst.getValue()))
+          return false;
+        continue;
+      }
+      if (inner.getNumRegions() != 0 || !isPure(&inner))
+        return false;
+      for (Value operand : inner.getOperands())
+        if (!operand.getParentRegion()->isAncestor(&op.getBody()) &&
+            !operand.getDefiningOp<arith::ConstantOp>())
+          return false;
+    }
+    return true;
+  }
+
+  LoopEmitter &e;
+  tensor::GenerateOp generator;
+  Value buffer;
+};
+
+LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
+  if (op.getChunkSize() != kChunk)
+    return op.emitOpError() << "GPU chunked kernels take chunk_size = " << kChunk
+                            << ", got " << op.getChunkSize();
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  auto type = cast<RankedTensorType>(op.getGate().getType());
+  bool perKey = type.getRank() == 4;
+  int64_t numKeys = perKey ? type.getDimSize(3) : 1;
+  if (numKeys > 1024)
+    return op.emitOpError() << "GPU cumsum runs a thread per key; at most 1024 keys";
+  GateReader gate(e, op.getGate());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < type.getRank(); ++d)
+    sizes.push_back(gate.size(d));
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+  Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kChunk));
+
+  auto launch = gpu::LaunchOp::create(b, numChunks, sizes[2], sizes[0],
+                                      e.index(numKeys), e.index(1), e.index(1));
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    auto terminator = gpu::TerminatorOp::create(b);
+    b.setInsertionPoint(terminator);
+    Value n = launch.getBlockIds().x, hv = launch.getBlockIds().y;
+    Value bIdx = launch.getBlockIds().z, key = launch.getThreadIds().x;
+    ChunkRows rows = chunkRows(e, n, sizes[1]);
+    e.forEachReduce(rows.valid, {e.f32(0.0f)},
+                    [&](Value r, ValueRange acc) -> SmallVector<Value> {
+                      SmallVector<Value> idx = {bIdx, e.addIndex(rows.t0, r), hv};
+                      if (perKey)
+                        idx.push_back(key);
+                      Value sum = e.add(acc[0], gate.read(b, idx));
+                      memref::StoreOp::create(b, sum, out, idx);
+                      return {sum};
+                    });
+  }
+  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
+  op.erase();
+  gate.eraseDeadGenerator();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.ut_transform
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerUTTransform(UTTransformOp op) {
+  FailureOr<Type> mmaElem = mmaTypeOf(op, {op.getK(), op.getV()});
+  if (failed(mmaElem))
+    return failure();
+  int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
+  int64_t numVHeads = dimOf(op.getV(), 2), V = dimOf(op.getV(), 3);
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
+    return failure();
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value kBuf = e.toBuffer(op.getK()), vBuf = e.toBuffer(op.getV());
+  Value beta = e.toBuffer(op.getBeta());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
+  Value w = e.allocFor(op.getW().getType(),
+                       {batch, seqLen, e.index(numVHeads), e.index(K)});
+  Value u = e.allocFor(op.getU().getType(),
+                       {batch, seqLen, e.index(numVHeads), e.index(V)});
+  float rank1Scale = op.getRank1Scale().convertToFloat();
+
+  // Shared memory: Y holds the key tile, later the value tile (16-bit,
+  // exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
+  // split in hi/lo 16-bit tiles; then 64 row gates and 64 betas.
+  int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
+  int64_t xOffset = yBytes, rOffset = xOffset + kChunk * kChunk * 4;
+  int64_t tileBytes = kChunk * (kChunk + kPad) * 2;
+  int64_t gOffset = rOffset + std::max(kChunk * kChunk * 4, 2 * tileBytes);
+  int64_t betaOffset = gOffset + kChunk * 4;
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch},
+             betaOffset + kChunk * 4, *mmaElem, [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = body->getArgument(0), hv = body->getArgument(1);
+    Value bIdx = body->getArgument(2);
+    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    ChunkRows rows = chunkRows(e, n, seqLen);
+    Type elem = *mmaElem, f32 = b.getF32Type();
+    Value gShared = k.vec(gOffset, kChunk, f32);
+    Value betaShared = k.vec(betaOffset, kChunk, f32);
+    Value keyTile = k.tile(0, kChunk, K + kPad, elem);
+    Value valueTile = k.tile(0, kChunk, V + kPad, elem);
+    Value tF32 = k.tile(xOffset, kChunk, kChunk, f32);
+    Value lTile = k.tile(rOffset, kChunk, kChunk, f32);
+    Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
+    Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
+
+    // 1. Keys, gates and betas of the chunk.
+    k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
+      return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    }, false);
+    fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    fillRowGates(k, betaShared, beta, bIdx, rows, hv);
+    k.barrier();
+
+    // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
+    Value m0 = e.mulIndex(k.warp, e.index(16));
+    SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
+    k.gemm(acc, {{keyTile}}, m0, {{keyTile}}, K);
+    for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+      for (int64_t i = 0; i < 4; ++i) {
+        Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
+        Value gr = memref::LoadOp::create(b, gShared, r);
+        Value gc = memref::LoadOp::create(b, gShared, c);
+        Value cr = e.mul(e.f32(rank1Scale),
+                         memref::LoadOp::create(b, betaShared, r));
+        Value l = e.mul(e.mul(acc[nt][i], cr), e.exp(e.sub(gr, gc)));
+        Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, rows.valid));
+        memref::StoreOp::create(b, k.select(keep, l, e.f32(0.0f)), lTile,
+                                ValueRange{r, c});
+      }
+    }
+    k.barrier();
+
+    // 3. T = (I + L)^-1, one thread per column c:
+    //    T_ic = [i == c] - sum_{c <= j < i} L_ij T_jc.
+    {
+      auto ifOp = scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value c = k.tid;
+      e.forEach(e.index(kChunk), [&](Value i) {
+        Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, i, c);
+        memref::StoreOp::create(b, k.select(diag, e.f32(1.0f), e.f32(0.0f)),
+                                tF32, ValueRange{i, c});
+      });
+      e.forRange(e.addIndex(c, e.index(1)), e.index(kChunk), [&](Value i) {
+        Value sum = e.forRangeReduce(
+            c, i, {e.f32(0.0f)}, [&](Value j, ValueRange s) -> SmallVector<Value> {
+              Value lij = memref::LoadOp::create(b, lTile, ValueRange{i, j});
+              Value tjc = memref::LoadOp::create(b, tF32, ValueRange{j, c});
+              return {e.add(s[0], e.mul(lij, tjc))};
+            })[0];
+        memref::StoreOp::create(b, arith::NegFOp::create(b, sum), tF32,
+                                ValueRange{i, c});
+      });
+    }
+    k.barrier();
+
+    // 4. W = (T diag(c exp(G))) K, then U = (T diag(beta)) V: the column
+    //    scaling goes into T (split over L), so the keys and values stay
+    //    exact.
+    auto product = [&](int64_t cols, Value dst, Value tile,
+                       function_ref<Value(Value)> columnScale) {
+      k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
+        Value r = arith::DivUIOp::create(b, idx, e.index(kChunk));
+        Value c = arith::RemUIOp::create(b, idx, e.index(kChunk));
+        Value x = memref::LoadOp::create(b, tF32, ValueRange{r, c});
+        k.storeSplit(e.mul(x, columnScale(c)), tHi, tLo, ValueRange{r, c});
+      });
+      k.barrier();
+      SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
+      k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
+      for (int64_t nt = 0; nt < cols / 8; ++nt)
+        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePair(out[nt][i], out[nt][i + 1], dst,
+                      {bIdx, e.addIndex(rows.t0, r), hv, c}, k.ult(r, rows.valid));
+        });
+      k.barrier();
+    };
+    product(K, w, keyTile, [&](Value c) {
+      Value g = memref::LoadOp::create(b, gShared, c);
+      Value betaC = memref::LoadOp::create(b, betaShared, c);
+      return e.mul(e.mul(e.f32(rank1Scale), betaC), e.exp(g));
+    });
+    k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
+      return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+    }, false);
+    product(V, u, valueTile, [&](Value c) {
+      return memref::LoadOp::create(b, betaShared, c).getResult();
+    });
+  });
+  op.replaceAllUsesWith(ValueRange{e.toTensor(w, op.getW().getType()),
+                                   e.toTensor(u, op.getU().getType())});
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.chunk_state_pass
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerChunkStatePass(ChunkStatePassOp op) {
+  if (op.getBeta())
+    return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
+                               "linattn-lower-rank1-to-wy first";
+  FailureOr<Type> mmaElem = mmaTypeOf(op, {op.getK()});
+  if (failed(mmaElem))
+    return failure();
+  int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
+  int64_t numVHeads = dimOf(op.getU(), 2), V = dimOf(op.getU(), 3);
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
+    return failure();
+  bool perKey = op.getGates() &&
+                cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value kBuf = e.toBuffer(op.getK()), uBuf = e.toBuffer(op.getU());
+  Value wBuf = op.getW() ? e.toBuffer(op.getW()) : Value();
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value s0 = e.toBuffer(op.getInitialState());
+  Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  Value hvDim = e.index(numVHeads);
+  Value newValues = e.allocFor(op.getNewValues().getType(),
+                               {batch, seqLen, hvDim, e.index(V)});
+  Value states = e.allocFor(op.getChunkStates().getType(),
+                            {batch, numChunks, hvDim, e.index(K), e.index(V)});
+  Value finalState = e.allocFor(op.getFinalState().getType(),
+                                {batch, hvDim, e.index(K), e.index(V)});
+
+  // Shared memory, every tile split in hi/lo: region A holds W ([64][K])
+  // and then Kd^T ([K][64]); S^T ([32][K]) and D^T ([32][64]) follow; then
+  // 64 row gates.
+  int64_t wBytes = kChunk * (K + kPad) * 2, kdBytes = K * (kChunk + kPad) * 2;
+  int64_t sBytes = kColumns * (K + kPad) * 2;
+  int64_t dBytes = kColumns * (kChunk + kPad) * 2;
+  int64_t stOffset = 2 * std::max(wBytes, kdBytes);
+  int64_t dtOffset = stOffset + 2 * sBytes, gOffset = dtOffset + 2 * dBytes;
+  int64_t rowsPerWarp = K / kWarps, mTiles = rowsPerWarp / 16;
+  int64_t nTiles = kColumns / 8;
+
+  emitLaunch(b, {e.index(V / kColumns), hvDim, batch}, gOffset + kChunk * 4,
+             *mmaElem, [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value vTile = body->getArgument(0), hv = body->getArgument(1);
+    Value bIdx = body->getArgument(2);
+    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    Value v0 = e.mulIndex(vTile, e.index(kColumns));
+    Type elem = *mmaElem, f32 = b.getF32Type();
+    Value wHi = k.tile(0, kChunk, K + kPad, elem);
+    Value wLo = k.tile(wBytes, kChunk, K + kPad, elem);
+    Value kdHi = k.tile(0, K, kChunk + kPad, elem);
+    Value kdLo = k.tile(kdBytes, K, kChunk + kPad, elem);
+    Value sHi = k.tile(stOffset, kColumns, K + kPad, elem);
+    Value sLo = k.tile(stOffset + sBytes, kColumns, K + kPad, elem);
+    Value dHi = k.tile(dtOffset, kColumns, kChunk + kPad, elem);
+    Value dLo = k.tile(dtOffset + dBytes, kColumns, kChunk + kPad, elem);
+    Value gShared = k.vec(gOffset, kChunk, f32);
+
+    // The warp's state rows: m-tile mt covers rows sRow0(mt) .. + 16.
+    Value warpRow0 = e.mulIndex(k.warp, e.index(rowsPerWarp));
+    auto sRow0 = [&](int64_t mt) { return e.addIndex(warpRow0, e.index(16 * mt)); };
+    // Flattened accumulator list: tile (mt, nt) at mt * nTiles + nt.
+    SmallVector<Value> init;
+    for (int64_t mt = 0; mt < mTiles; ++mt)
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t i = 0; i < 4; ++i)
+          init.push_back(e.loadF32(s0, {bIdx, hv, k.accRow(sRow0(mt), i),
+                                        e.addIndex(v0, k.accCol(8 * nt, i))}));
+    auto unpack = [&](ValueRange flat) {
+      SmallVector<SmallVector<Value>> tiles;
+      for (int64_t t = 0; t < mTiles * nTiles; ++t)
+        tiles.push_back(SmallVector<Value>(flat.slice(4 * t, 4)));
+      return tiles;
+    };
+    auto storeState = [&](ValueRange flat, Value dst, SmallVector<Value> prefix) {
+      SmallVector<SmallVector<Value>> s = unpack(flat);
+      for (int64_t mt = 0; mt < mTiles; ++mt)
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          k.forEachPair(sRow0(mt), nt, [&](Value r, Value c, int64_t i) {
+            SmallVector<Value> idx = prefix;
+            idx.push_back(r);
+            idx.push_back(e.addIndex(v0, c));
+            k.storePair(s[mt * nTiles + nt][i], s[mt * nTiles + nt][i + 1],
+                        dst, idx, Value());
+          });
+    };
+
+    ValueRange final = e.forEachReduce(
+        numChunks, init, [&](Value n, ValueRange flat) -> SmallVector<Value> {
+      ChunkRows rows = chunkRows(e, n, seqLen);
+      storeState(flat, states, {bIdx, n, hv});
+      SmallVector<SmallVector<Value>> s = unpack(flat);
+
+      // a. S^T and W, split; the chunk's row gates.
+      if (wBuf) {
+        for (int64_t mt = 0; mt < mTiles; ++mt)
+          for (int64_t nt = 0; nt < nTiles; ++nt)
+            for (int64_t i = 0; i < 4; ++i)
+              k.storeSplit(s[mt * nTiles + nt][i], sHi, sLo,
+                           ValueRange{k.accCol(8 * nt, i), k.accRow(sRow0(mt), i)});
+        k.fillTile(wHi, kChunk, K, rows.valid, [&](Value r, Value c) {
+          return k.load8(wBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+        }, false, wLo);
+      }
+      if (gates && !perKey)
+        fillRowGates(k, gShared, gates, bIdx, rows, hv);
+      k.barrier();
+
+      // b. D = U - W S (or U) for the warp's 16 rows; stored, and kept as
+      //    D^T, split, for the state update.
+      Value m0 = e.mulIndex(k.warp, e.index(16));
+      SmallVector<SmallVector<Value>> ws = k.zeroAcc(nTiles);
+      if (wBuf)
+        k.gemm(ws, {{wHi}, TileView{wLo}}, m0, {{sHi}, TileView{sLo}}, K);
+      for (int64_t nt = 0; nt < nTiles; ++nt) {
+        SmallVector<Value> d(4);
+        for (int64_t i = 0; i < 4; ++i) {
+          Value r = k.accRow(m0, i), c = e.addIndex(v0, k.accCol(8 * nt, i));
+          Value valid = k.ult(r, rows.valid);
+          auto load = scf::IfOp::create(b, f32, valid, true);
+          {
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(load.thenBlock());
+            scf::YieldOp::create(
+                b, e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, r), hv, c}));
+            b.setInsertionPointToStart(load.elseBlock());
+            scf::YieldOp::create(b, e.f32(0.0f));
+          }
+          d[i] = e.sub(load.getResult(0), ws[nt][i]);
+          k.storeSplit(d[i], dHi, dLo, ValueRange{k.accCol(8 * nt, i), r});
+        }
+        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePair(d[i], d[i + 1], newValues,
+                      {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
+                      k.ult(r, rows.valid));
+        });
+      }
+      k.barrier();
+
+      // c. Kd^T, split: Kd_r = k_r * exp(G_C - G_r), G_C the last valid
+      //    row's gate.
+      Value last = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
+      k.fillTile(kdHi, kChunk, K, rows.valid, [&](Value r, Value c) {
+        Value x = k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+        if (!gates)
+          return x;
+        Value decay;
+        if (perKey) {
+          Value gLast = k.load8(gates, {bIdx, last, hv, c});
+          Value gRow = k.load8(gates, {bIdx, e.addIndex(rows.t0, r), hv, c});
+          decay = math::ExpOp::create(b, arith::SubFOp::create(b, gLast, gRow));
+        } else {
+          Value gLast = memref::LoadOp::create(
+              b, gShared, e.subIndex(rows.valid, e.index(1)));
+          Value gRow = memref::LoadOp::create(b, gShared, r);
+          decay = vector::BroadcastOp::create(b, VectorType::get({8}, f32),
+                                              e.exp(e.sub(gLast, gRow)));
+        }
+        return arith::MulFOp::create(b, x, decay).getResult();
+      }, /*transposed=*/true, gates ? kdLo : Value());
+      k.barrier();
+
+      // d. S = exp(G_C) S + Kd^T D for the warp's state rows.
+      SmallVector<Value> next;
+      Value gLastScalar;
+      if (gates && !perKey)
+        gLastScalar = e.exp(memref::LoadOp::create(
+            b, gShared, e.subIndex(rows.valid, e.index(1))));
+      Operand kd{{kdHi}};
+      if (gates)
+        kd.lo = TileView{kdLo};
+      for (int64_t mt = 0; mt < mTiles; ++mt) {
+        SmallVector<SmallVector<Value>> acc(s.begin() + mt * nTiles,
+                                            s.begin() + (mt + 1) * nTiles);
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          for (int64_t i = 0; i < 4; ++i) {
+            Value decay = gLastScalar;
+            if (perKey)
+              decay = e.exp(e.loadF32(gates, {bIdx, last, hv,
+                                              k.accRow(sRow0(mt), i)}));
+            if (decay)
+              acc[nt][i] = e.mul(acc[nt][i], decay);
+          }
+        k.gemm(acc, kd, sRow0(mt), {{dHi}, TileView{dLo}}, kChunk);
+        for (auto &tile : acc)
+          next.append(tile.begin(), tile.end());
+      }
+      k.barrier();
+      return next;
+    });
+    storeState(final, finalState, {bIdx, hv});
+  });
+  op.replaceAllUsesWith(
+      ValueRange{e.toTensor(newValues, op.getNewValues().getType()),
+                 e.toTensor(states, op.getChunkStates().getType()),
+                 e.toTensor(finalState, op.getFinalState().getType())});
+  op.erase();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.chunk_output
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerChunkOutput(ChunkOutputOp op) {
+  FailureOr<Type> mmaElem = mmaTypeOf(op, {op.getQ(), op.getK()});
+  if (failed(mmaElem))
+    return failure();
+  if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
+    return op.emitOpError()
+           << "per-key gates (key_gate) have no GPU chunked output kernel yet "
+              "(use strategy=recurrent)";
+  int64_t numQKHeads = dimOf(op.getQ(), 2), K = dimOf(op.getQ(), 3);
+  int64_t numVHeads = dimOf(op.getNewValues(), 2);
+  int64_t V = dimOf(op.getNewValues(), 3);
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
+    return failure();
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
+  Value dBuf = e.toBuffer(op.getNewValues());
+  Value states = e.toBuffer(op.getChunkStates());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
+  Value out = e.allocFor(op.getOutput().getType(),
+                         {batch, seqLen, e.index(numVHeads), e.index(V)});
+  float scale = op.getScale().convertToFloat();
+
+  // Shared memory: Q [64][K]; region B holds K [64][K], then S^T [32][K]
+  // and D^T [32][64], split; P [64][64], split; 64 row gates.
+  int64_t qBytes = kChunk * (K + kPad) * 2;
+  int64_t sBytes = kColumns * (K + kPad) * 2;
+  int64_t dBytes = kColumns * (kChunk + kPad) * 2;
+  int64_t pBytes = kChunk * (kChunk + kPad) * 2;
+  int64_t bBytes = std::max(qBytes, 2 * sBytes + 2 * dBytes);
+  int64_t pOffset = qBytes + bBytes, gOffset = pOffset + 2 * pBytes;
+  int64_t columnTiles = V / kColumns, nTiles = kColumns / 8;
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
+
+  emitLaunch(b, {blocks, e.index(numVHeads), batch}, gOffset + kChunk * 4,
+             *mmaElem, [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = arith::DivUIOp::create(b, body->getArgument(0), e.index(columnTiles));
+    Value v0 = e.mulIndex(
+        arith::RemUIOp::create(b, body->getArgument(0), e.index(columnTiles)),
+        e.index(kColumns));
+    Value hv = body->getArgument(1), bIdx = body->getArgument(2);
+    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    ChunkRows rows = chunkRows(e, n, seqLen);
+    Type elem = *mmaElem, f32 = b.getF32Type();
+    Value qTile = k.tile(0, kChunk, K + kPad, elem);
+    Value kTile = k.tile(qBytes, kChunk, K + kPad, elem);
+    Value sHi = k.tile(qBytes, kColumns, K + kPad, elem);
+    Value sLo = k.tile(qBytes + sBytes, kColumns, K + kPad, elem);
+    Value dHi = k.tile(qBytes + 2 * sBytes, kColumns, kChunk + kPad, elem);
+    Value dLo = k.tile(qBytes + 2 * sBytes + dBytes, kColumns, kChunk + kPad, elem);
+    Value pHi = k.tile(pOffset, kChunk, kChunk + kPad, elem);
+    Value pLo = k.tile(pOffset + pBytes, kChunk, kChunk + kPad, elem);
+    Value gShared = k.vec(gOffset, kChunk, f32);
+
+    // 1. Q and K of the chunk, row gates.
+    k.fillTile(qTile, kChunk, K, rows.valid, [&](Value r, Value c) {
+      return k.load8(qBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    }, false);
+    k.fillTile(kTile, kChunk, K, rows.valid, [&](Value r, Value c) {
+      return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    }, false);
+    fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    k.barrier();
+
+    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)), split.
+    Value m0 = e.mulIndex(k.warp, e.index(16));
+    SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
+    k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
+    for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+      k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+        Value gr = memref::LoadOp::create(b, gShared, r);
+        SmallVector<Value> masked;
+        for (int64_t j = 0; j < 2; ++j) {
+          Value col = e.addIndex(c, e.index(j));
+          Value gc = memref::LoadOp::create(b, gShared, col);
+          Value x = e.mul(p[nt][i + j], e.exp(e.sub(gr, gc)));
+          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, r);
+          masked.push_back(k.select(causal, x, e.f32(0.0f)));
+        }
+        k.storePairSplit(masked[0], masked[1], pHi, pLo, ValueRange{r, c});
+      });
+    k.barrier();
+
+    // 3. S_n^T and D^T of the block's columns, split (over K).
+    k.forEachOfBlock(K * kColumns, [&](Value idx) {
+      Value row = arith::DivUIOp::create(b, idx, e.index(kColumns));
+      Value col = arith::RemUIOp::create(b, idx, e.index(kColumns));
+      Value x = e.loadF32(states, {bIdx, n, hv, row, e.addIndex(v0, col)});
+      k.storeSplit(x, sHi, sLo, ValueRange{col, row});
+    });
+    k.fillTile(dHi, kChunk, kColumns, rows.valid, [&](Value r, Value c) {
+      return k.load8(dBuf, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)});
+    }, /*transposed=*/true, dLo);
+    k.barrier();
+
+    // 4. O = scale (diag(exp(G)) Q S + P D).
+    SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
+    k.gemm(o, {{qTile}}, m0, {{sHi}, TileView{sLo}}, K);
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
+        o[nt][i] = e.mul(o[nt][i], e.exp(g));
+      }
+    k.gemm(o, {{pHi}, TileView{pLo}}, m0, {{dHi}, TileView{dLo}}, kChunk);
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+        k.storePair(e.mul(o[nt][i], e.f32(scale)), e.mul(o[nt][i + 1], e.f32(scale)),
+                    out, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
+                    k.ult(r, rows.valid));
+      });
+  });
+  op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
+  op.erase();
+  return success();
+}
+
+struct ConvertLinAttnChunkedToGPU
+    : impl::ConvertLinAttnChunkedToGPUBase<ConvertLinAttnChunkedToGPU> {
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
+              ChunkOutputOp>(op))
+        ops.push_back(op);
+    });
+    for (Operation *op : ops) {
+      LogicalResult result =
+          llvm::TypeSwitch<Operation *, LogicalResult>(op)
+              .Case([](L2NormOp o) { return lowerL2Norm(o); })
+              .Case([](ChunkCumsumOp o) { return lowerChunkCumsum(o); })
+              .Case([](UTTransformOp o) { return lowerUTTransform(o); })
+              .Case([](ChunkStatePassOp o) { return lowerChunkStatePass(o); })
+              .Case([](ChunkOutputOp o) { return lowerChunkOutput(o); });
+      if (failed(result))
+        return signalPassFailure();
+      ++numKernels;
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn
