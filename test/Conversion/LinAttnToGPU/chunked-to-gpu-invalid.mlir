@@ -1,0 +1,147 @@
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file -verify-diagnostics
+
+// Every limit of convert-linattn-chunked-to-gpu is an error on the op that
+// exceeds it (one case per message the pass emits); the pass stops at the
+// first such op.
+
+// l2norm kernels normalise [B, T, H, K] operands only.
+func.func @l2norm_rank2(%x: tensor<4x64xbf16>) -> tensor<4x64xf32> {
+  // expected-error @below {{'linattn.l2norm' op GPU kernel normalises [B, T, H, K] operands}}
+  %y = linattn.l2norm %x : tensor<4x64xbf16> -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}
+
+// -----
+
+// The cumsum kernel takes 64-token chunks, like every other kernel.
+func.func @cumsum_chunk_32(%g: tensor<?x?x2xf32>) -> tensor<?x?x2xf32> {
+  // expected-error @below {{'linattn.chunk_cumsum' op GPU chunked kernels take chunk_size = 64, got 32}}
+  %G = linattn.chunk_cumsum %g {chunk_size = 32 : i64} : tensor<?x?x2xf32> -> tensor<?x?x2xf32>
+  return %G : tensor<?x?x2xf32>
+}
+
+// -----
+
+// Per-key cumsum runs one thread per key: at most 1024 per block.
+func.func @cumsum_too_many_keys(%g: tensor<?x?x1x2048xf32>) -> tensor<?x?x1x2048xf32> {
+  // expected-error @below {{'linattn.chunk_cumsum' op GPU cumsum runs a thread per key; at most 1024 keys}}
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x1x2048xf32> -> tensor<?x?x1x2048xf32>
+  return %G : tensor<?x?x1x2048xf32>
+}
+
+// -----
+
+// f32 inputs have no tensor-core mapping.
+func.func @ut_f32(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels run bf16/f16 inputs on tensor cores; 'f32' inputs have no chunked GPU mapping (use strategy=recurrent)}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+func.func @state_pass_f32(%k: tensor<?x?x2x64xf32>, %u: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels run bf16/f16 inputs on tensor cores; 'f32' inputs have no chunked GPU mapping (use strategy=recurrent)}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %final : tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// The operands of one product share one 16-bit type.
+func.func @ut_mixed_types(%k: tensor<?x?x2x64xf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need q, k and v of one element type, got 'bf16' and 'f16'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x64xf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+func.func @output_mixed_qk(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need q, k and v of one element type, got 'f16' and 'bf16'}}
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %o : tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+// Chunks are 64 tokens (four warps of 16 rows).
+func.func @output_chunk_32(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels take chunk_size = 64, got 32}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 32 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %o : tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+func.func @ut_chunk_128(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels take chunk_size = 64, got 128}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 128 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// K and V are 64 or 128: below 64,
+func.func @ut_k32(%k: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need K = 64 or 128, got 32}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x32xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// not a multiple of 64,
+func.func @state_pass_v96(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x96xf32>, %w: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x96xf32>) -> tensor<?x2x64x96xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels need V = 64 or 128, got 96}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x96xf32>) -> (tensor<?x?x2x96xf32>, tensor<?x?x2x64x96xf32>, tensor<?x2x64x96xf32>)
+  return %final : tensor<?x2x64x96xf32>
+}
+
+// -----
+
+func.func @output_k96(%q: tensor<?x?x2x96xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x96x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need K = 64 or 128, got 96}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x96x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %o : tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+// or above 128.
+func.func @output_v256(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x256xf32>, %states: tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need V = 64 or 128, got 256}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16>
+  return %o : tensor<?x?x2x256xbf16>
+}
+
+// -----
+
+// Per-key gates (key_gate, GLA) have no output kernel.
+func.func @output_per_key_gates(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>, %G: tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op per-key gates (key_gate) have no GPU chunked output kernel yet (use strategy=recurrent)}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %o : tensor<?x?x2x64xbf16>
+}
+
+// -----
+
+// The rank-1 product form of the state pass is lowered to the WY form
+// (linattn-lower-rank1-to-wy) before this pass.
+func.func @state_pass_rank1(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op the rank-1 product form has no GPU kernel: run linattn-lower-rank1-to-wy first}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) beta(%beta) state(%s0) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %final : tensor<?x2x64x64xf32>
+}

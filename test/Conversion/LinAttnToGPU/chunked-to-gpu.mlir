@@ -1,0 +1,230 @@
+// RUN: linattn-opt %s --linattn-recurrence-to-chunked --linattn-lower-rank1-to-wy --convert-linattn-chunked-to-gpu | FileCheck %s
+// RUN: linattn-opt %s --linattn-recurrence-to-chunked --linattn-lower-rank1-to-wy --convert-linattn-chunked-to-gpu | FileCheck %s --check-prefix=GONE
+
+// convert-linattn-chunked-to-gpu: every chunked-state op becomes one
+// gpu.launch on memrefs (bufferization.to_buffer of its operands, a fresh
+// memref.alloc per result, handed on as bufferization.to_tensor), in program
+// order. The tensor-core kernels run 128 threads (4 warps) with dynamic
+// shared memory and nvvm.mma.sync m16n8k16; the cumsum kernel runs one
+// thread per gate column and no shared memory.
+
+// Nothing of the chunked ops is left, nor the generator of a constant
+// decay (it is inlined into the cumsum kernel).
+// GONE-NOT: linattn.
+// GONE-NOT: tensor.generate
+
+// Dynamic shared memory sizes, from the layouts in ChunkedOpsToGPU.cpp
+// (chunk C = 64, 16-bit tiles padded by 8 elements per row, 32 state columns
+// per block), for K = V = 128:
+//   ut_transform:     Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x C,
+//                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
+//                     then 64 gates and 64 betas (f32):
+//                     17408 + 16384 + 18432 + 256 + 256 = 52736.
+//   chunk_state_pass: region A = 2 max(C (K + 8) 2, K (C + 8) 2) = 36864,
+//                     S^T hi/lo 2 * 32 (K + 8) 2 = 17408, D^T hi/lo
+//                     2 * 32 (C + 8) 2 = 9216, 64 gates: 63744.
+//   chunk_output:     Q = C (K + 8) 2 = 17408, region B = max(17408,
+//                     17408 + 9216) = 26624, P hi/lo 2 C (C + 8) 2 = 18432,
+//                     64 gates: 62720.
+
+// CHECK-LABEL: func.func @gated_delta(
+// CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[G:[^:]+]]: tensor<?x?x2xf32>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
+
+// 1. chunk_cumsum: blocks (NC, HV, B), one thread each (scalar gates).
+// CHECK:         %[[GBUF:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<?x?x2xf32> to memref<?x?x2xf32>
+// CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         %[[NC0:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC0]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32) {
+// CHECK:             memref.load %[[GBUF]]
+// CHECK:             arith.addf
+// CHECK:             memref.store %{{.*}}, %[[GCUM]]
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]] restrict writable : memref<?x?x2xf32> to tensor<?x?x2xf32>
+
+// 2. ut_transform: blocks (NC, HV, B), 128 threads. K K^T (8 k-steps x 8
+//    n-tiles), then W and U as (T hi + T lo) times exact K or V
+//    (2 x 4 k-steps x 16 n-tiles x 2): 64 + 256 = 320 products.
+// CHECK:         %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
+// CHECK:         %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
+// CHECK:         %[[BB:.*]] = bufferization.to_buffer %[[BETA]] read_only
+// CHECK:         %[[GB:.*]] = bufferization.to_buffer %[[GT]] read_only
+// CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[UTSMEM:.*]] = arith.constant 52736 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC1]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[UTSMEM]] {
+// CHECK-NEXT:      %[[SM1:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// Row gates, betas, key/value tile, T (fp32), L (fp32), T hi, T lo.
+// CHECK:           memref.view %[[SM1]][%c52224{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c52480{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[TF32:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[LTILE:.*]] = memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           vector.load %[[KB]]
+// CHECK:           gpu.barrier
+// CHECK:           nvvm.mma.sync A[%{{.*}}] B[%{{.*}}] C[%{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-63:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// Forward substitution: 64 steps, each thread keeps 32 entries of T in
+// registers and publishes its row through shared memory.
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c64{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:             scf.if
+// CHECK-COUNT-8:       vector.store %{{.*}}, %[[TF32]][{{.*}}] {alignment = 16 : i64} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT:        }
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NEXT:        memref.load %[[LTILE]][{{.*}}] : memref<64x64xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
+// CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
+
+// 3. chunk_state_pass: blocks (V / 32, HV, B), 128 threads, a sequential
+//    loop over the chunks carrying the 2 x 4 accumulator tiles of the
+//    warp's state rows (32 f32 per thread). D = U - W S (8 k-steps x 4
+//    n-tiles x 3, split operands) and S += Kd^T D (2 m-tiles x 4 k-steps x
+//    4 n-tiles x 3): 96 + 96 = 192 products.
+// CHECK:         bufferization.to_buffer %[[K]] read_only
+// CHECK:         bufferization.to_buffer %[[UT]] read_only
+// CHECK:         bufferization.to_buffer %[[WT]] read_only
+// CHECK:         bufferization.to_buffer %[[GT]] read_only
+// CHECK:         bufferization.to_buffer %[[S0]] read_only
+// CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xf32>
+// CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 63744 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
+// CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// W hi/lo, Kd^T hi/lo (over W), S^T hi/lo, D^T hi/lo, row gates.
+// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c18432{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c36864{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c45568{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c54272{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c58880{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c63488{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %{{.*}}:32 = scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:             vector.store %{{.*}}, %[[STATES]]
+// CHECK:             gpu.barrier
+// CHECK-COUNT-96:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:             vector.store %{{.*}}, %[[D]]
+// CHECK:             gpu.barrier
+// CHECK:             math.exp
+// CHECK:             gpu.barrier
+// CHECK-COUNT-96:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:             gpu.barrier
+// CHECK-NEXT:        scf.yield
+// CHECK:           vector.store %{{.*}}, %[[FINAL]]
+// CHECK:           gpu.terminator
+// CHECK:         %[[DT:.*]] = bufferization.to_tensor %[[D]] restrict writable
+// CHECK:         %[[STATEST:.*]] = bufferization.to_tensor %[[STATES]] restrict writable
+// CHECK:         %[[FINALT:.*]] = bufferization.to_tensor %[[FINAL]] restrict writable : memref<?x2x128x128xf32> to tensor<?x2x128x128xf32>
+
+// 4. chunk_output: blocks (NC * V / 32, HV, B), 128 threads. Q K^T (8 x 8),
+//    Q S (8 k-steps x 4 n-tiles x 2, S split) and P D (4 x 4 x 3):
+//    64 + 64 + 48 = 176 products; o is stored in bf16.
+// CHECK:         bufferization.to_buffer %[[Q]] read_only
+// CHECK:         bufferization.to_buffer %[[K]] read_only
+// CHECK:         bufferization.to_buffer %[[DT]] read_only
+// CHECK:         bufferization.to_buffer %[[STATEST]] read_only
+// CHECK:         bufferization.to_buffer %[[GT]] read_only
+// CHECK:         %[[O:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
+// CHECK:         %[[NC3:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c4{{[_0-9]*}} : index
+// CHECK:         %[[OUTSMEM:.*]] = arith.constant 62720 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
+// CHECK-NEXT:      %[[SM3:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// Q, K, S^T hi/lo and D^T hi/lo (over K), P hi/lo, row gates.
+// CHECK:           memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c26112{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c39424{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c44032{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c53248{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c62464{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK-COUNT-64:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:           gpu.barrier
+// CHECK:           gpu.barrier
+// CHECK-COUNT-112: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           vector.store %{{.*}}, %[[O]][{{.*}}] {alignment = 4 : i64} : memref<?x?x2x128xbf16>, vector<2xbf16>
+// CHECK:           gpu.terminator
+// CHECK:         %[[OT:.*]] = bufferization.to_tensor %[[O]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
+// CHECK-NOT:     gpu.launch
+// CHECK:         return %[[OT]], %[[FINALT]] : tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>
+func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>)
+  return %o, %s : tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// RetNet (constant_decay), K = V = 64: the log decays are a tensor.generate
+// reading a constant tensor<2xf32>; the cumsum kernel inlines it as a
+// vector constant and a vector.extract at the value head, so that no
+// host-side gate tensor is materialised or read. No rank-1 term: no UT
+// kernel, and the state pass has no W S product (2 + 1 launches).
+// Shared memory for K = V = 64: state pass 2 * 9216 + 2 * 4608 + 2 * 4608
+// + 256 = 37120; output 9216 + max(9216, 2 * 4608 + 2 * 4608) + 2 * 9216
+// + 256 = 46336.
+
+// CHECK-LABEL: func.func @retnet(
+// CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
+// CHECK:         %[[RG:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[HV:[^,]*]], %{{[^)]*}}) in ({{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK:           scf.for
+// CHECK-NOT:         memref.load
+// CHECK:             %[[DECAYS:.*]] = arith.constant dense<[-0.693147182, -1.38629436]> : vector<2xf32>
+// CHECK-NEXT:        %[[LOGG:.*]] = vector.extract %[[DECAYS]][%[[HV]]] : f32 from vector<2xf32>
+// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %{{.*}}, %[[LOGG]] : f32
+// CHECK-NEXT:        memref.store %[[SUM]], %[[RG]]
+// CHECK:           gpu.terminator
+// CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
+// CHECK:         bufferization.to_buffer %[[RGT]] read_only
+// CHECK:         %[[RSP:.*]] = arith.constant 37120 : i32
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
+// CHECK-NEXT:      gpu.dynamic_shared_memory
+// CHECK:           gpu.barrier
+// CHECK-COUNT-48:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK:         %[[ROUT:.*]] = arith.constant 46336 : i32
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[ROUT]] {
+// CHECK-NEXT:      gpu.dynamic_shared_memory
+// CHECK:           gpu.barrier
+// CHECK-COUNT-112: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence constant_decay q(%q) k(%k) v(%v) state(%s0) {decay = array<f32: 0.5, 0.25>}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// A per-key cumsum (key_gate gates, [B, T, HV, K]) runs one thread per key:
+// threads = K = 128, and the key is the thread index.
+
+// CHECK-LABEL: func.func @key_cumsum(
+// CHECK-SAME:      %[[KG:[^:]+]]: tensor<?x?x2x128xf32>)
+// CHECK:         %[[KGB:.*]] = bufferization.to_buffer %[[KG]] read_only
+// CHECK:         %[[KGC:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[KHV:[^,]*]], %[[KB:[^)]*]]) in ({{.*}}) threads(%[[KEY:[^,]*]], %{{[^)]*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK:           memref.load %[[KGB]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
+// CHECK:           memref.store %{{.*}}, %[[KGC]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
+// CHECK:           gpu.terminator
+// CHECK:         %[[KGT:.*]] = bufferization.to_tensor %[[KGC]] restrict writable
+// CHECK:         return %[[KGT]]
+func.func @key_cumsum(%g: tensor<?x?x2x128xf32>) -> tensor<?x?x2x128xf32> {
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x2x128xf32> -> tensor<?x?x2x128xf32>
+  return %G : tensor<?x?x2x128xf32>
+}
