@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the markdown tables of bench/README.md from committed results:
-    /usr/bin/python3 bench/gpu/table.py bench/results/gpu_bench_recurrent.json \
-        bench/results/gpu_check_recurrent.json
+    /usr/bin/python3 bench/gpu/table.py bench/results/gpu_bench_chunked.json \
+        bench/results/gpu_check_recurrent.json bench/results/gpu_check_chunked.json
 """
 import json
 import sys
@@ -11,20 +11,23 @@ c = bench["ceilings"]
 print(f"Device: {bench['device']}; measured ceilings in the same run: copy "
       f"{c['copy_tb_per_s']} TB/s, bf16 matmul {c['bf16_matmul_tflop_per_s']} TFLOP/s.\n")
 Ts = sorted({r["T"] for r in bench["linattn"]})
-fams = []
-for r in bench["linattn"]:
-    if r["family"] not in fams:
-        fams.append(r["family"])
-print("LinAttn, strategy recurrent, B = 4, H = 8, K = V = 128, bf16: median ms "
-      "(CUDA events, 20 runs after 3 warm-ups)\n")
-print("| family | " + " | ".join(f"T={t}" for t in Ts) + " |")
-print("|---" * (len(Ts) + 1) + "|")
-for f in fams:
-    cells = []
-    for t in Ts:
-        r = next(x for x in bench["linattn"] if x["family"] == f and x["T"] == t)
-        cells.append(f"{r['median_ms']:.3f}" if "median_ms" in r else "error")
-    print(f"| {f} | " + " | ".join(cells) + " |")
+fams = list(dict.fromkeys(r["family"] for r in bench["linattn"]))
+for strategy in dict.fromkeys(r.get("strategy", "recurrent") for r in bench["linattn"]):
+    print(f"LinAttn, strategy {strategy}, B = 4, H = 8, K = V = 128, bf16: median ms "
+          "(CUDA events, 20 runs after 3 warm-ups)\n")
+    print("| family | " + " | ".join(f"T={t}" for t in Ts) + " |")
+    print("|---" * (len(Ts) + 1) + "|")
+    for f in fams:
+        rows = [x for x in bench["linattn"]
+                if x["family"] == f and x.get("strategy", "recurrent") == strategy]
+        if not rows:
+            continue
+        cells = []
+        for t in Ts:
+            r = next((x for x in rows if x["T"] == t), {})
+            cells.append(f"{r['median_ms']:.3f}" if "median_ms" in r else "n/a")
+        print(f"| {f} | " + " | ".join(cells) + " |")
+    print()
 fla = [r for r in bench["fla"] if "median_ms_graph" in r]
 if fla:
     fTs = sorted({r["T"] for r in fla})
@@ -36,13 +39,14 @@ if fla:
         cells = [next((f"{r['median_ms_graph']:.3f}" for r in fla if r["op"] == op and r["T"] == t), "")
                  for t in fTs]
         print(f"| {op} | " + " | ".join(cells) + " |")
-if len(sys.argv) > 2:
-    check = json.load(open(sys.argv[2]))
+for path in sys.argv[2:]:
+    check = json.load(open(path))
     worst = {}
     for r in check["rows"]:
         key = r["lib"]
         worst[key] = max(worst.get(key, 0), r.get("rel_err_o", 1), r.get("rel_err_state", 1))
-    print(f"\nGPU correctness ({check['device']}): {check['cases'] - check['failures']} passed, "
+    print(f"\nGPU correctness ({check['device']}, {path.split('/')[-1]}): "
+          f"{check['cases'] - check['failures']} passed, "
           f"{check['failures']} failed; worst relative error per library:\n")
     print("| library | worst rel. err (o, state) |")
     print("|---|---|")
