@@ -15,12 +15,11 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from check import make_inputs  # noqa: E402  (same inputs as the correctness check)
+from check import make_inputs, runner_command  # noqa: E402  (same inputs as the check)
 FAMILIES = [("linear_attention", "identity"), ("retnet", "constant_decay"),
             ("simple_gla", "scalar_gate"), ("gla", "key_gate"), ("deltanet", "delta"),
             ("gated_deltanet", "gated_delta"), ("deltanet_negeig", "negeig_delta")]
@@ -98,17 +97,10 @@ def main():
                     continue
                 gen = torch.Generator(device="cuda").manual_seed(T)
                 inputs = make_inputs(kind, B, T, K, V, "bf16", False, gen)
-                ins = [inputs[n] for n in ("q", "k", "v", "gate", "beta", "initial_state")
-                       if n in inputs]
-                cmd = [args.runner, lib, "--entry", name]
-                for i, x in enumerate(ins):
-                    path = os.path.join(work, f"in{i}.npy")
-                    np.save(path, x.cpu().numpy().astype(np.float32))
-                    cmd += ["--input", path]
-                cmd += ["--output", os.path.join(work, "o.npy"), "--output", os.path.join(work, "s.npy")]
+                cmd, _ = runner_command(args.runner, lib, name, inputs, work)
                 # Bytes: bf16 q, k, v, o; f32 gates, beta, initial and final state.
                 nbytes = 2 * B * T * H * (2 * K + 2 * V) + 2 * 4 * B * H * K * V
-                nbytes += sum(4 * x.numel() for x in ins[3:-1])
+                nbytes += sum(4 * inputs[n].numel() for n in ("gate", "beta") if n in inputs)
                 flops = B * T * H * algorithm_flops(kind, strategy, K, V)
                 res_json = os.path.join(work, "bench.json")
                 proc = subprocess.run(cmd + ["--bench", "20", "--warmup", "3", "--bytes", str(nbytes),

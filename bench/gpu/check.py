@@ -96,6 +96,21 @@ def make_inputs(kind, B, T, K, V, dtype, hard, gen):
     return ins
 
 
+def runner_command(runner, lib, entry, ins, work):
+    """linattn-gpu-run's command line for `ins` (written as float32 .npy in
+    the spec's argument order under `work`), and its two output paths."""
+    cmd = [runner, lib, "--entry", entry]
+    for n in ("q", "k", "v", "gate", "beta", "initial_state"):
+        if n in ins:
+            path = os.path.join(work, n + ".npy")
+            np.save(path, ins[n].cpu().numpy().astype(np.float32))
+            cmd += ["--input", path]
+    outs = [os.path.join(work, "o.npy"), os.path.join(work, "s.npy")]
+    for o in outs:
+        cmd += ["--output", o]
+    return cmd, outs
+
+
 def rel_err(x, ref):
     return (torch.linalg.norm(x - ref) / torch.linalg.norm(ref).clamp_min(1e-30)).item()
 
@@ -128,15 +143,8 @@ def main():
                 for T in Ts:
                     hard = T == 4096
                     ins = make_inputs(kind, B, T, K, K, dtype, hard, gen)
-                    order = ["q", "k", "v"] + [n for n in ("gate", "beta") if n in ins] + ["initial_state"]
-                    cmd = [args.runner, os.path.join(args.libdir, lib), "--entry", name]
-                    for n in order:
-                        path = os.path.join(work, n + ".npy")
-                        np.save(path, ins[n].cpu().numpy().astype(np.float32))
-                        cmd += ["--input", path]
-                    outs = [os.path.join(work, "o.npy"), os.path.join(work, "s.npy")]
-                    for o in outs:
-                        cmd += ["--output", o]
+                    cmd, outs = runner_command(args.runner, os.path.join(args.libdir, lib),
+                                               name, ins, work)
                     t0 = time.time()
                     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
                     row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": K, "H": 8,

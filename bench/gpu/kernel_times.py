@@ -14,11 +14,10 @@ import subprocess
 import sys
 import tempfile
 
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import KINDS, make_inputs  # noqa: E402
+from check import KINDS, make_inputs, runner_command  # noqa: E402
 
 
 def main():
@@ -33,13 +32,7 @@ def main():
     gen = torch.Generator(device="cuda").manual_seed(args.T)
     ins = make_inputs(KINDS[name], args.B, args.T, K, K, dtype, False, gen)
     with tempfile.TemporaryDirectory() as work:
-        cmd = [args.runner, args.lib, "--entry", name]
-        for n in ("q", "k", "v", "gate", "beta", "initial_state"):
-            if n in ins:
-                path = os.path.join(work, n + ".npy")
-                np.save(path, ins[n].cpu().numpy().astype(np.float32))
-                cmd += ["--input", path]
-        cmd += ["--output", os.path.join(work, "o.npy"), "--output", os.path.join(work, "s.npy")]
+        cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         # --bench 1 --warmup 1: one warm-up call, then the timed one.
         proc = subprocess.run(cmd + ["--bench", "1", "--warmup", "1"], capture_output=True,
                               text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))

@@ -121,16 +121,8 @@ public:
       Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
       Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                            e.index(kWidth));
-      Value inRange = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, r, valid);
-      auto ifOp = scf::IfOp::create(b, f32x8, inRange, /*withElse=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        scf::YieldOp::create(b, load(r, c));
-        b.setInsertionPointToStart(ifOp.elseBlock());
-        scf::YieldOp::create(b, zeros(f32x8));
-      }
-      auto [hi, lo] = split(ifOp.getResult(0), elemx8);
+      Value x = e.loadOrZero(ult(r, valid), f32x8, [&] { return load(r, c); });
+      auto [hi, lo] = split(x, elemx8);
       for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}}) {
         if (!buf)
           continue;
@@ -188,11 +180,6 @@ public:
     if (!type.getElementType().isF32())
       x = arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()), x);
     return x;
-  }
-
-  Value zeros(VectorType type) {
-    return arith::ConstantOp::create(
-        b, DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
   }
 
   /// Two 16-bit elements (i, k) and (i, k + 1) of a view as one mma
@@ -329,14 +316,16 @@ public:
 };
 
 /// Creates `gpu.launch` over `grid` blocks of 128 threads with `smemBytes`
-/// bytes of shared memory; body(emitter) fills it.
+/// bytes of dynamic shared memory (none for 0); body(emitter) fills it.
 void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
                 Type mmaElem, function_ref<void(KernelEmitter &)> body) {
   LoopEmitter e(b);
   // Dynamic shared memory: its global is 16-byte aligned (static
   // attributions are byte-aligned), which the 16-byte vector accesses need,
   // and the runtime raises the per-kernel limit past 48 KiB when asked.
-  Value bytes = arith::ConstantOp::create(b, b.getI32IntegerAttr(smemBytes));
+  Value bytes = smemBytes ? arith::ConstantOp::create(
+                               b, b.getI32IntegerAttr(smemBytes)).getResult()
+                         : Value();
   auto launch = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2],
                                       e.index(kThreads), e.index(1), e.index(1),
                                       bytes);
@@ -345,16 +334,14 @@ void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes
   b.setInsertionPointToEnd(&block);
   auto terminator = gpu::TerminatorOp::create(b);
   b.setInsertionPoint(terminator);
-  Value smem = gpu::DynamicSharedMemoryOp::create(
-      b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
-                         MemRefLayoutAttrInterface(),
-                         KernelEmitter::workgroupSpace(b.getContext())));
+  Value smem;
+  if (smemBytes)
+    smem = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(),
+                           KernelEmitter::workgroupSpace(b.getContext())));
   KernelEmitter k(b, launch, mmaElem, smem);
   body(k);
-}
-
-int64_t dimOf(Value v, int64_t d) {
-  return cast<ShapedType>(v.getType()).getDimSize(d);
 }
 
 Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
@@ -397,11 +384,6 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
   return success();
 }
 
-/// Query/key head of value head hv: hv / (HV / H).
-Value qkHead(LoopEmitter &e, Value hv, int64_t numVHeads, int64_t numQKHeads) {
-  return arith::DivUIOp::create(e.b, hv, e.index(numVHeads / numQKHeads));
-}
-
 /// Chunk geometry inside a kernel: first token and number of valid rows.
 struct ChunkRows {
   Value t0, valid;
@@ -421,16 +403,10 @@ void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
   OpBuilder::InsertionGuard guard(k.b);
   k.b.setInsertionPointToStart(ifOp.thenBlock());
   Value g = e.f32(0.0f);
-  if (gates) {
-    Value inRange = k.ult(k.tid, rows.valid);
-    auto load = scf::IfOp::create(k.b, k.b.getF32Type(), inRange, true);
-    k.b.setInsertionPointToStart(load.thenBlock());
-    scf::YieldOp::create(k.b, e.loadF32(gates, {bIdx, e.addIndex(rows.t0, k.tid), hv}));
-    k.b.setInsertionPointToStart(load.elseBlock());
-    scf::YieldOp::create(k.b, e.f32(0.0f));
-    k.b.setInsertionPointAfter(load);
-    g = load.getResult(0);
-  }
+  if (gates)
+    g = e.loadOrZero(k.ult(k.tid, rows.valid), k.b.getF32Type(), [&] {
+      return e.loadF32(gates, {bIdx, e.addIndex(rows.t0, k.tid), hv});
+    });
   memref::StoreOp::create(k.b, g, dst, ValueRange{k.tid});
 }
 
@@ -451,7 +427,7 @@ LogicalResult lowerL2Norm(L2NormOp op) {
   Value out = e.allocFor(op.getResult().getType(), sizes);
   int64_t n = type.getDimSize(3);
   Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kThreads));
-  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/16,
+  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/0,
              b.getBF16Type(), [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kThreads)),
@@ -566,9 +542,8 @@ private:
 };
 
 LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
-  if (op.getChunkSize() != kChunk)
-    return op.emitOpError() << "GPU chunked kernels take chunk_size = " << kChunk
-                            << ", got " << op.getChunkSize();
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {})))
+    return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
   auto type = cast<RankedTensorType>(op.getGate().getType());
@@ -646,7 +621,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     Block *body = b.getInsertionBlock();
     Value n = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
-    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
     ChunkRows rows = chunkRows(e, n, seqLen);
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value gShared = k.vec(gOffset, kChunk, f32);
@@ -819,7 +794,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     Block *body = b.getInsertionBlock();
     Value vTile = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
-    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
     Value v0 = e.mulIndex(vTile, e.index(kColumns));
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value wHi = k.tile(0, kChunk, K + kPad, elem);
@@ -892,17 +867,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         SmallVector<Value> d(4);
         for (int64_t i = 0; i < 4; ++i) {
           Value r = k.accRow(m0, i), c = e.addIndex(v0, k.accCol(8 * nt, i));
-          Value valid = k.ult(r, rows.valid);
-          auto load = scf::IfOp::create(b, f32, valid, true);
-          {
-            OpBuilder::InsertionGuard guard(b);
-            b.setInsertionPointToStart(load.thenBlock());
-            scf::YieldOp::create(
-                b, e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, r), hv, c}));
-            b.setInsertionPointToStart(load.elseBlock());
-            scf::YieldOp::create(b, e.f32(0.0f));
-          }
-          d[i] = e.sub(load.getResult(0), ws[nt][i]);
+          Value u = e.loadOrZero(k.ult(r, rows.valid), f32, [&] {
+            return e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+          });
+          d[i] = e.sub(u, ws[nt][i]);
           k.storeSplit(d[i], dHi, dLo, ValueRange{k.accCol(8 * nt, i), r});
         }
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
@@ -1021,7 +989,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
         arith::RemUIOp::create(b, body->getArgument(0), e.index(columnTiles)),
         e.index(kOutputColumns));
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
-    Value h = qkHead(e, hv, numVHeads, numQKHeads);
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
     ChunkRows rows = chunkRows(e, n, seqLen);
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, kChunk, K + kPad, elem);

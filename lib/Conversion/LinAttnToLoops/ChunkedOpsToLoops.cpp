@@ -71,15 +71,6 @@ public:
   int64_t chunkSize;
 };
 
-/// Query/key head of value head hv: hv / (HV / H).
-Value qkHead(LoopEmitter &e, Value hv, int64_t numVHeads, int64_t numQKHeads) {
-  return arith::DivUIOp::create(e.b, hv, e.index(numVHeads / numQKHeads));
-}
-
-int64_t dimOf(Value v, int64_t d) {
-  return cast<ShapedType>(v.getType()).getDimSize(d);
-}
-
 // y = x / sqrt(sum(x^2) + eps) over the last dimension.
 void lowerL2Norm(L2NormOp op) {
   ChunkLowering l(op, 1);
@@ -179,7 +170,7 @@ void lowerUTTransform(UTTransformOp op) {
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
-      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      Value h = e.qkHead(hv, numVHeads, numQKHeads);
       l.forEachChunk(seqLen, [&](Value, Value t0, Value t1) {
         e.forRange(t0, t1, [&](Value i) {
           Value betaI = e.loadF32(beta, {bIdx, i, hv});
@@ -254,7 +245,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(hvDim, [&](Value hv) {
-      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      Value h = e.qkHead(hv, numVHeads, numQKHeads);
       auto S = [&](Value r, Value c) { return SmallVector<Value>{bIdx, hv, r, c}; };
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
         e.forEach(kDim, [&](Value r) {
@@ -383,7 +374,7 @@ void lowerChunkOutput(ChunkOutputOp op) {
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
-      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      Value h = e.qkHead(hv, numVHeads, numQKHeads);
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
         e.forRange(t0, t1, [&](Value i) {
           e.forEach(vDim, [&](Value c) {
@@ -465,7 +456,7 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(hvDim, [&](Value hv) {
-      Value h = qkHead(e, hv, numVHeads, numQKHeads);
+      Value h = e.qkHead(hv, numVHeads, numQKHeads);
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
         Value tLast = e.subIndex(t1, e.index(1));
         auto kd = [&](Value t, Value r) {

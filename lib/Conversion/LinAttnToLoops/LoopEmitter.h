@@ -135,8 +135,30 @@ public:
     return tensor::DimOp::create(b, tensor, d);
   }
 
+  /// Query/key head of value head hv: hv / (HV / H).
+  Value qkHead(Value hv, int64_t numVHeads, int64_t numQKHeads) {
+    return arith::DivUIOp::create(b, hv, index(numVHeads / numQKHeads));
+  }
+
+  /// load() where `inRange` holds, else a zero of `type` (scalar or
+  /// vector): a guarded read past the end of a short chunk.
+  Value loadOrZero(Value inRange, Type type, function_ref<Value()> load) {
+    auto ifOp = scf::IfOp::create(b, type, inRange, /*withElse=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, load());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, arith::ConstantOp::create(b, type, b.getZeroAttr(type)).getResult());
+    return ifOp.getResult(0);
+  }
+
   ImplicitLocOpBuilder &b;
 };
+
+/// Static size of dimension d of a shaped value.
+inline int64_t dimOf(Value v, int64_t d) {
+  return cast<ShapedType>(v.getType()).getDimSize(d);
+}
 
 
 /// Lowers every linattn.scan under `root` to a sequential scf.for nest on
