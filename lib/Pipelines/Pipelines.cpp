@@ -125,6 +125,11 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createLinAttnEmitCInterface());
   pm.addPass(createLinAttnEmitSignatures());
+  // Canonicalization hoists constants out of the (not isolated) launch
+  // bodies, and gpu-kernel-outlining would pass each one as a kernel
+  // argument: divisions and strides by run-time values, addresses that
+  // cannot fold offsets, registers held for all of them. Sink them back.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
 
   // Kernels to NVVM and a gpu.binary; host code to LLVM with mgpu* calls.
   gpu::GPUToNVVMPipelineOptions nvvm;

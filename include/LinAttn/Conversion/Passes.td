@@ -76,6 +76,7 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     "mlir::LLVM::LLVMDialect",
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
+    "mlir::nvgpu::NVGPUDialect",
     "mlir::NVVM::NVVMDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",

@@ -10,6 +10,10 @@
 //                         a2 = A[g][2q+8..],     a3 = A[g+8][2q+8..]
 //   B (16x8, by columns): b0 = B[2q..2q+1][g],   b1 = B[2q+8..2q+9][g]
 //   C (16x8):             c0,c1 = C[g][2q..2q+1], c2,c3 = C[g+8][2q..]
+// Fragments come from shared memory by `ldmatrix` (nvgpu.ldmatrix): each
+// 8x8 16-bit tile it loads lands in one register per lane in exactly the
+// a/b layout above (`.trans` for tiles stored transposed), one instruction
+// for what took four to eight scalar or 32-bit shared loads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +25,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -79,6 +84,12 @@ public:
     Value lane = arith::RemUIOp::create(b, tid, c32);
     group = arith::DivUIOp::create(b, lane, e.index(4));
     quad = arith::RemUIOp::create(b, lane, e.index(4));
+    // ldmatrix addressing: lane l gives the address of row l % 8 of tile
+    // l / 8 = 2 * tileHi + tileLo.
+    Value tileIdx = arith::DivUIOp::create(b, lane, e.index(8));
+    tileRow = arith::RemUIOp::create(b, lane, e.index(8));
+    tileLo = e.mulIndex(arith::RemUIOp::create(b, tileIdx, e.index(2)), e.index(8));
+    tileHi = e.mulIndex(arith::DivUIOp::create(b, tileIdx, e.index(2)), e.index(8));
   }
 
   /// A [rows, cols] view of `type` at byte `offset` of the shared buffer.
@@ -121,7 +132,7 @@ public:
       Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
       Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                            e.index(kWidth));
-      Value x = e.loadOrZero(ult(r, valid), f32x8, [&] { return load(r, c); });
+      Value x = loadRowOrZero(r, valid, f32x8, [&](Value row) { return load(row, c); });
       auto [hi, lo] = split(x, elemx8);
       for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}}) {
         if (!buf)
@@ -138,6 +149,17 @@ public:
         }
       }
     });
+  }
+
+  /// load(r) for r < valid, else zero: the load reads row min(r, valid - 1)
+  /// (valid >= 1 in every chunk) and a select drops it. Branch-free, so the
+  /// unrolled loads of a tile issue back to back instead of one guarded
+  /// block (and one memory latency) after another.
+  Value loadRowOrZero(Value r, Value valid, Type type,
+                      function_ref<Value(Value)> load) {
+    Value clamped = e.minIndex(r, e.subIndex(valid, e.index(1)));
+    Value zero = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+    return select(ult(r, valid), load(clamped), zero);
   }
 
   /// (hi, lo) = (round(x), round(x - hi)) in `narrow` (16-bit scalar or
@@ -182,42 +204,44 @@ public:
     return x;
   }
 
-  /// Two 16-bit elements (i, k) and (i, k + 1) of a view as one mma
-  /// register.
-  Value pair(TileView view, Value i, Value k) {
-    auto v2 = VectorType::get({2}, mmaElem);
-    Value packed;
-    if (!view.transposed) {
-      packed = vector::LoadOp::create(b, v2, view.buf, ValueRange{i, k},
-                                      /*nontemporal=*/false, llvm::Align(4));
-    } else {
-      Value x0 = memref::LoadOp::create(b, view.buf, ValueRange{k, i});
-      Value x1 = memref::LoadOp::create(
-          b, view.buf, ValueRange{e.addIndex(k, e.index(1)), i});
-      packed = vector::FromElementsOp::create(b, v2, ValueRange{x0, x1});
+  /// Four 8x8 tiles of a view by one ldmatrix: tile 2 * hi + lo has its
+  /// origin at element (i0 + 8 * (swap ? hi : lo), k0 + 8 * (swap ? lo : hi)).
+  /// Returns one mma register per tile: elements (i, k) and (i, k + 1) of
+  /// the tile's row i = group, k = 2 * quad.
+  SmallVector<Value> ldmatrix4(TileView view, Value i0, int64_t k0, bool swap) {
+    Value i = e.addIndex(i0, swap ? tileHi : tileLo);
+    Value k = e.addIndex(e.index(k0), swap ? tileLo : tileHi);
+    // A lane addresses a row of the tile as stored: a row of fixed i, or of
+    // fixed k for a transposed view (ldmatrix .trans turns it around).
+    SmallVector<Value> indices =
+        view.transposed ? SmallVector<Value>{e.addIndex(k, tileRow), i}
+                        : SmallVector<Value>{e.addIndex(i, tileRow), k};
+    auto type = VectorType::get({4, 2}, mmaElem);
+    Value tiles = nvgpu::LdMatrixOp::create(b, type, view.buf, indices,
+                                            view.transposed, /*numTiles=*/4);
+    SmallVector<Value> regs;
+    for (int64_t t = 0; t < 4; ++t) {
+      Value packed = vector::ExtractOp::create(b, tiles, t);
+      // NVVM takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
+      if (!mmaElem.isF16())
+        packed = vector::ExtractOp::create(
+            b, vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), packed), 0);
+      regs.push_back(packed);
     }
-    // NVVM takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
-    if (mmaElem.isF16())
-      return packed;
-    Value asInt = vector::BitCastOp::create(
-        b, VectorType::get({1}, b.getI32Type()), packed);
-    return vector::ExtractOp::create(b, asInt, 0);
+    return regs;
   }
 
-  /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of a view.
+  /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of a view:
+  /// tiles (m0, k0), (m0 + 8, k0), (m0, k0 + 8), (m0 + 8, k0 + 8).
   SmallVector<Value> fragA(TileView a, Value m0, int64_t k0) {
-    Value r = e.addIndex(m0, group), r8 = e.addIndex(r, e.index(8));
-    Value c = e.addIndex(e.index(k0), e.mulIndex(quad, e.index(2)));
-    Value c8 = e.addIndex(c, e.index(8));
-    return {pair(a, r, c), pair(a, r8, c), pair(a, r, c8), pair(a, r8, c8)};
+    return ldmatrix4(a, m0, k0, /*swap=*/false);
   }
 
-  /// The B fragment of columns [n0, n0 + 8) and k [k0, k0 + 16), from a
-  /// view of B^T (element (n, k) = B[k][n]).
-  SmallVector<Value> fragB(TileView bt, int64_t n0, int64_t k0) {
-    Value n = e.addIndex(e.index(n0), group);
-    Value c = e.addIndex(e.index(k0), e.mulIndex(quad, e.index(2)));
-    return {pair(bt, n, c), pair(bt, n, e.addIndex(c, e.index(8)))};
+  /// The B fragments of columns [n0, n0 + 16) (two n-tiles of 8) and k
+  /// [k0, k0 + 16), from a view of B^T (element (n, k) = B[k][n]): b0, b1
+  /// of columns n0.. and then of n0 + 8...
+  SmallVector<Value> fragB2(TileView bt, int64_t n0, int64_t k0) {
+    return ldmatrix4(bt, e.index(n0), k0, /*swap=*/true);
   }
 
   /// d = a * b + c on tensor cores; c and d are 4 fp32 values.
@@ -245,17 +269,23 @@ public:
   /// hi*lo and lo*hi products (lo*lo is below fp32 rounding of the sum).
   void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
             Operand bt, int64_t kDim) {
+    assert(acc.size() % 2 == 0 && "B fragments load two n-tiles at a time");
     for (int64_t k0 = 0; k0 < kDim; k0 += 16) {
       SmallVector<Value> aHi = fragA(a.hi, m0, k0), aLo;
       if (a.lo)
         aLo = fragA(*a.lo, m0, k0);
-      for (size_t nt = 0; nt < acc.size(); ++nt) {
-        SmallVector<Value> bHi = fragB(bt.hi, 8 * nt, k0);
+      for (size_t nt = 0; nt < acc.size(); nt += 2) {
+        SmallVector<Value> bHi = fragB2(bt.hi, 8 * nt, k0), bLo;
         if (bt.lo)
-          acc[nt] = mma(aHi, fragB(*bt.lo, 8 * nt, k0), acc[nt]);
-        if (a.lo)
-          acc[nt] = mma(aLo, bHi, acc[nt]);
-        acc[nt] = mma(aHi, bHi, acc[nt]);
+          bLo = fragB2(*bt.lo, 8 * nt, k0);
+        for (size_t j = 0; j < 2; ++j) {
+          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
+          if (bt.lo)
+            acc[nt + j] = mma(aHi, ArrayRef(bLo).slice(2 * j, 2), acc[nt + j]);
+          if (a.lo)
+            acc[nt + j] = mma(aLo, bHiJ, acc[nt + j]);
+          acc[nt + j] = mma(aHi, bHiJ, acc[nt + j]);
+        }
       }
     }
   }
@@ -313,6 +343,7 @@ public:
   LoopEmitter e;
   Type mmaElem;
   Value tid, warp, group, quad, smem;
+  Value tileRow, tileLo, tileHi;
 };
 
 /// Creates `gpu.launch` over `grid` blocks of 128 threads with `smemBytes`
@@ -404,8 +435,8 @@ void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
   k.b.setInsertionPointToStart(ifOp.thenBlock());
   Value g = e.f32(0.0f);
   if (gates)
-    g = e.loadOrZero(k.ult(k.tid, rows.valid), k.b.getF32Type(), [&] {
-      return e.loadF32(gates, {bIdx, e.addIndex(rows.t0, k.tid), hv});
+    g = k.loadRowOrZero(k.tid, rows.valid, k.b.getF32Type(), [&](Value r) {
+      return e.loadF32(gates, {bIdx, e.addIndex(rows.t0, r), hv});
     });
   memref::StoreOp::create(k.b, g, dst, ValueRange{k.tid});
 }
@@ -867,8 +898,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         SmallVector<Value> d(4);
         for (int64_t i = 0; i < 4; ++i) {
           Value r = k.accRow(m0, i), c = e.addIndex(v0, k.accCol(8 * nt, i));
-          Value u = e.loadOrZero(k.ult(r, rows.valid), f32, [&] {
-            return e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+          Value u = k.loadRowOrZero(r, rows.valid, f32, [&](Value row) {
+            return e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, row), hv, c});
           });
           d[i] = e.sub(u, ws[nt][i]);
           k.storeSplit(d[i], dHi, dLo, ValueRange{k.accCol(8 * nt, i), r});

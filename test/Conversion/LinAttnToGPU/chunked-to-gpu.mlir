@@ -66,6 +66,9 @@
 // CHECK:           memref.view %[[SM1]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           vector.load %[[KB]]
 // CHECK:           gpu.barrier
+// Fragments by ldmatrix: four 8x8 tiles (an A fragment, or the B fragments
+// of two n-tiles) per instruction.
+// CHECK:           nvgpu.ldmatrix %[[KTILE:.*]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:           nvvm.mma.sync A[%{{.*}}] B[%{{.*}}] C[%{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-COUNT-63:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // Forward substitution: 64 steps, each thread keeps 32 entries of T in
@@ -76,6 +79,8 @@
 // CHECK-NEXT:        }
 // CHECK-NEXT:        gpu.barrier
 // CHECK-NEXT:        memref.load %[[LTILE]][{{.*}}] : memref<64x64xf32, #gpu.address_space<workgroup>>
+// W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
+// CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
