@@ -6,7 +6,9 @@ each launch with its own pair of CUDA events and prints it) on the
 benchmark's inputs (B = 4, H = 8, bf16, K = V from the library name):
     kernel_times.py --runner R --lib LIBDIR/gated_deltanet_bf16_128_chunked.so --T 16384
 The first run includes module loading; the numbers printed are those of a
-second, warm run.
+second, warm run. With --ncu, Nsight Compute profiles the kernels of one
+call instead (speed of light, occupancy, warp stall reasons) and its
+report is printed.
 """
 import argparse
 import os
@@ -26,6 +28,7 @@ def main():
     p.add_argument("--lib", required=True)
     p.add_argument("--T", type=int, default=16384)
     p.add_argument("--B", type=int, default=4)
+    p.add_argument("--ncu", default="", help="path of Nsight Compute's ncu: profile instead of timing")
     args = p.parse_args()
     name, dtype, kdim, _ = os.path.basename(args.lib)[:-3].rsplit("_", 3)
     K = int(kdim)
@@ -33,6 +36,16 @@ def main():
     ins = make_inputs(KINDS[name], args.B, args.T, K, K, dtype, False, gen)
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
+        if args.ncu:
+            sections = ["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats",
+                        "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis"]
+            prof = [args.ncu, "--launch-count", "8", "--print-details", "all"]
+            for section in sections:
+                prof += ["--section", section]
+            proc = subprocess.run(prof + cmd, capture_output=True, text=True)
+            print(proc.stdout)
+            print(proc.stderr[-2000:])
+            return proc.returncode
         # --bench 1 --warmup 1: one warm-up call, then the timed one.
         proc = subprocess.run(cmd + ["--bench", "1", "--warmup", "1"], capture_output=True,
                               text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))

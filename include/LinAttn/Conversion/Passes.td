@@ -59,7 +59,9 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       `W = (T diag(c exp(G))) K` and `U = (T diag(beta)) V`.
     - `chunk_state_pass`, one block per (32 state columns, value head,
       sequence), the state in the warps' accumulator fragments across a
-      sequential loop over chunks: `D = U - W S`, `S' = exp(G_C) S + Kd^T D`.
+      sequential loop over chunks: `D = U - W S`, `S' = exp(G_C) S + Kd^T D`;
+      chunk n + 1's inputs come in by `cp.async` (double-buffered in
+      shared memory) while chunk n is computed.
     - `chunk_output`, one block per (chunk x 32 columns, value head,
       sequence): `O = scale (diag(exp(G)) Q S + Mask(Q K^T * exp(G_i -
       G_j)) D)`.

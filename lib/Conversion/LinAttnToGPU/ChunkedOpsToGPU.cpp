@@ -94,14 +94,20 @@ public:
 
   /// A [rows, cols] view of `type` at byte `offset` of the shared buffer.
   Value tile(int64_t offset, int64_t rows, int64_t cols, Type elem) {
+    return tile(e.index(offset), rows, cols, elem);
+  }
+  Value tile(Value offset, int64_t rows, int64_t cols, Type elem) {
     auto type = MemRefType::get({rows, cols}, elem, MemRefLayoutAttrInterface(),
                                 workgroupSpace(b.getContext()));
-    return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+    return memref::ViewOp::create(b, type, smem, offset, ValueRange{});
   }
   Value vec(int64_t offset, int64_t n, Type elem) {
+    return vec(e.index(offset), n, elem);
+  }
+  Value vec(Value offset, int64_t n, Type elem) {
     auto type = MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
                                 workgroupSpace(b.getContext()));
-    return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+    return memref::ViewOp::create(b, type, smem, offset, ValueRange{});
   }
 
   static Attribute workgroupSpace(MLIRContext *ctx) {
@@ -160,6 +166,52 @@ public:
     Value clamped = e.minIndex(r, e.subIndex(valid, e.index(1)));
     Value zero = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
     return select(ult(r, valid), load(clamped), zero);
+  }
+
+  /// Starts cp.async copies of a [64][cols] slab into rows [dstRow0, + 64)
+  /// of `dst`: dst(dstRow0 + r, c) = src(srcIndices(t0 + r, c)) for r <
+  /// valid, zero for the other rows (copied with a source size of 0 from a
+  /// clamped, in-bounds row). Each copy moves 16 bytes (or one element when
+  /// a row is narrower), so a tile is in flight after a few instructions
+  /// and lands while the block computes; `waitCopies` then a barrier makes
+  /// it visible.
+  void copyRowsAsync(Value dst, Value dstRow0, int64_t cols, Value t0,
+                     Value valid, Value seqLen, Value src,
+                     function_ref<SmallVector<Value>(Value, Value)> srcIndices) {
+    auto srcType = cast<MemRefType>(src.getType());
+    int64_t perCopy =
+        std::min<int64_t>(cols, 128 / srcType.getElementTypeBitWidth());
+    int64_t perRow = cols / perCopy;
+    auto body = [&](Value idx) {
+      Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                           e.index(perCopy));
+      Value row = e.minIndex(e.addIndex(t0, r), e.subIndex(seqLen, e.index(1)));
+      Value n = select(ult(r, valid), e.index(perCopy), e.index(0));
+      bool full = perCopy * srcType.getElementTypeBitWidth() == 128;
+      nvgpu::DeviceAsyncCopyOp::create(
+          b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, c),
+          b.getIndexAttr(perCopy), n, full ? b.getUnitAttr() : UnitAttr());
+    };
+    int64_t total = kChunk * perRow;
+    if (total % kThreads == 0)
+      return forEachOfBlock(total, body);
+    auto ifOp = scf::IfOp::create(b, ult(tid, e.index(total)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(tid);
+  }
+
+  /// Closes the group of the copies this thread started since the last
+  /// commit (cp.async.commit_group).
+  Value commitCopies() {
+    return nvgpu::DeviceAsyncCreateGroupOp::create(
+        b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+  }
+  /// Waits until at most `pending` of this thread's groups are in flight
+  /// (cp.async.wait_group).
+  void waitCopies(Value group, int64_t pending) {
+    nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(pending));
   }
 
   /// (hi, lo) = (round(x), round(x - hi)) in `narrow` (16-bit scalar or
@@ -810,18 +862,28 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
                                 {batch, hvDim, e.index(K), e.index(V)});
 
   // Shared memory, every tile split in hi/lo: region A holds W ([64][K])
-  // and then Kd^T ([K][64]); S^T ([32][K]) and D^T ([32][64]) follow; then
-  // 64 row gates.
+  // and then Kd^T ([K][64]); S^T ([32][K]) and D^T ([32][64]) follow. Then
+  // two stages of the chunk's inputs as they come from global memory (W,
+  // K, the block's 32 columns of U, the row gates): while chunk n is
+  // computed, cp.async brings chunk n + 1 into the other stage, so the
+  // sequential loop waits on no global-memory latency.
   int64_t wBytes = kChunk * (K + kPad) * 2, kdBytes = K * (kChunk + kPad) * 2;
   int64_t sBytes = kColumns * (K + kPad) * 2;
   int64_t dBytes = kColumns * (kChunk + kPad) * 2;
   int64_t stOffset = 2 * std::max(wBytes, kdBytes);
-  int64_t dtOffset = stOffset + 2 * sBytes, gOffset = dtOffset + 2 * dBytes;
+  int64_t dtOffset = stOffset + 2 * sBytes, stageOffset = dtOffset + 2 * dBytes;
+  Type kElem = elementOf(op.getK()), uElem = elementOf(op.getU());
+  int64_t wStageBytes = wBuf ? kChunk * K * elementOf(op.getW()).getIntOrFloatBitWidth() / 8 : 0;
+  int64_t kStageBytes = kChunk * K * kElem.getIntOrFloatBitWidth() / 8;
+  int64_t uStageBytes = kChunk * kColumns * uElem.getIntOrFloatBitWidth() / 8;
+  bool rowGates = gates && !perKey;
+  int64_t gStageBytes = rowGates ? kChunk * 4 : 0;
+  int64_t stageBytes = wStageBytes + kStageBytes + uStageBytes + gStageBytes;
   int64_t rowsPerWarp = K / kWarps, mTiles = rowsPerWarp / 16;
   int64_t nTiles = kColumns / 8;
 
-  emitLaunch(b, {e.index(V / kColumns), hvDim, batch}, gOffset + kChunk * 4,
-             *mmaElem, [&](KernelEmitter &k) {
+  emitLaunch(b, {e.index(V / kColumns), hvDim, batch},
+             stageOffset + 2 * stageBytes, *mmaElem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value vTile = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
@@ -836,7 +898,51 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     Value sLo = k.tile(stOffset + sBytes, kColumns, K + kPad, elem);
     Value dHi = k.tile(dtOffset, kColumns, kChunk + kPad, elem);
     Value dLo = k.tile(dtOffset + dBytes, kColumns, kChunk + kPad, elem);
-    Value gShared = k.vec(gOffset, kChunk, f32);
+
+    // Stage `stage` (0 or 1) of the inputs: W, K, U columns, row gates.
+    struct Stage {
+      Value w, k, u, g;
+    };
+    auto stageAt = [&](Value stage) {
+      Value base = e.addIndex(e.index(stageOffset),
+                              e.mulIndex(stage, e.index(stageBytes)));
+      auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
+      Stage st;
+      if (wBuf)
+        st.w = k.tile(base, kChunk, K, elementOf(op.getW()));
+      st.k = k.tile(at(wStageBytes), kChunk, K, kElem);
+      st.u = k.tile(at(wStageBytes + kStageBytes), kChunk, kColumns, uElem);
+      if (rowGates) // [64][1]: gates are [B, T, HV], one 4-byte copy per row.
+        st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), kChunk, 1, f32);
+      return st;
+    };
+    // Starts the copies of chunk `n` (rows past the sequence, or every row
+    // of the chunk after the last, arrive as zeros) into stage n % 2.
+    auto prefetch = [&](Value n) {
+      Value t0 = e.mulIndex(n, e.index(kChunk));
+      Value valid = e.minIndex(e.index(kChunk),
+                               e.subIndex(seqLen, e.minIndex(t0, seqLen)));
+      Stage st = stageAt(arith::RemUIOp::create(b, n, e.index(2)));
+      Value zero = e.index(0);
+      if (wBuf)
+        k.copyRowsAsync(st.w, zero, K, t0, valid, seqLen, wBuf,
+                        [&](Value t, Value c) -> SmallVector<Value> {
+          return {bIdx, t, hv, c};
+        });
+      k.copyRowsAsync(st.k, zero, K, t0, valid, seqLen, kBuf,
+                      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, h, c};
+      });
+      k.copyRowsAsync(st.u, zero, kColumns, t0, valid, seqLen, uBuf,
+                      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, e.addIndex(v0, c)};
+      });
+      if (rowGates)
+        k.copyRowsAsync(st.g, zero, 1, t0, valid, seqLen, gates,
+                        [&](Value t, Value) -> SmallVector<Value> {
+          return {bIdx, t, hv};
+        });
+    };
 
     // The warp's state rows: m-tile mt covers rows sRow0(mt) .. + 16.
     Value warpRow0 = e.mulIndex(k.warp, e.index(rowsPerWarp));
@@ -867,29 +973,39 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
           });
     };
 
+    prefetch(e.index(0));
+    k.commitCopies();
     ValueRange final = e.forEachReduce(
         numChunks, init, [&](Value n, ValueRange flat) -> SmallVector<Value> {
       ChunkRows rows = chunkRows(e, n, seqLen);
+      // Chunk n + 1 goes into the other stage (free since the last
+      // iteration's closing barrier) while this one is computed.
+      prefetch(e.addIndex(n, e.index(1)));
+      Value nextGroup = k.commitCopies();
+      Stage st = stageAt(arith::RemUIOp::create(b, n, e.index(2)));
       storeState(flat, states, {bIdx, n, hv});
       SmallVector<SmallVector<Value>> s = unpack(flat);
 
-      // a. S^T and W, split; the chunk's row gates.
-      if (wBuf) {
+      // a. S^T split; chunk n's stage complete (all but the newest group)
+      //    and visible; W split from its stage.
+      if (wBuf)
         for (int64_t mt = 0; mt < mTiles; ++mt)
           for (int64_t nt = 0; nt < nTiles; ++nt)
             for (int64_t i = 0; i < 4; ++i)
               k.storeSplit(s[mt * nTiles + nt][i], sHi, sLo,
                            ValueRange{k.accCol(8 * nt, i), k.accRow(sRow0(mt), i)});
-        k.fillTile(wHi, kChunk, K, rows.valid, [&](Value r, Value c) {
-          return k.load8(wBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
-        }, false, wLo);
-      }
-      if (gates && !perKey)
-        fillRowGates(k, gShared, gates, bIdx, rows, hv);
+      k.waitCopies(nextGroup, 1);
       k.barrier();
+      if (wBuf) {
+        k.fillTile(wHi, kChunk, K, rows.valid, [&](Value r, Value c) {
+          return k.load8(st.w, {r, c});
+        }, false, wLo);
+        k.barrier();
+      }
 
       // b. D = U - W S (or U) for the warp's 16 rows; stored, and kept as
-      //    D^T, split, for the state update.
+      //    D^T, split, for the state update. Stage rows past the sequence
+      //    are zero.
       Value m0 = e.mulIndex(k.warp, e.index(16));
       SmallVector<SmallVector<Value>> ws = k.zeroAcc(nTiles);
       if (wBuf)
@@ -897,12 +1013,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       for (int64_t nt = 0; nt < nTiles; ++nt) {
         SmallVector<Value> d(4);
         for (int64_t i = 0; i < 4; ++i) {
-          Value r = k.accRow(m0, i), c = e.addIndex(v0, k.accCol(8 * nt, i));
-          Value u = k.loadRowOrZero(r, rows.valid, f32, [&](Value row) {
-            return e.loadF32(uBuf, {bIdx, e.addIndex(rows.t0, row), hv, c});
-          });
-          d[i] = e.sub(u, ws[nt][i]);
-          k.storeSplit(d[i], dHi, dLo, ValueRange{k.accCol(8 * nt, i), r});
+          Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
+          d[i] = e.sub(e.loadF32(st.u, {r, c}), ws[nt][i]);
+          k.storeSplit(d[i], dHi, dLo, ValueRange{c, r});
         }
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
           k.storePair(d[i], d[i + 1], newValues,
@@ -915,8 +1028,12 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       // c. Kd^T, split: Kd_r = k_r * exp(G_C - G_r), G_C the last valid
       //    row's gate.
       Value last = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
+      auto rowGate = [&](Value r) {
+        return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)}).getResult();
+      };
+      Value gLastRow = e.subIndex(rows.valid, e.index(1));
       k.fillTile(kdHi, kChunk, K, rows.valid, [&](Value r, Value c) {
-        Value x = k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+        Value x = k.load8(st.k, {r, c});
         if (!gates)
           return x;
         Value decay;
@@ -925,9 +1042,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
           Value gRow = k.load8(gates, {bIdx, e.addIndex(rows.t0, r), hv, c});
           decay = math::ExpOp::create(b, arith::SubFOp::create(b, gLast, gRow));
         } else {
-          Value gLast = memref::LoadOp::create(
-              b, gShared, e.subIndex(rows.valid, e.index(1)));
-          Value gRow = memref::LoadOp::create(b, gShared, r);
+          Value gLast = rowGate(gLastRow), gRow = rowGate(r);
           decay = vector::BroadcastOp::create(b, VectorType::get({8}, f32),
                                               e.exp(e.sub(gLast, gRow)));
         }
@@ -938,9 +1053,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       // d. S = exp(G_C) S + Kd^T D for the warp's state rows.
       SmallVector<Value> next;
       Value gLastScalar;
-      if (gates && !perKey)
-        gLastScalar = e.exp(memref::LoadOp::create(
-            b, gShared, e.subIndex(rows.valid, e.index(1))));
+      if (rowGates)
+        gLastScalar = e.exp(rowGate(gLastRow));
       Operand kd{{kdHi}};
       if (gates)
         kd.lo = TileView{kdLo};
@@ -963,6 +1077,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       k.barrier();
       return next;
     });
+    // The last prefetch (past the final chunk, all zero-size) drains.
+    k.waitCopies(k.commitCopies(), 0);
     storeState(final, finalState, {bIdx, hv});
   });
   op.replaceAllUsesWith(
