@@ -124,12 +124,13 @@ public:
   }
 
   /// Fills a [rows, cols] 16-bit tile from rows [0, valid) of a source,
-  /// 8 columns per thread and step: dst(r, c..c+7) = scale(r) * src(r, c..).
-  /// Rows at or past `valid` are zero. `load(r, c)` returns vector<8xf32>.
-  /// With `transposed`, the tile holds dst[c][r].
+  /// 8 columns per thread and step: dst(r, c..c+7) = load(r, c) (a
+  /// vector<8xf32>), one 16-byte store per step; rows at or past `valid`
+  /// (when given) are zero. Tiles are stored as they are read; an operand needed
+  /// transposed is read by ldmatrix .trans. With `loDst`, dst gets the
+  /// high 16-bit part and loDst the remainder.
   void fillTile(Value dst, int64_t rows, int64_t cols, Value valid,
-                function_ref<Value(Value, Value)> load, bool transposed,
-                Value loDst = Value()) {
+                function_ref<Value(Value, Value)> load, Value loDst = Value()) {
     constexpr int64_t kWidth = 8;
     auto f32x8 = VectorType::get({kWidth}, b.getF32Type());
     auto elemx8 = VectorType::get({kWidth}, mmaElem);
@@ -138,22 +139,14 @@ public:
       Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
       Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                            e.index(kWidth));
-      Value x = loadRowOrZero(r, valid, f32x8, [&](Value row) { return load(row, c); });
+      Value x = valid ? loadRowOrZero(r, valid, f32x8,
+                                      [&](Value row) { return load(row, c); })
+                      : load(r, c);
       auto [hi, lo] = split(x, elemx8);
-      for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}}) {
-        if (!buf)
-          continue;
-        if (!transposed) {
+      for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}})
+        if (buf)
           vector::StoreOp::create(b, part, buf, ValueRange{r, c},
                                   /*nontemporal=*/false, llvm::Align(16));
-          continue;
-        }
-        for (int64_t i = 0; i < kWidth; ++i) {
-          Value x = vector::ExtractOp::create(b, part, i);
-          memref::StoreOp::create(b, x, buf,
-                                  ValueRange{e.addIndex(c, e.index(i)), r});
-        }
-      }
     });
   }
 
@@ -223,16 +216,9 @@ public:
     return {hi, arith::TruncFOp::create(b, narrow, rest)};
   }
 
-  /// Stores x into hiBuf[indices] and, when loBuf is given, its remainder
+  /// Stores neighbours x0 = (i, j) and x1 = (i, j + 1) split: the 16-bit
+  /// pair into hiBuf[indices] and, when loBuf is given, the remainders
   /// into loBuf[indices].
-  void storeSplit(Value x, Value hiBuf, Value loBuf, ValueRange indices) {
-    auto [hi, lo] = split(x, mmaElem);
-    memref::StoreOp::create(b, hi, hiBuf, indices);
-    if (loBuf)
-      memref::StoreOp::create(b, lo, loBuf, indices);
-  }
-
-  /// The same for two neighbours (i, j) and (i, j + 1), one vector each.
   void storePairSplit(Value x0, Value x1, Value hiBuf, Value loBuf,
                       ValueRange indices) {
     Value v = vector::FromElementsOp::create(
@@ -719,7 +705,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
-    }, false);
+    });
     fillRowGates(k, gShared, gates, bIdx, rows, hv);
     fillRowGates(k, betaShared, beta, bIdx, rows, hv);
     k.barrier();
@@ -795,12 +781,14 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     //    exact.
     auto product = [&](int64_t cols, Value dst, Value tile,
                        function_ref<Value(Value)> columnScale) {
-      k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
-        Value r = arith::DivUIOp::create(b, idx, e.index(kChunk));
-        Value c = arith::RemUIOp::create(b, idx, e.index(kChunk));
-        Value x = memref::LoadOp::create(b, tF32, ValueRange{r, c});
-        k.storeSplit(e.mul(x, columnScale(c)), tHi, tLo, ValueRange{r, c});
-      });
+      k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
+        SmallVector<Value> scales;
+        for (int64_t j = 0; j < 8; ++j)
+          scales.push_back(columnScale(e.addIndex(c, e.index(j))));
+        Value scale = vector::FromElementsOp::create(
+            b, VectorType::get({8}, b.getF32Type()), scales);
+        return arith::MulFOp::create(b, k.load8(tF32, {r, c}), scale).getResult();
+      }, tLo);
       k.barrier();
       SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
       k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
@@ -818,7 +806,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     });
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
-    }, false);
+    });
     product(V, u, valueTile, [&](Value c) {
       return memref::LoadOp::create(b, betaShared, c).getResult();
     });
@@ -861,16 +849,18 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   Value finalState = e.allocFor(op.getFinalState().getType(),
                                 {batch, hvDim, e.index(K), e.index(V)});
 
-  // Shared memory, every tile split in hi/lo: region A holds W ([64][K])
-  // and then Kd^T ([K][64]); S^T ([32][K]) and D^T ([32][64]) follow. Then
+  // Shared memory, every tile split in hi/lo and stored untransposed (the
+  // products read Kd, S and D transposed by ldmatrix .trans): region A
+  // holds W ([64][K]) and then Kd ([64][K]); S ([K][32]) and D ([64][32])
+  // follow. Then
   // two stages of the chunk's inputs as they come from global memory (W,
   // K, the block's 32 columns of U, the row gates): while chunk n is
   // computed, cp.async brings chunk n + 1 into the other stage, so the
   // sequential loop waits on no global-memory latency.
-  int64_t wBytes = kChunk * (K + kPad) * 2, kdBytes = K * (kChunk + kPad) * 2;
-  int64_t sBytes = kColumns * (K + kPad) * 2;
-  int64_t dBytes = kColumns * (kChunk + kPad) * 2;
-  int64_t stOffset = 2 * std::max(wBytes, kdBytes);
+  int64_t wBytes = kChunk * (K + kPad) * 2;
+  int64_t sBytes = K * (kColumns + kPad) * 2;
+  int64_t dBytes = kChunk * (kColumns + kPad) * 2;
+  int64_t stOffset = 2 * wBytes;
   int64_t dtOffset = stOffset + 2 * sBytes, stageOffset = dtOffset + 2 * dBytes;
   Type kElem = elementOf(op.getK()), uElem = elementOf(op.getU());
   int64_t wStageBytes = wBuf ? kChunk * K * elementOf(op.getW()).getIntOrFloatBitWidth() / 8 : 0;
@@ -892,12 +882,12 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value wHi = k.tile(0, kChunk, K + kPad, elem);
     Value wLo = k.tile(wBytes, kChunk, K + kPad, elem);
-    Value kdHi = k.tile(0, K, kChunk + kPad, elem);
-    Value kdLo = k.tile(kdBytes, K, kChunk + kPad, elem);
-    Value sHi = k.tile(stOffset, kColumns, K + kPad, elem);
-    Value sLo = k.tile(stOffset + sBytes, kColumns, K + kPad, elem);
-    Value dHi = k.tile(dtOffset, kColumns, kChunk + kPad, elem);
-    Value dLo = k.tile(dtOffset + dBytes, kColumns, kChunk + kPad, elem);
+    Value kdHi = k.tile(0, kChunk, K + kPad, elem);
+    Value kdLo = k.tile(wBytes, kChunk, K + kPad, elem);
+    Value sHi = k.tile(stOffset, K, kColumns + kPad, elem);
+    Value sLo = k.tile(stOffset + sBytes, K, kColumns + kPad, elem);
+    Value dHi = k.tile(dtOffset, kChunk, kColumns + kPad, elem);
+    Value dLo = k.tile(dtOffset + dBytes, kChunk, kColumns + kPad, elem);
 
     // Stage `stage` (0 or 1) of the inputs: W, K, U columns, row gates.
     struct Stage {
@@ -986,20 +976,21 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       storeState(flat, states, {bIdx, n, hv});
       SmallVector<SmallVector<Value>> s = unpack(flat);
 
-      // a. S^T split; chunk n's stage complete (all but the newest group)
+      // a. S split; chunk n's stage complete (all but the newest group)
       //    and visible; W split from its stage.
       if (wBuf)
         for (int64_t mt = 0; mt < mTiles; ++mt)
           for (int64_t nt = 0; nt < nTiles; ++nt)
-            for (int64_t i = 0; i < 4; ++i)
-              k.storeSplit(s[mt * nTiles + nt][i], sHi, sLo,
-                           ValueRange{k.accCol(8 * nt, i), k.accRow(sRow0(mt), i)});
+            k.forEachPair(sRow0(mt), nt, [&](Value r, Value c, int64_t i) {
+              ArrayRef<Value> tile = s[mt * nTiles + nt];
+              k.storePairSplit(tile[i], tile[i + 1], sHi, sLo, ValueRange{r, c});
+            });
       k.waitCopies(nextGroup, 1);
       k.barrier();
       if (wBuf) {
         k.fillTile(wHi, kChunk, K, rows.valid, [&](Value r, Value c) {
           return k.load8(st.w, {r, c});
-        }, false, wLo);
+        }, wLo);
         k.barrier();
       }
 
@@ -1009,15 +1000,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       Value m0 = e.mulIndex(k.warp, e.index(16));
       SmallVector<SmallVector<Value>> ws = k.zeroAcc(nTiles);
       if (wBuf)
-        k.gemm(ws, {{wHi}, TileView{wLo}}, m0, {{sHi}, TileView{sLo}}, K);
+        k.gemm(ws, {{wHi}, TileView{wLo}}, m0,
+               {{sHi, /*transposed=*/true}, TileView{sLo, true}}, K);
       for (int64_t nt = 0; nt < nTiles; ++nt) {
         SmallVector<Value> d(4);
-        for (int64_t i = 0; i < 4; ++i) {
-          Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
-          d[i] = e.sub(e.loadF32(st.u, {r, c}), ws[nt][i]);
-          k.storeSplit(d[i], dHi, dLo, ValueRange{c, r});
-        }
+        for (int64_t i = 0; i < 4; ++i)
+          d[i] = e.sub(e.loadF32(st.u, {k.accRow(m0, i), k.accCol(8 * nt, i)}),
+                       ws[nt][i]);
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePairSplit(d[i], d[i + 1], dHi, dLo, ValueRange{r, c});
           k.storePair(d[i], d[i + 1], newValues,
                       {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
                       k.ult(r, rows.valid));
@@ -1025,7 +1016,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       }
       k.barrier();
 
-      // c. Kd^T, split: Kd_r = k_r * exp(G_C - G_r), G_C the last valid
+      // c. Kd, split: Kd_r = k_r * exp(G_C - G_r), G_C the last valid
       //    row's gate.
       Value last = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
       auto rowGate = [&](Value r) {
@@ -1047,7 +1038,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
                                               e.exp(e.sub(gLast, gRow)));
         }
         return arith::MulFOp::create(b, x, decay).getResult();
-      }, /*transposed=*/true, gates ? kdLo : Value());
+      }, gates ? kdLo : Value());
       k.barrier();
 
       // d. S = exp(G_C) S + Kd^T D for the warp's state rows.
@@ -1055,9 +1046,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       Value gLastScalar;
       if (rowGates)
         gLastScalar = e.exp(rowGate(gLastRow));
-      Operand kd{{kdHi}};
+      Operand kd{{kdHi, /*transposed=*/true}};
       if (gates)
-        kd.lo = TileView{kdLo};
+        kd.lo = TileView{kdLo, /*transposed=*/true};
       for (int64_t mt = 0; mt < mTiles; ++mt) {
         SmallVector<SmallVector<Value>> acc(s.begin() + mt * nTiles,
                                             s.begin() + (mt + 1) * nTiles);
@@ -1070,7 +1061,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
             if (decay)
               acc[nt][i] = e.mul(acc[nt][i], decay);
           }
-        k.gemm(acc, kd, sRow0(mt), {{dHi}, TileView{dLo}}, kChunk);
+        k.gemm(acc, kd, sRow0(mt),
+               {{dHi, /*transposed=*/true}, TileView{dLo, true}}, kChunk);
         for (auto &tile : acc)
           next.append(tile.begin(), tile.end());
       }
@@ -1116,11 +1108,12 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K]; region B holds K [64][K], then S^T [32][K]
-  // and D^T [32][64], split; P [64][64], split; 64 row gates.
+  // Shared memory: Q [64][K]; region B holds K [64][K], then S [K][32]
+  // and D [64][32], split (read transposed by ldmatrix .trans); P [64][64],
+  // split; 64 row gates.
   int64_t qBytes = kChunk * (K + kPad) * 2;
-  int64_t sBytes = kOutputColumns * (K + kPad) * 2;
-  int64_t dBytes = kOutputColumns * (kChunk + kPad) * 2;
+  int64_t sBytes = K * (kOutputColumns + kPad) * 2;
+  int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
   int64_t pBytes = kChunk * (kChunk + kPad) * 2;
   int64_t bBytes = std::max(qBytes, 2 * sBytes + 2 * dBytes);
   int64_t pOffset = qBytes + bBytes, gOffset = pOffset + 2 * pBytes;
@@ -1141,10 +1134,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, kChunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, kChunk, K + kPad, elem);
-    Value sHi = k.tile(qBytes, kOutputColumns, K + kPad, elem);
-    Value sLo = k.tile(qBytes + sBytes, kOutputColumns, K + kPad, elem);
-    Value dHi = k.tile(qBytes + 2 * sBytes, kOutputColumns, kChunk + kPad, elem);
-    Value dLo = k.tile(qBytes + 2 * sBytes + dBytes, kOutputColumns, kChunk + kPad, elem);
+    Value sHi = k.tile(qBytes, K, kOutputColumns + kPad, elem);
+    Value sLo = k.tile(qBytes + sBytes, K, kOutputColumns + kPad, elem);
+    Value dHi = k.tile(qBytes + 2 * sBytes, kChunk, kOutputColumns + kPad, elem);
+    Value dLo = k.tile(qBytes + 2 * sBytes + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value pHi = k.tile(pOffset, kChunk, kChunk + kPad, elem);
     Value pLo = k.tile(pOffset + pBytes, kChunk, kChunk + kPad, elem);
     Value gShared = k.vec(gOffset, kChunk, f32);
@@ -1152,10 +1145,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     // 1. Q and K of the chunk, row gates.
     k.fillTile(qTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(qBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
-    }, false);
+    });
     k.fillTile(kTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
-    }, false);
+    });
     fillRowGates(k, gShared, gates, bIdx, rows, hv);
     k.barrier();
 
@@ -1178,27 +1171,25 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
       });
     k.barrier();
 
-    // 3. S_n^T and D^T of the block's columns, split (over K).
-    k.forEachOfBlock(K * kOutputColumns, [&](Value idx) {
-      Value row = arith::DivUIOp::create(b, idx, e.index(kOutputColumns));
-      Value col = arith::RemUIOp::create(b, idx, e.index(kOutputColumns));
-      Value x = e.loadF32(states, {bIdx, n, hv, row, e.addIndex(v0, col)});
-      k.storeSplit(x, sHi, sLo, ValueRange{col, row});
-    });
+    // 3. S_n and D of the block's columns, split.
+    k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
+      return k.load8(states, {bIdx, n, hv, r, e.addIndex(v0, c)});
+    }, sLo);
     k.fillTile(dHi, kChunk, kOutputColumns, rows.valid, [&](Value r, Value c) {
       return k.load8(dBuf, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)});
-    }, /*transposed=*/true, dLo);
+    }, dLo);
     k.barrier();
 
     // 4. O = scale (diag(exp(G)) Q S + P D).
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
-    k.gemm(o, {{qTile}}, m0, {{sHi}, TileView{sLo}}, K);
+    k.gemm(o, {{qTile}}, m0, {{sHi, /*transposed=*/true}, TileView{sLo, true}}, K);
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
         o[nt][i] = e.mul(o[nt][i], e.exp(g));
       }
-    k.gemm(o, {{pHi}, TileView{pLo}}, m0, {{dHi}, TileView{dLo}}, kChunk);
+    k.gemm(o, {{pHi}, TileView{pLo}}, m0,
+           {{dHi, /*transposed=*/true}, TileView{dLo, true}}, kChunk);
     for (int64_t nt = 0; nt < nTiles; ++nt)
       k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
         k.storePair(e.mul(o[nt][i], e.f32(scale)), e.mul(o[nt][i + 1], e.f32(scale)),

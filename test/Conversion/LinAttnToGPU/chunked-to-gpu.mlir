@@ -20,12 +20,14 @@
 //                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
 //                     then 64 gates and 64 betas (f32):
 //                     17408 + 16384 + 18432 + 256 + 256 = 52736.
-//   chunk_state_pass: region A = 2 max(C (K + 8) 2, K (C + 8) 2) = 36864,
-//                     S^T hi/lo 2 * 32 (K + 8) 2 = 17408, D^T hi/lo
-//                     2 * 32 (C + 8) 2 = 9216, 64 gates: 63744.
+//   chunk_state_pass: W (later Kd) hi/lo 2 C (K + 8) 2 = 34816, S hi/lo
+//                     2 K (32 + 8) 2 = 20480, D hi/lo 2 C (32 + 8) 2 =
+//                     10240, then two input stages of W (C K 4 = 32768),
+//                     K (16384), U columns (C 32 4 = 8192), gates (256):
+//                     65536 + 2 * 57600 = 180736.
 //   chunk_output:     Q = C (K + 8) 2 = 17408, region B = max(17408,
-//                     17408 + 9216) = 26624, P hi/lo 2 C (C + 8) 2 = 18432,
-//                     64 gates: 62720.
+//                     S hi/lo 20480 + D hi/lo 10240) = 30720, P hi/lo
+//                     2 C (C + 8) 2 = 18432, 64 gates: 66816.
 
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[G:[^:]+]]: tensor<?x?x2xf32>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
@@ -100,19 +102,21 @@
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xf32>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
-// CHECK:         %[[SPSMEM:.*]] = arith.constant 178688 : i32
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 180736 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
 // CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// W hi/lo, Kd^T hi/lo (over W), S^T hi/lo, D^T hi/lo.
+// W hi/lo, Kd hi/lo (over W), S hi/lo, D hi/lo, all stored as computed
+// (S and D by 16-bit pair stores); the products read Kd, S and D through
+// ldmatrix .trans.
 // CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c18432{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c36864{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c45568{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c54272{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c58880{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// Two stages of the chunk's inputs from 63488 on, 57600 bytes each (W f32,
+// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[SHI:.*]] = memref.view %[[SM2]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c45056{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c55296{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%c60416{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
+// Two stages of the chunk's inputs from 65536 on, 57600 bytes each (W f32,
 // K, the block's U columns, row gates). The prologue starts chunk 0's
 // copies (16-byte cp.async, rows past T zero-filled: source size 0).
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x128xf32, #gpu.address_space<workgroup>>
@@ -157,19 +161,19 @@
 // CHECK:         %[[O:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[NC3:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
 // CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c4{{[_0-9]*}} : index
-// CHECK:         %[[OUTSMEM:.*]] = arith.constant 62720 : i32
+// CHECK:         %[[OUTSMEM:.*]] = arith.constant 66816 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
 // CHECK-NEXT:      %[[SM3:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Q, K, S^T hi/lo and D^T hi/lo (over K), P hi/lo, row gates.
+// Q, K, S hi/lo and D hi/lo (over K), P hi/lo, row gates.
 // CHECK:           memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c26112{{[_0-9]*}}][] : {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c39424{{[_0-9]*}}][] : {{.*}} to memref<32x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c44032{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c53248{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c62464{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c27648{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c37888{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c48128{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c57344{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c66560{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           gpu.barrier
 // CHECK-COUNT-64:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK:           gpu.barrier
@@ -192,10 +196,10 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // vector constant and a vector.extract at the value head, so that no
 // host-side gate tensor is materialised or read. No rank-1 term: no UT
 // kernel, and the state pass has no W S product (2 + 1 launches).
-// Shared memory for K = V = 64: state pass 2 * 9216 + 2 * 4608 + 2 * 4608
-// = 36864, then two input stages of 8192 (K) + 4096 (the V columns) + 256
-// (gates) = 61952; output 9216 + max(9216, 2 * 4608 + 2 * 4608) + 2 * 9216
-// + 256 = 46336.
+// Shared memory for K = V = 64: state pass 2 * 9216 + 2 * 5120 + 2 * 5120
+// = 38912, then two input stages of 8192 (K) + 4096 (the V columns) + 256
+// (gates) = 64000; output 9216 + max(9216, 2 * 5120 + 2 * 5120) + 2 * 9216
+// + 256 = 48384.
 
 // CHECK-LABEL: func.func @retnet(
 // CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
@@ -210,14 +214,14 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK:           gpu.terminator
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only
-// CHECK:         %[[RSP:.*]] = arith.constant 61952 : i32
+// CHECK:         %[[RSP:.*]] = arith.constant 64000 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
 // CHECK:           gpu.barrier
 // CHECK-COUNT-48:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
-// CHECK:         %[[ROUT:.*]] = arith.constant 46336 : i32
+// CHECK:         %[[ROUT:.*]] = arith.constant 48384 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[ROUT]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
 // CHECK:           gpu.barrier
