@@ -102,12 +102,9 @@ public:
     return memref::ViewOp::create(b, type, smem, offset, ValueRange{});
   }
   Value vec(int64_t offset, int64_t n, Type elem) {
-    return vec(e.index(offset), n, elem);
-  }
-  Value vec(Value offset, int64_t n, Type elem) {
     auto type = MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
                                 workgroupSpace(b.getContext()));
-    return memref::ViewOp::create(b, type, smem, offset, ValueRange{});
+    return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
   }
 
   static Attribute workgroupSpace(MLIRContext *ctx) {
@@ -994,9 +991,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         k.barrier();
       }
 
-      // b. D = U - W S (or U) for the warp's 16 rows; stored, and kept as
-      //    D^T, split, for the state update. Stage rows past the sequence
-      //    are zero.
+      // b. D = U - W S (or U) for the warp's 16 rows; stored, and kept
+      //    split in shared memory for the state update. Stage rows past
+      //    the sequence are zero.
       Value m0 = e.mulIndex(k.warp, e.index(16));
       SmallVector<SmallVector<Value>> ws = k.zeroAcc(nTiles);
       if (wBuf)
