@@ -450,13 +450,16 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
   return success();
 }
 
-/// Chunk geometry inside a kernel: first token and number of valid rows.
+/// Chunk geometry inside a kernel: first token and number of valid rows,
+/// valid = min(64, T - min(t0, T)): 0 for a chunk past the end (the state
+/// pass prefetches one).
 struct ChunkRows {
   Value t0, valid;
 };
 ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen) {
   Value t0 = e.mulIndex(n, e.index(kChunk));
-  Value valid = e.minIndex(e.index(kChunk), e.subIndex(seqLen, t0));
+  Value valid = e.minIndex(e.index(kChunk),
+                           e.subIndex(seqLen, e.minIndex(t0, seqLen)));
   return {t0, valid};
 }
 
@@ -906,9 +909,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     // Starts the copies of chunk `n` (rows past the sequence, or every row
     // of the chunk after the last, arrive as zeros) into stage n % 2.
     auto prefetch = [&](Value n) {
-      Value t0 = e.mulIndex(n, e.index(kChunk));
-      Value valid = e.minIndex(e.index(kChunk),
-                               e.subIndex(seqLen, e.minIndex(t0, seqLen)));
+      auto [t0, valid] = chunkRows(e, n, seqLen);
       Stage st = stageAt(arith::RemUIOp::create(b, n, e.index(2)));
       Value zero = e.index(0);
       if (wBuf)
@@ -985,7 +986,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       k.waitCopies(nextGroup, 1);
       k.barrier();
       if (wBuf) {
-        k.fillTile(wHi, kChunk, K, rows.valid, [&](Value r, Value c) {
+        // Stage rows past T arrived as zeros: no guard.
+        k.fillTile(wHi, kChunk, K, Value(), [&](Value r, Value c) {
           return k.load8(st.w, {r, c});
         }, wLo);
         k.barrier();
@@ -1020,7 +1022,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)}).getResult();
       };
       Value gLastRow = e.subIndex(rows.valid, e.index(1));
-      k.fillTile(kdHi, kChunk, K, rows.valid, [&](Value r, Value c) {
+      // Staged K rows past T are zero; with gates the guard stays, so a
+      // decay exp(G_C - G_r) of a row past T (per-key gates read from
+      // global memory, or an overflowing exp) never meets that zero.
+      k.fillTile(kdHi, kChunk, K, gates ? rows.valid : Value(), [&](Value r, Value c) {
         Value x = k.load8(st.k, {r, c});
         if (!gates)
           return x;

@@ -140,18 +140,6 @@ public:
     return arith::DivUIOp::create(b, hv, index(numVHeads / numQKHeads));
   }
 
-  /// load() where `inRange` holds, else a zero of `type` (scalar or
-  /// vector): a guarded read past the end of a short chunk.
-  Value loadOrZero(Value inRange, Type type, function_ref<Value()> load) {
-    auto ifOp = scf::IfOp::create(b, type, inRange, /*withElse=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, load());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, arith::ConstantOp::create(b, type, b.getZeroAttr(type)).getResult());
-    return ifOp.getResult(0);
-  }
-
   ImplicitLocOpBuilder &b;
 };
 
