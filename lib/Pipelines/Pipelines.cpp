@@ -7,6 +7,7 @@
 
 #include "mlir/Conversion/AffineToStandard/AffineToStandard.h"
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/BufferizationToMemRef/BufferizationToMemRef.h"
 #include "mlir/Conversion/ControlFlowToLLVM/ControlFlowToLLVM.h"
 #include "mlir/Conversion/FuncToLLVM/ConvertFuncToLLVMPass.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
@@ -15,6 +16,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVMPass.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/Pipelines/Passes.h"
@@ -66,6 +68,9 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
 
 /// Tensors to buffers, across function boundaries, with plain (identity
 /// layout) memrefs in signatures so C callers pass dense descriptors.
+/// Buffers are not freed here: each pipeline frees the intermediates its
+/// own way (without that every call leaks them, the chunk states among
+/// them).
 static void addBufferization(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
@@ -86,6 +91,12 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 
   addBufferization(pm);
+  // Every buffer that is not returned is freed after its last use.
+  bufferization::buildBufferDeallocationPipeline(
+      pm, bufferization::BufferDeallocationPipelineOptions());
+  // The clones deallocation may add (a private function returning an
+  // argument) become alloc + copy.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   pm.addPass(createCanonicalizerPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   if (options.emitCInterface)
@@ -120,6 +131,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   addBufferization(pm);
+  // (convert-linattn-to-gpu frees the device intermediates.)
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));
   pm.addPass(createCanonicalizerPass());
@@ -130,6 +142,11 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // argument: divisions and strides by run-time values, addresses that
   // cannot fold offsets, registers held for all of them. Sink them back.
   pm.addPass(createGpuLaunchSinkIndexComputationsPass());
+  // Outlined here (the NVVM pipeline's own outlining then finds nothing
+  // left) so that kernels are named after the spec function, not after the
+  // body the entry points wrap.
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLinAttnEmitStreamEntries());
 
   // Kernels to NVVM and a gpu.binary; host code to LLVM with mgpu* calls.
   gpu::GPUToNVVMPipelineOptions nvvm;

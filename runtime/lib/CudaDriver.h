@@ -36,6 +36,8 @@ using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
 using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
+/// A stream-ordered memory pool (CUmemoryPool), opaque here.
+using CUmemoryPool = struct CUmemPoolHandle_st *;
 
 // CUresult values the runtime treats specially (the rest are only named,
 // through cuGetErrorName).
@@ -75,6 +77,9 @@ constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 constexpr unsigned CU_MEM_ATTACH_GLOBAL = 0x1;
+/// CUmemPool_attribute: bytes a pool keeps reserved across synchronisations
+/// (cuuint64_t).
+constexpr int CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4;
 
 // CUjit_option.
 using CUjit_option = int;
@@ -156,6 +161,8 @@ struct alignas(128) CUtensorMap {
   X(cuMemcpyAsync, "cuMemcpyAsync",                                           \
     CUresult(CUdeviceptr, CUdeviceptr, size_t, CUstream))                     \
   X(cuMemsetD8, "cuMemsetD8_v2", CUresult(CUdeviceptr, unsigned char, size_t)) \
+  X(cuMemsetD8Async, "cuMemsetD8Async",                                       \
+    CUresult(CUdeviceptr, unsigned char, size_t, CUstream))                   \
   X(cuMemsetD16Async, "cuMemsetD16Async",                                     \
     CUresult(CUdeviceptr, unsigned short, size_t, CUstream))                  \
   X(cuMemsetD32Async, "cuMemsetD32Async",                                     \
@@ -178,6 +185,10 @@ struct alignas(128) CUtensorMap {
   X(cuMemAllocAsync, "cuMemAllocAsync",                                       \
     CUresult(CUdeviceptr *, size_t, CUstream))                                \
   X(cuMemFreeAsync, "cuMemFreeAsync", CUresult(CUdeviceptr, CUstream))        \
+  X(cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool",                   \
+    CUresult(CUmemoryPool *, CUdevice))                                       \
+  X(cuMemPoolSetAttribute, "cuMemPoolSetAttribute",                           \
+    CUresult(CUmemoryPool, int, void *))                                      \
   X(cuLaunchKernelEx, "cuLaunchKernelEx",                                     \
     CUresult(const CUlaunchConfig *, CUfunction, void **, void **))           \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                         \

@@ -588,6 +588,20 @@ CudaStatus CudaRuntime::allocAsync(size_t bytes, CudaStream stream,
                              context + ": this CUDA driver has no "
                                        "cuMemAllocAsync (CUDA 11.2+)");
   LINATTN_ENSURE_CURRENT();
+  // Without a threshold the pool hands its free memory back to the driver
+  // at every synchronisation, and each call pays for fresh allocations
+  // again (the chunk states are hundreds of MB). A driver without the pool
+  // entry points still allocates; it only keeps less in reserve, so a
+  // failure here is not an error.
+  std::call_once(poolConfigured_, [&] {
+    cuda::CUmemoryPool pool = nullptr;
+    if (api_->cuDeviceGetDefaultMemPool && api_->cuMemPoolSetAttribute &&
+        api_->cuDeviceGetDefaultMemPool(&pool, device_) == CUDA_SUCCESS) {
+      unsigned long long keepAll = ~0ull;
+      (void)api_->cuMemPoolSetAttribute(
+          pool, cuda::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepAll);
+    }
+  });
   LINATTN_CHECK("cuMemAllocAsync", api_->cuMemAllocAsync(&out, bytes, stream),
                 context);
   return CudaStatus::success();
@@ -673,6 +687,18 @@ CudaStatus CudaRuntime::memset8(CudaDevicePtr dst, uint8_t value,
   LINATTN_CHECK("cuMemsetD8_v2", api_->cuMemsetD8(dst, value, bytes),
                 "setting " + std::to_string(bytes) + " bytes at " +
                     formatDevicePointer(dst));
+  return CudaStatus::success();
+}
+
+CudaStatus CudaRuntime::memset8Async(CudaDevicePtr dst, uint8_t value,
+                                     size_t bytes, CudaStream stream) {
+  if (bytes == 0)
+    return CudaStatus::success();
+  LINATTN_ENSURE_CURRENT();
+  LINATTN_CHECK("cuMemsetD8Async",
+                api_->cuMemsetD8Async(dst, value, bytes, stream),
+                "setting " + std::to_string(bytes) + " bytes at " +
+                    formatDevicePointer(dst) + " on " + formatStream(stream));
   return CudaStatus::success();
 }
 

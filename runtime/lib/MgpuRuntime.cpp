@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <string>
+#include <unordered_set>
 
 using linattn::CudaDevicePtr;
 using linattn::CudaDim3;
@@ -46,6 +47,26 @@ thread_local int32_t defaultDevice = 0;
 /// launch path off getShared's lock.
 thread_local CudaRuntime *cachedRuntime = nullptr;
 thread_local int32_t cachedDevice = -1;
+
+/// The compiled function this thread is running (linattnCudaBeginCall):
+/// every stream its host code asks for is `stream`.
+struct Call {
+  bool active = false;
+  CudaStream stream = nullptr;
+};
+thread_local Call currentCall;
+
+/// Whether `stream` is the running call's stream, on which the host code
+/// neither creates, synchronises nor destroys anything.
+bool isCallStream(void *stream) {
+  return currentCall.active && stream == currentCall.stream;
+}
+
+/// Device memory from cuMemAllocAsync, which mgpuMemFree gives back in
+/// stream order; anything else (managed memory, synchronous allocations)
+/// is freed with cuMemFree.
+std::mutex streamOrderedMutex;
+std::unordered_set<CudaDevicePtr> streamOrdered;
 
 void report(const char *function, const CudaStatus &status) {
   std::string message = std::string(function) + ": " + status.message();
@@ -143,6 +164,31 @@ const char *linattnCudaGetFirstError(void) {
 }
 
 void linattnCudaClearError(void) { hasFirstError = false; }
+
+//===----------------------------------------------------------------------===//
+// Calls
+//===----------------------------------------------------------------------===//
+
+void linattnCudaBeginCall(void *stream) {
+  if (currentCall.active) {
+    report("linattnCudaBeginCall",
+           CudaStatus::error(CudaErrorKind::InvalidArgument,
+                             "a compiled function was called while another "
+                             "one was running on this thread"));
+    return;
+  }
+  currentCall.active = true;
+  currentCall.stream = static_cast<CudaStream>(stream);
+}
+
+void linattnCudaEndCall(bool synchronize) {
+  Call call = currentCall;
+  currentCall = Call();
+  if (!call.active || !synchronize)
+    return;
+  if (CudaRuntime *rt = runtime("linattnCudaEndCall"))
+    failed("linattnCudaEndCall", rt->synchronizeStream(call.stream));
+}
 
 //===----------------------------------------------------------------------===//
 // Modules and kernels
@@ -270,6 +316,8 @@ void mgpuLaunchClusterKernel(void *function, intptr_t clusterX,
 //===----------------------------------------------------------------------===//
 
 void *mgpuStreamCreate(void) {
+  if (currentCall.active)
+    return currentCall.stream;
   CudaRuntime *rt = runtime("mgpuStreamCreate");
   CudaStream stream = nullptr;
   if (!rt || failed("mgpuStreamCreate", rt->createStream(stream)))
@@ -278,12 +326,19 @@ void *mgpuStreamCreate(void) {
 }
 
 void mgpuStreamDestroy(void *stream) {
+  if (isCallStream(stream))
+    return;
   if (CudaRuntime *rt = runtime("mgpuStreamDestroy"))
     failed("mgpuStreamDestroy",
            rt->destroyStream(static_cast<CudaStream>(stream)));
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  // Within a call everything is ordered on its stream and the host never
+  // reads device memory: there is nothing to wait for (the caller
+  // synchronises, or linattnCudaEndCall does for a synchronous call).
+  if (isCallStream(stream))
+    return;
   if (CudaRuntime *rt = runtime("mgpuStreamSynchronize"))
     failed("mgpuStreamSynchronize",
            rt->synchronizeStream(static_cast<CudaStream>(stream)));
@@ -338,22 +393,56 @@ static bool poisonAllocations() {
   return poison;
 }
 
-void *mgpuMemAlloc(uint64_t sizeBytes, void * /*stream*/, bool isHostShared) {
+void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
   CudaRuntime *rt = runtime("mgpuMemAlloc");
-  CudaDevicePtr ptr = 0;
-  if (!rt || failed("mgpuMemAlloc", isHostShared
-                                        ? rt->allocManaged(sizeBytes, ptr)
-                                        : rt->alloc(sizeBytes, ptr)))
+  if (!rt)
     return nullptr;
-  if (poisonAllocations() && sizeBytes &&
-      failed("mgpuMemAlloc (poisoning)", rt->memset8(ptr, 0xFF, sizeBytes)))
+  CudaDevicePtr ptr = 0;
+  if (isHostShared || (!stream && !currentCall.active)) {
+    // Managed memory, or device memory for code outside a call that asked
+    // for no stream: synchronous, usable by any stream at once.
+    if (failed("mgpuMemAlloc", isHostShared ? rt->allocManaged(sizeBytes, ptr)
+                                            : rt->alloc(sizeBytes, ptr)))
+      return nullptr;
+    {
+      // The address may be one a caller freed with cuMemFree after a
+      // stream-ordered allocation: it is not stream-ordered now.
+      std::lock_guard<std::mutex> lock(streamOrderedMutex);
+      streamOrdered.erase(ptr);
+    }
+    if (poisonAllocations() &&
+        failed("mgpuMemAlloc (poisoning)", rt->memset8(ptr, 0xFF, sizeBytes)))
+      return nullptr;
+    return reinterpret_cast<void *>(ptr);
+  }
+  // Device memory in the order of `stream`, from the device's pool: no
+  // synchronisation, and after the first calls no driver allocation.
+  auto s = static_cast<CudaStream>(stream);
+  if (failed("mgpuMemAlloc", rt->allocAsync(sizeBytes, s, ptr)))
+    return nullptr;
+  if (ptr) {
+    std::lock_guard<std::mutex> lock(streamOrderedMutex);
+    streamOrdered.insert(ptr);
+  }
+  if (poisonAllocations() &&
+      failed("mgpuMemAlloc (poisoning)",
+             rt->memset8Async(ptr, 0xFF, sizeBytes, s)))
     return nullptr;
   return reinterpret_cast<void *>(ptr);
 }
 
-void mgpuMemFree(void *ptr, void * /*stream*/) {
-  if (CudaRuntime *rt = runtime("mgpuMemFree"))
-    failed("mgpuMemFree", rt->free(devicePtr(ptr)));
+void mgpuMemFree(void *ptr, void *stream) {
+  CudaRuntime *rt = runtime("mgpuMemFree");
+  if (!rt || !ptr)
+    return;
+  bool ordered;
+  {
+    std::lock_guard<std::mutex> lock(streamOrderedMutex);
+    ordered = streamOrdered.erase(devicePtr(ptr)) != 0;
+  }
+  failed("mgpuMemFree",
+         ordered ? rt->freeAsync(devicePtr(ptr), static_cast<CudaStream>(stream))
+                 : rt->free(devicePtr(ptr)));
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {

@@ -578,6 +578,27 @@ CUresult cuMemAllocAsync(CUdeviceptr *ptr, size_t bytes, Stream *) {
   return allocate(ptr, bytes, "cuMemAllocAsync");
 }
 
+/// One default pool per process: its address is the handle.
+static int defaultPool;
+
+CUresult cuDeviceGetDefaultMemPool(void **pool, int device) {
+  FAKE_ENTER("cuDeviceGetDefaultMemPool");
+  if (!pool || device < 0 || device >= deviceCount())
+    return kInvalidValue;
+  *pool = &defaultPool;
+  return kSuccess;
+}
+
+CUresult cuMemPoolSetAttribute(void *pool, int attribute, void *value) {
+  FAKE_ENTER("cuMemPoolSetAttribute");
+  if (pool != &defaultPool || !value)
+    return kInvalidValue;
+  if (attribute == 4) // CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, a cuuint64_t
+    trace("cuMemPoolSetAttribute(release threshold %llu)",
+          *static_cast<unsigned long long *>(value));
+  return kSuccess;
+}
+
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
   FAKE_ENTER("cuMemFree_v2");
   FAKE_NEED_CONTEXT();
@@ -637,6 +658,17 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
   FAKE_ENTER("cuMemsetD8_v2");
   FAKE_NEED_CONTEXT();
+  if (!isAllocated(dst) || !isAllocated(dst + count - 1))
+    return kInvalidValue;
+  std::memset(reinterpret_cast<void *>(dst), value, count);
+  return kSuccess;
+}
+
+CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
+                         Stream *) {
+  FAKE_ENTER("cuMemsetD8Async");
+  FAKE_NEED_CONTEXT();
+  trace("cuMemsetD8Async(0x%02x x %zu)", value, count);
   if (!isAllocated(dst) || !isAllocated(dst + count - 1))
     return kInvalidValue;
   std::memset(reinterpret_cast<void *>(dst), value, count);

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "linattn/Abi.h"
 #include "linattn/MgpuRuntime.h"
 
 #include <stdio.h>
@@ -20,14 +21,11 @@
 static char kImage[] = "FAKE-CUBIN fake_fill_i32 chunk_fwd";
 static char kBadPtx[] = ".version 8.0\nsyntax error";
 
-// A rank-2 memref descriptor, as MLIR lays it out.
-struct MemRef2D {
-  void *allocated;
-  void *aligned;
-  int64_t offset;
-  int64_t sizes[2];
-  int64_t strides[2];
-};
+// A rank-2 memref descriptor, as MLIR lays it out (linattn/Abi.h).
+typedef LinAttnMemRef2 MemRef2D;
+// MLIR's descriptor of rank R: two pointers, the offset, R sizes, R strides.
+_Static_assert(sizeof(LinAttnMemRef4) == 2 * sizeof(void *) + 9 * 8,
+               "LinAttnMemRef4 layout");
 
 static void printingHandler(const char *message, void *userData) {
   ++*(int *)userData;
@@ -67,6 +65,45 @@ static int pipeline(void) {
   mgpuStreamDestroy(other);
   mgpuStreamDestroy(stream);
   mgpuModuleUnload(module);
+  return 0;
+}
+
+// What a compiled function's host code does between linattnCudaBeginCall
+// and linattnCudaEndCall: every stream it asks for is the call's, which it
+// neither synchronises nor destroys; allocations and frees are ordered on
+// it. First on a caller's stream (not waited for), then synchronously on the
+// legacy default stream (waited for at the end), then a call inside a call.
+static int call(void) {
+  void *module = mgpuModuleLoad(kImage, sizeof(kImage));
+  void *function = mgpuModuleGetFunction(module, "fake_fill_i32");
+  void *caller = mgpuStreamCreate();
+  for (int synchronous = 0; synchronous < 2; ++synchronous) {
+    printf("call: %s\n", synchronous ? "synchronous" : "on the caller's stream");
+    linattnCudaBeginCall(synchronous ? NULL : caller);
+    void *stream = mgpuStreamCreate();
+    if (stream != (synchronous ? NULL : caller))
+      printf("the call's host code got another stream\n");
+    void *dst = mgpuMemAlloc(32, stream, false);
+    mgpuStreamSynchronize(stream);
+    mgpuStreamDestroy(stream);
+    int value = 40;
+    long long count = 4;
+    void *params[] = {&dst, &value, &count};
+    stream = mgpuStreamCreate();
+    mgpuLaunchKernel(function, 1, 1, 1, 8, 1, 1, 0, stream, params, NULL, 3);
+    mgpuStreamSynchronize(stream);
+    mgpuStreamDestroy(stream);
+    stream = mgpuStreamCreate();
+    mgpuMemFree(dst, stream);
+    mgpuStreamSynchronize(stream);
+    mgpuStreamDestroy(stream);
+    linattnCudaEndCall(synchronous);
+  }
+  mgpuStreamDestroy(caller);
+  printf("call: nested\n");
+  linattnCudaBeginCall(NULL);
+  linattnCudaBeginCall(NULL);
+  printf("not reached\n");
   return 0;
 }
 
@@ -158,11 +195,11 @@ int main(int argc, char **argv) {
   // element offset 8 (16 bytes), box 32x64, swizzle 128B.
   if (!strcmp(scenario, "tensor-map")) {
     void *data = aligned_alloc(4096, 4096 * 8);
-    struct MemRef2D d = {data, data, 8, {64, 128}, {128, 1}};
+    MemRef2D d = {data, data, 8, {64, 128}, {128, 1}};
     int64_t box[2] = {32, 64};
     void *map = mgpuTensorMapEncodeTiledMemref(2, &d, 9, 0, 3, 0, 0, box);
     printf("tensor map in device memory: %s\n", map ? "yes" : "null");
-    struct MemRef2D strided = {data, data, 0, {64, 128}, {256, 2}};
+    MemRef2D strided = {data, data, 0, {64, 128}, {256, 2}};
     mgpuTensorMapEncodeTiledMemref(2, &strided, 9, 0, 3, 0, 0, box);
     printf("not reached\n");
     return 0;
@@ -171,7 +208,7 @@ int main(int argc, char **argv) {
   // host-register: gpu.host_register / host_unregister of a memref.
   if (!strcmp(scenario, "host-register")) {
     float *data = malloc(sizeof(float) * 64 * 32);
-    struct MemRef2D d = {data, data, 4, {16, 8}, {32, 1}};
+    MemRef2D d = {data, data, 4, {16, 8}, {32, 1}};
     mgpuMemHostRegisterMemRef(2, &d, sizeof(float));
     mgpuMemHostUnregisterMemRef(2, &d, sizeof(float));
     printf("registered and unregistered\n");
@@ -179,6 +216,9 @@ int main(int argc, char **argv) {
     printf("not reached\n");
     return 0;
   }
+
+  if (!strcmp(scenario, "call"))
+    return call();
 
   // device: mgpuSetDefaultDevice to a device that does not exist.
   if (!strcmp(scenario, "device")) {
@@ -190,6 +230,7 @@ int main(int argc, char **argv) {
 
   fprintf(stderr, "usage: linattn-mgpu-test stream-create | pipeline | "
                   "launch-fail | bad-dims | missing-kernel | jit-error | "
-                  "handler | cluster | tensor-map | host-register | device\n");
+                  "handler | cluster | tensor-map | host-register | call | "
+                  "device\n");
   return 3;
 }

@@ -8,9 +8,13 @@
 // signature (__linattn_signature_NAME), copies them to the device in the
 // argument's element type, calls _mlir_ciface_NAME on device memref
 // descriptors and writes the results as float32 .npy files. With --bench it
-// times N calls with CUDA events after W warm-up calls (median, min, max),
-// rotating between copies of the inputs when one set fits in L2, and
-// prints ms, TB/s over --bytes and TFLOP/s over --flops.
+// enqueues W warm-up calls and N timed calls of _mlir_ciface_NAME_async
+// back to back on one stream, with a CUDA event between calls (median, min,
+// max of the N intervals), rotating between copies of the inputs when one
+// set fits in L2, and prints ms, TB/s over --bytes and TFLOP/s over
+// --flops. The host enqueues ahead of the GPU, as a model's forward pass
+// does, so the intervals are GPU time (launch latency hidden, as in a CUDA
+// graph replay). See linattn/Abi.h for the functions' C ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,12 +172,12 @@ int main(int argc, char **argv) {
     fail("cannot load '" + libPath + "': " + dlerror());
   auto *signature = static_cast<const char *>(
       dlsym(lib, ("__linattn_signature_" + entry).c_str()));
-  auto *function = reinterpret_cast<void (*)(void **)>(
-      dlsym(lib, ("_mlir_ciface_" + entry).c_str()));
-  if (!signature || !function)
+  void *function = dlsym(lib, ("_mlir_ciface_" + entry).c_str());
+  void *asyncFunction = dlsym(lib, ("_mlir_ciface_" + entry + "_async").c_str());
+  if (!signature || !function || !asyncFunction)
     fail("'" + libPath + "' has no compiled function '" + entry +
-         "' (expected symbols __linattn_signature_" + entry +
-         " and _mlir_ciface_" + entry + ")");
+         "' (expected symbols __linattn_signature_" + entry + ", _mlir_ciface_" +
+         entry + " and _mlir_ciface_" + entry + "_async)");
   std::vector<TensorSpec> argSpecs, resultSpecs;
   if (!parseSignature(signature, argSpecs, resultSpecs))
     fail("malformed signature in '" + libPath + "': " + signature);
@@ -241,36 +245,46 @@ int main(int argc, char **argv) {
   for (const TensorSpec &r : resultSpecs)
     resultWords += 3 + 2 * r.shape.size();
   std::vector<int64_t> results(std::max<size_t>(resultWords, 1));
-  // _mlir_ciface_NAME(results *, descriptor *...): every argument is a
-  // pointer, so the call is a fixed-arity call through void pointers.
-  auto call = [&](std::vector<DeviceTensor> &set) {
+  // _mlir_ciface_NAME(results *, descriptor *...) and
+  // _mlir_ciface_NAME_async(results *, stream, descriptor *...): every
+  // argument is a pointer, so the call is a fixed-arity call through void
+  // pointers. `stream` null: the synchronous entry.
+  CudaStream benchStream = nullptr;
+  auto call = [&](std::vector<DeviceTensor> &set, CudaStream stream) {
     std::fill(results.begin(), results.end(), 0);
     std::vector<void *> a = {results.data()};
+    if (stream)
+      a.push_back(stream);
     for (DeviceTensor &t : set)
       a.push_back(t.descriptor.data());
+    void *f = stream ? asyncFunction : function;
     using P = void *;
     switch (a.size()) {
-    case 1: reinterpret_cast<void (*)(P)>(function)(a[0]); break;
-    case 2: reinterpret_cast<void (*)(P, P)>(function)(a[0], a[1]); break;
-    case 3: reinterpret_cast<void (*)(P, P, P)>(function)(a[0], a[1], a[2]); break;
-    case 4: reinterpret_cast<void (*)(P, P, P, P)>(function)(a[0], a[1], a[2], a[3]); break;
-    case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4]); break;
-    case 6: reinterpret_cast<void (*)(P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
-    case 7: reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case 8: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(function)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+    case 1: reinterpret_cast<void (*)(P)>(f)(a[0]); break;
+    case 2: reinterpret_cast<void (*)(P, P)>(f)(a[0], a[1]); break;
+    case 3: reinterpret_cast<void (*)(P, P, P)>(f)(a[0], a[1], a[2]); break;
+    case 4: reinterpret_cast<void (*)(P, P, P, P)>(f)(a[0], a[1], a[2], a[3]); break;
+    case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4]); break;
+    case 6: reinterpret_cast<void (*)(P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
+    case 7: reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
+    case 8: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
+    case 9: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
     default: fail("functions of more than 7 arguments are not supported");
     }
   };
-  auto freeResults = [&]() {
+  // Results are stream-ordered allocations of the call (linattn/Abi.h):
+  // freed in the order of the stream that computed them.
+  auto freeResults = [&](CudaStream stream) {
     const int64_t *desc = results.data();
     for (const TensorSpec &r : resultSpecs) {
-      check(rt->free(static_cast<CudaDevicePtr>(desc[0])), "freeing a result");
+      check(rt->freeAsync(static_cast<CudaDevicePtr>(desc[0]), stream),
+            "freeing a result");
       desc += 3 + 2 * r.shape.size();
     }
   };
 
   // One run whose results are written out.
-  call(sets[0]);
+  call(sets[0], nullptr);
   check(rt->synchronize(), "running @" + entry);
   const int64_t *desc = results.data();
   for (size_t r = 0; r < resultSpecs.size(); ++r) {
@@ -302,29 +316,38 @@ int main(int argc, char **argv) {
       fail("result #" + std::to_string(r) + ": " + problem);
     desc += 3 + 2 * rank;
   }
-  freeResults();
+  freeResults(nullptr);
+  check(rt->synchronize(), "freeing the results");
 
   if (benchRuns == 0)
     return 0;
-  CudaEvent start = nullptr, stop = nullptr;
-  check(rt->createEvent(start), "creating an event");
-  check(rt->createEvent(stop), "creating an event");
+  check(rt->createStream(benchStream), "creating a stream");
   for (int i = 0; i < warmup; ++i) {
-    call(sets[i % copies]);
-    freeResults();
+    call(sets[i % copies], benchStream);
+    freeResults(benchStream);
   }
-  check(rt->synchronize(), "warm-up");
+  check(rt->synchronizeStream(benchStream), "warm-up");
+  // events[i] and events[i + 1] bracket timed call i; the frees between
+  // calls are stream-ordered bookkeeping, no GPU work.
+  std::vector<CudaEvent> events(benchRuns + 1, nullptr);
+  for (CudaEvent &e : events)
+    check(rt->createEvent(e), "creating an event");
+  check(rt->recordEvent(events[0], benchStream), "recording an event");
+  for (int i = 0; i < benchRuns; ++i) {
+    call(sets[i % copies], benchStream);
+    freeResults(benchStream);
+    check(rt->recordEvent(events[i + 1], benchStream), "recording an event");
+  }
+  check(rt->synchronizeStream(benchStream), "running @" + entry);
   std::vector<double> ms;
   for (int i = 0; i < benchRuns; ++i) {
-    check(rt->recordEvent(start, nullptr), "recording an event");
-    call(sets[i % copies]);
-    check(rt->recordEvent(stop, nullptr), "recording an event");
-    check(rt->synchronizeEvent(stop), "waiting for an event");
     float elapsed = 0;
-    check(rt->elapsedMs(start, stop, elapsed), "reading an event");
+    check(rt->elapsedMs(events[i], events[i + 1], elapsed), "reading an event");
     ms.push_back(elapsed);
-    freeResults();
   }
+  for (CudaEvent e : events)
+    check(rt->destroyEvent(e), "destroying an event");
+  check(rt->destroyStream(benchStream), "destroying a stream");
   double med = median(ms);
   double tbs = bytesMoved > 0 ? bytesMoved / (med * 1e-3) / 1e12 : 0;
   double tflops = flops > 0 ? flops / (med * 1e-3) / 1e12 : 0;

@@ -1,5 +1,6 @@
 // RUN: linattn-opt %s --linattn-to-cpu | FileCheck %s
 // RUN: linattn-opt %s --linattn-to-cpu=emit-c-interface=false | FileCheck %s --check-prefix=NOCIFACE
+// RUN: linattn-opt %s --linattn-to-cpu=strategy=chunked | FileCheck %s --check-prefix=FREE
 
 // The whole CPU pipeline ends in the LLVM dialect: no linattn, tensor,
 // memref, scf or arith op is left, and public functions get a C wrapper
@@ -11,6 +12,14 @@
 // CHECK:       llvm.fmul
 // CHECK-LABEL: llvm.func @_mlir_ciface_deltanet(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-NOT:   {{tensor\.|memref\.|scf\.|arith\.|bufferization\.}}
+
+// Chunked: the four intermediates (W, U, the new values and the chunk
+// states) are freed in the call; the two results are not.
+// FREE-LABEL:    llvm.func @deltanet(
+// FREE-COUNT-6:  llvm.call @malloc
+// FREE-COUNT-4:  llvm.call @free
+// FREE-NOT:      llvm.call @free
+// FREE-LABEL:    llvm.func @_mlir_ciface_deltanet(
 
 // NOCIFACE-LABEL: llvm.func @deltanet(
 // NOCIFACE-NOT:   _mlir_ciface_

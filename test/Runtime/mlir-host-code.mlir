@@ -15,12 +15,13 @@
 
 // CHECK:      fake-cuda: cuModuleLoadData
 // CHECK:      fake-cuda: cuStreamCreate(flags 1)
-// CHECK-NEXT: fake-cuda: cuMemAlloc_v2(32 bytes)
+// CHECK-NEXT: fake-cuda: cuMemPoolSetAttribute(release threshold 18446744073709551615)
+// CHECK-NEXT: fake-cuda: cuMemAllocAsync(32 bytes)
 // CHECK-NEXT: fake-cuda: cuMemsetD32Async(0x00000007 x 8)
 // CHECK-NEXT: fake-cuda: cuFuncSetAttribute('fake_fill_i32', 8, 65536)
 // CHECK-NEXT: fake-cuda: cuLaunchKernel 'fake_fill_i32' grid [2, 1, 1] block [64, 1, 1] smem 65536 stream user
 // CHECK-NEXT: fake-cuda: cuMemcpyAsync(32 bytes, device to host)
-// CHECK-NEXT: fake-cuda: cuMemFree_v2(32 bytes)
+// CHECK-NEXT: fake-cuda: cuMemFreeAsync(32 bytes)
 // CHECK-NEXT: fake-cuda: cuStreamSynchronize
 // CHECK-NEXT: fake-cuda: cuStreamDestroy_v2
 

@@ -99,6 +99,11 @@ def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
     - host buffers become device buffers: `memref.alloc` / `dealloc` /
       `copy` outside kernels become `gpu.alloc` / `gpu.dealloc` /
       `gpu.memcpy` (the function's memref arguments are device pointers);
+    - every host buffer the function does not return is freed after the
+      last op of its block that uses it or a view of it (upstream's
+      ownership-based deallocation refuses kernels whose barriers and async
+      copies declare no memory effects); one leaving its block through a
+      region's yield is an error;
     - any other host access to a buffer (a load or store outside a kernel)
       is an error naming the op: that algorithm has no GPU mapping yet.
   }];

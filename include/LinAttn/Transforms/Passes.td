@@ -31,6 +31,32 @@ def LinAttnEmitSignatures
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
 }
 
+def LinAttnEmitStreamEntries
+    : Pass<"linattn-emit-stream-entries", "mlir::ModuleOp"> {
+  let summary = "Give each public GPU function a synchronous and a stream entry";
+  let description = [{
+    For GPU host code (after `convert-linattn-to-gpu`). Every public
+    function `@f` becomes private `@__linattn_body_f` (calls to `@f` follow
+    it), and two public functions with the C interface call it:
+
+    - `@f(args)`: runs the call on the legacy default stream and returns
+      when it is done;
+    - `@f_async(%stream: !llvm.ptr, args)`: enqueues the call on `%stream`
+      (a `CUstream`) and returns at once; results are ready when the stream
+      reaches that point.
+
+    Each brackets the body with `linattnCudaBeginCall(stream)` and
+    `linattnCudaEndCall(synchronize)` from LinAttn's CUDA runtime: between
+    them every stream the host code asks for is the call's stream, so
+    allocations (stream-ordered, from a pool), launches and frees all queue
+    on it without a host synchronisation. `runtime/include/linattn/Abi.h`
+    documents the resulting C ABI. Run it after kernel outlining so that
+    kernels keep their function's name.
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
 def LinAttnInsertShapeChecks : Pass<"linattn-insert-shape-checks"> {
   let summary = "Check at run time the dimensions a recurrence needs equal";
   let description = [{

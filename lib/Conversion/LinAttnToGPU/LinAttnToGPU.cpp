@@ -11,12 +11,14 @@
 
 #include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/DialectConversion.h"
 
 namespace mlir::linattn {
@@ -28,6 +30,56 @@ namespace {
 bool insideKernel(Operation *op) {
   return op->getParentOfType<gpu::LaunchOp>() ||
          op->getParentOfType<gpu::GPUModuleOp>();
+}
+
+/// Frees host-allocated buffers that the function does not return: a
+/// `memref.dealloc` after the last op of the allocation's block that uses
+/// the buffer or a view of it (a kernel using it counts as one use, at its
+/// launch). Upstream's ownership-based deallocation cannot run here: it
+/// refuses the kernels' barriers and async copies, which declare no memory
+/// effects. The host code of a lowered recurrence keeps each buffer in the
+/// block that allocates it; a buffer that leaves it any other way than by
+/// the function's return (a region's yield) is an error rather than a leak.
+LogicalResult freeTemporaries(func::FuncOp func) {
+  SmallVector<memref::AllocOp> allocs;
+  func.walk([&](memref::AllocOp alloc) {
+    if (!insideKernel(alloc))
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    Block *block = alloc->getBlock();
+    Operation *last = alloc;
+    bool returned = false;
+    SmallVector<Value> aliases = {alloc.getResult()};
+    while (!aliases.empty()) {
+      Value alias = aliases.pop_back_val();
+      for (OpOperand &use : alias.getUses()) {
+        Operation *user = use.getOwner();
+        if (isa<func::ReturnOp>(user) && user->getBlock() == block &&
+            user->getParentOp() == func) {
+          returned = true;
+          continue;
+        }
+        if (user->hasTrait<OpTrait::IsTerminator>() && !insideKernel(user))
+          return user->emitOpError()
+                 << "passes a device buffer out of its region: "
+                    "convert-linattn-to-gpu frees only buffers that stay in "
+                    "the block that allocates them";
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user))
+          if (view.getViewSource() == alias)
+            llvm::append_range(aliases, user->getResults());
+        Operation *ancestor = block->findAncestorOpInBlock(*user);
+        if (ancestor && last->isBeforeInBlock(ancestor))
+          last = ancestor;
+      }
+    }
+    if (returned)
+      continue; // The caller owns it.
+    OpBuilder b(func.getContext());
+    b.setInsertionPointAfter(last);
+    memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+  }
+  return success();
 }
 
 struct ConvertLinAttnToGPU
@@ -78,7 +130,25 @@ struct ConvertLinAttnToGPU
       if (failed(loopUnrollFull(loop)))
         return signalPassFailure();
 
-    // 2. Host buffers -> device buffers.
+    // 2. Nothing else on the host may touch a buffer's contents.
+    WalkResult walk = module.walk([&](Operation *op) {
+      if (!isa<memref::LoadOp, memref::StoreOp, affine::AffineLoadOp,
+               affine::AffineStoreOp>(op) ||
+          insideKernel(op))
+        return WalkResult::advance();
+      op->emitOpError()
+          << "runs on the host but reads or writes device memory: this part "
+             "of the algorithm has no GPU mapping yet (on the GPU, use "
+             "strategy=recurrent)";
+      return WalkResult::interrupt();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+
+    // 3. Host buffers -> device buffers, each freed after its last use.
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(freeTemporaries(func)))
+        return signalPassFailure();
     SmallVector<Operation *> hostBufferOps;
     module.walk([&](Operation *op) {
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op) &&
@@ -116,21 +186,6 @@ struct ConvertLinAttnToGPU
       gpu::WaitOp::create(b, loc, Type(), ValueRange{done});
       op->erase();
     }
-
-    // 3. Nothing else on the host may touch a buffer's contents.
-    WalkResult walk = module.walk([&](Operation *op) {
-      if (!isa<memref::LoadOp, memref::StoreOp, affine::AffineLoadOp,
-               affine::AffineStoreOp>(op) ||
-          insideKernel(op))
-        return WalkResult::advance();
-      op->emitOpError()
-          << "runs on the host but reads or writes device memory: this part "
-             "of the algorithm has no GPU mapping yet (on the GPU, use "
-             "strategy=recurrent)";
-      return WalkResult::interrupt();
-    });
-    if (walk.wasInterrupted())
-      signalPassFailure();
   }
 };
 

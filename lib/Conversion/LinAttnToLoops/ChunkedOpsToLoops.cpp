@@ -239,7 +239,8 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   Value state = e.allocFor(op.getFinalState().getType(),
                            {batch, hvDim, kDim, vDim});
   memref::CopyOp::create(e.b, init, state);
-  Value scratch = memref::AllocOp::create(
+  // A row of V floats: on the stack, freed with the function's frame.
+  Value scratch = memref::AllocaOp::create(
       e.b, MemRefType::get({V}, e.b.getF32Type()));
   bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
 
@@ -343,7 +344,6 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
       });
     });
   });
-  memref::DeallocOp::create(e.b, scratch);
   op.getNewValues().replaceAllUsesWith(
       e.toTensor(delta, op.getNewValues().getType()));
   op.getChunkStates().replaceAllUsesWith(
@@ -368,7 +368,8 @@ void lowerChunkOutput(ChunkOutputOp op) {
   Value kDim = e.index(K), vDim = e.index(V);
   Value out = e.allocFor(op.getOutput().getType(),
                          {batch, seqLen, e.index(numVHeads), vDim});
-  Value acc = memref::AllocOp::create(e.b, MemRefType::get({V}, e.b.getF32Type()));
+  Value acc =
+      memref::AllocaOp::create(e.b, MemRefType::get({V}, e.b.getF32Type()));
   bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
   Value scale = e.f32(op.getScale().convertToFloat());
 
@@ -428,7 +429,6 @@ void lowerChunkOutput(ChunkOutputOp op) {
       });
     });
   });
-  memref::DeallocOp::create(e.b, acc);
   op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
   op.erase();
 }

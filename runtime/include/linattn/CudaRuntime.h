@@ -231,7 +231,10 @@ public:
   /// cuMemAllocManaged (memory the host can address too).
   CudaStatus allocManaged(size_t bytes, CudaDevicePtr &out);
   /// Stream-ordered allocation (cuMemAllocAsync, CUDA 11.2+ drivers with
-  /// memory pools); reports an error where the driver has none.
+  /// memory pools); reports an error where the driver has none. The first
+  /// one raises the device's default pool's release threshold to the
+  /// maximum, so that freed memory stays in the pool for the next call
+  /// instead of going back to the driver at every synchronisation.
   CudaStatus allocAsync(size_t bytes, CudaStream stream, CudaDevicePtr &out);
   /// cuMemFree; null is a no-op.
   CudaStatus free(CudaDevicePtr ptr);
@@ -248,6 +251,9 @@ public:
                        CudaStream stream);
   /// Sets `bytes` bytes (cuMemsetD8, synchronous).
   CudaStatus memset8(CudaDevicePtr dst, uint8_t value, size_t bytes);
+  /// Sets `bytes` bytes, ordered on `stream` (cuMemsetD8Async).
+  CudaStatus memset8Async(CudaDevicePtr dst, uint8_t value, size_t bytes,
+                          CudaStream stream);
   /// Sets `count` 16- or 32-bit elements, ordered on `stream`.
   CudaStatus memset16Async(CudaDevicePtr dst, uint16_t value, size_t count,
                            CudaStream stream);
@@ -319,6 +325,9 @@ private:
   CudaDeviceInfo info_;
 
   mutable std::mutex mutex_;
+  /// Set once the default pool's release threshold was raised (or found
+  /// unsupported).
+  std::once_flag poolConfigured_;
   std::unordered_map<CudaFunction, FunctionRecord> functions_;
   /// The last successful launch, for messages about later kernel faults.
   CudaFunction lastFunction_ = nullptr;

@@ -76,6 +76,20 @@ linattnCudaSetErrorHandler(LinAttnCudaErrorHandler handler, void *userData);
 LINATTN_MGPU_EXPORT const char *linattnCudaGetFirstError(void);
 LINATTN_MGPU_EXPORT void linattnCudaClearError(void);
 
+//===--- Calls (LinAttn's own) --------------------------------------------===//
+
+/// A compiled spec function brackets its host code with these (the entry
+/// points in linattn/Abi.h). Between them, on the calling thread, every
+/// stream the host code asks for (mgpuStreamCreate) is `stream`, and
+/// synchronising or destroying it does nothing: the call's allocations,
+/// copies, launches and frees are all ordered on that one stream, and the
+/// host never waits for the device (generated host code never reads device
+/// memory). A call inside a call is reported.
+LINATTN_MGPU_EXPORT void linattnCudaBeginCall(void *stream);
+/// Ends the call; with `synchronize`, first waits for its stream (a kernel
+/// fault is reported here, naming the last kernel launched).
+LINATTN_MGPU_EXPORT void linattnCudaEndCall(bool synchronize);
+
 //===--- Modules and kernels ---------------------------------------------===//
 
 /// Loads a cubin or fatbinary (gpu.binary format=bin/fatbin);
@@ -110,7 +124,7 @@ mgpuLaunchClusterKernel(void *function, intptr_t clusterX, intptr_t clusterY,
 
 //===--- Streams and events ----------------------------------------------===//
 
-/// A CU_STREAM_NON_BLOCKING stream.
+/// A CU_STREAM_NON_BLOCKING stream; within a call, the call's stream.
 LINATTN_MGPU_EXPORT void *mgpuStreamCreate(void);
 LINATTN_MGPU_EXPORT void mgpuStreamDestroy(void *stream);
 /// Kernel faults surface here; the message names the last kernel launched.
@@ -124,11 +138,15 @@ LINATTN_MGPU_EXPORT void mgpuEventRecord(void *event, void *stream);
 
 //===--- Memory ----------------------------------------------------------===//
 
-/// Device memory (cuMemAlloc), or managed memory when `isHostShared`
-/// (gpu.alloc host_shared). Synchronous, whatever `stream`; zero bytes gives
-/// null.
+/// Device memory ordered on `stream` (cuMemAllocAsync from the device's
+/// default pool, whose release threshold is raised so that freed memory is
+/// kept for the next call); synchronous cuMemAlloc when there is no stream
+/// and no call; managed memory (synchronous) when `isHostShared`
+/// (gpu.alloc host_shared). Zero bytes gives null.
 LINATTN_MGPU_EXPORT void *mgpuMemAlloc(uint64_t sizeBytes, void *stream,
                                        bool isHostShared);
+/// Frees what mgpuMemAlloc returned: in the order of `stream`
+/// (cuMemFreeAsync) if it was allocated so, else at once (cuMemFree).
 LINATTN_MGPU_EXPORT void mgpuMemFree(void *ptr, void *stream);
 /// A copy in any direction (unified addressing), ordered on `stream`.
 LINATTN_MGPU_EXPORT void mgpuMemcpy(void *dst, void *src, size_t sizeBytes,

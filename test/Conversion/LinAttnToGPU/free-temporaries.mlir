@@ -1,0 +1,54 @@
+// RUN: linattn-opt %s --convert-linattn-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
+
+// Host buffers the function does not return are freed after the last op
+// of their block that uses them or a view of them (here the second kernel,
+// through a subview); returned buffers belong to the caller.
+
+// CHECK-LABEL: func.func @temporaries
+// CHECK:         %[[TMP:.*]], %{{.*}} = gpu.alloc async
+// CHECK:         %[[OUT:.*]], %{{.*}} = gpu.alloc async
+// CHECK:         gpu.launch
+// CHECK:         gpu.launch
+// CHECK:           memref.load %{{.*}}[
+// CHECK:           gpu.terminator
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[T:.*]] = gpu.wait async
+// CHECK-NEXT:    %{{.*}} = gpu.dealloc async [%[[T]]] %[[TMP]] : memref<64xf32>
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         return %[[OUT]]
+func.func @temporaries(%a: memref<64xf32>) -> memref<64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %tmp = memref.alloc() : memref<64xf32>
+  %out = memref.alloc() : memref<64xf32>
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %x = memref.load %a[%i] : memref<64xf32>
+    memref.store %x, %tmp[%i] : memref<64xf32>
+    scf.reduce
+  } {mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+  %half = memref.subview %tmp[32] [32] [1] : memref<64xf32> to memref<32xf32, strided<[1], offset: 32>>
+  scf.parallel (%i) = (%c0) to (%c32) step (%c1) {
+    %x = memref.load %half[%i] : memref<32xf32, strided<[1], offset: 32>>
+    memref.store %x, %out[%i] : memref<64xf32>
+    scf.reduce
+  } {mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+  return %out : memref<64xf32>
+}
+
+// -----
+
+// A buffer leaving its block through a region's yield is refused, not
+// leaked.
+func.func @yielded(%c: i1) -> memref<64xf32> {
+  %r = scf.if %c -> memref<64xf32> {
+    %b = memref.alloc() : memref<64xf32>
+    // expected-error @below {{'scf.yield' op passes a device buffer out of its region: convert-linattn-to-gpu frees only buffers that stay in the block that allocates them}}
+    scf.yield %b : memref<64xf32>
+  } else {
+    %b = memref.alloc() : memref<64xf32>
+    scf.yield %b : memref<64xf32>
+  }
+  return %r : memref<64xf32>
+}

@@ -1,0 +1,45 @@
+// RUN: linattn-opt %s --linattn-emit-stream-entries -split-input-file -verify-diagnostics | FileCheck %s
+
+// A public function's code moves to a private body (calls to it follow);
+// two C-interface entries bracket the body with the runtime's call
+// functions: @f on the legacy default stream (null), waited for at the
+// end; @f_async on the stream it is given, not waited for.
+
+// CHECK-LABEL: func.func @f(%{{.*}}: memref<?xf32>) -> memref<?xf32> attributes {llvm.emit_c_interface} {
+// CHECK-NEXT:    %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT:    call @linattnCudaBeginCall(%[[NULL]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[R:.*]] = call @__linattn_body_f(%{{.*}}) : (memref<?xf32>) -> memref<?xf32>
+// CHECK-NEXT:    %[[TRUE:.*]] = arith.constant true
+// CHECK-NEXT:    call @linattnCudaEndCall(%[[TRUE]]) : (i1) -> ()
+// CHECK-NEXT:    return %[[R]]
+// CHECK:       func.func @f_async(%[[S:.*]]: !llvm.ptr, %[[A:.*]]: memref<?xf32>) -> memref<?xf32> attributes {llvm.emit_c_interface} {
+// CHECK-NEXT:    call @linattnCudaBeginCall(%[[S]]) : (!llvm.ptr) -> ()
+// CHECK-NEXT:    %[[R:.*]] = call @__linattn_body_f(%[[A]])
+// CHECK-NEXT:    %[[FALSE:.*]] = arith.constant false
+// CHECK-NEXT:    call @linattnCudaEndCall(%[[FALSE]]) : (i1) -> ()
+// CHECK-NEXT:    return %[[R]]
+// CHECK-LABEL: func.func private @__linattn_body_f(
+// CHECK-NOT:     llvm.emit_c_interface
+// CHECK:         return
+// The call to @f in @g's code goes to @f's body (not through an entry,
+// which would begin a call inside a call).
+// CHECK-LABEL: func.func private @__linattn_body_g(
+// CHECK-NEXT:    call @__linattn_body_f(
+// CHECK-DAG:   func.func private @linattnCudaBeginCall(!llvm.ptr)
+// CHECK-DAG:   func.func private @linattnCudaEndCall(i1)
+func.func @f(%a: memref<?xf32>) -> memref<?xf32> attributes {llvm.emit_c_interface} {
+  return %a : memref<?xf32>
+}
+func.func @g(%a: memref<?xf32>) -> memref<?xf32> {
+  %r = call @f(%a) : (memref<?xf32>) -> memref<?xf32>
+  return %r : memref<?xf32>
+}
+
+// -----
+
+// The entry names must be free.
+// expected-error @below {{'func.func' op needs the symbol 'h_async' for its entry points, but the module already defines it}}
+func.func @h(%a: memref<?xf32>) -> memref<?xf32> {
+  return %a : memref<?xf32>
+}
+func.func private @h_async(%a: memref<?xf32>) -> memref<?xf32>
