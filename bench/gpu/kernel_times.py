@@ -29,6 +29,11 @@ def main():
     p.add_argument("--T", type=int, default=16384)
     p.add_argument("--B", type=int, default=4)
     p.add_argument("--ncu", default="", help="path of Nsight Compute's ncu: profile instead of timing")
+    p.add_argument("--sections", default="SpeedOfLight,Occupancy,LaunchStats,WarpStateStats,"
+                   "MemoryWorkloadAnalysis,ComputeWorkloadAnalysis",
+                   help="Nsight Compute sections to collect (with --ncu)")
+    p.add_argument("--kernels", default="0:8",
+                   help="with --ncu, SKIP:COUNT: profile COUNT launches after the first SKIP")
     args = p.parse_args()
     name, dtype, kdim, _ = os.path.basename(args.lib)[:-3].rsplit("_", 3)
     K = int(kdim)
@@ -37,10 +42,10 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:
-            sections = ["SpeedOfLight", "Occupancy", "LaunchStats", "WarpStateStats",
-                        "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis"]
-            prof = [args.ncu, "--launch-count", "8", "--print-details", "all"]
-            for section in sections:
+            skip, count = args.kernels.split(":")
+            prof = [args.ncu, "--launch-skip", skip, "--launch-count", count,
+                    "--print-details", "all"]
+            for section in args.sections.split(","):
                 prof += ["--section", section]
             proc = subprocess.run(prof + cmd, capture_output=True, text=True)
             print(proc.stdout)
