@@ -32,7 +32,8 @@ using namespace mlir;
 /// auto, the selector records a choice per recurrence and each algorithm
 /// pass rewrites the ones that name it.
 static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
-                               int64_t chunkSize, int64_t smCount) {
+                               int64_t chunkSize, int64_t smCount,
+                               bool gpuKernels) {
   // Shape checks first: they hold whatever algorithm computes the op.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnInsertShapeChecks());
   switch (strategy) {
@@ -55,6 +56,7 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     // rewrites the ones that name it.
     linattn::LinAttnSelectStrategyOptions select;
     select.smCount = smCount;
+    select.gpuKernels = gpuKernels;
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSelectStrategy(select));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
@@ -84,7 +86,8 @@ static void addBufferization(OpPassManager &pm) {
 
 void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
                                         const LinAttnToCPUOptions &options) {
-  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount);
+  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount,
+                     /*gpuKernels=*/false);
   // Every algorithm op to loops; elementwise tensor math (scan combiners)
   // to linalg so that it bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
@@ -122,8 +125,10 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
 
 void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
+  // auto: chunked wherever its kernels apply, else recurrent (the GPU
+  // selection, from the H200 measurements in docs/gpu-strategy.md).
   addAlgorithmPasses(pm, options.strategy, options.chunkSize,
-                     /*smCount=*/132);
+                     /*smCount=*/132, /*gpuKernels=*/true);
   // Chunked-state ops become tensor-core kernels; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
@@ -146,6 +151,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // left) so that kernels are named after the spec function, not after the
   // body the entry points wrap.
   pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createLinAttnGpuOccupancyHints());
   pm.addPass(createLinAttnEmitStreamEntries());
 
   // Kernels to NVVM and a gpu.binary; host code to LLVM with mgpu* calls.

@@ -184,11 +184,61 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
   op.emitRemark() << text;
 }
 
+/// The chunk size of the GPU chunked kernels.
+constexpr int64_t kGPUChunkSize = 64;
+
+/// Why convert-linattn-chunked-to-gpu has no kernels for `op`'s chunked
+/// form, or "" if it has. Mirrors that conversion's checks (element types,
+/// tile geometry, per-key gates); test/Transforms/select-strategy-gpu.mlir
+/// compiles what this accepts.
+std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    Type elem = cast<RankedTensorType>(operand.getType()).getElementType();
+    if (!elem.isBF16() && !elem.isF16())
+      return "the tensor-core kernels take bf16 or f16 q, k, v";
+  }
+  for (int64_t d : {op.getKeyDim(), op.getValueDim()})
+    if (d != 64 && d != 128)
+      return "the tensor-core kernels need K and V of 64 or 128";
+  if (op.getKind() == TransitionKind::KeyGate)
+    return "per-key gates (key_gate) have no chunked output kernel";
+  return "";
+}
+
+/// The GPU choice: chunked wherever its kernels apply. On the H200 it was
+/// faster than recurrent at every T measured (docs/gpu-strategy.md), so
+/// there is no dispatch on T.
+StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why) {
+  StrategyEstimate choice;
+  why = whyNoGPUChunkedKernels(op);
+  choice.applicable = true;
+  choice.strategy = why.empty() ? Strategy::Chunked : Strategy::Recurrent;
+  choice.chunkSize = why.empty() ? kGPUChunkSize : 0;
+  return choice;
+}
+
 struct LinAttnSelectStrategy
     : impl::LinAttnSelectStrategyBase<LinAttnSelectStrategy> {
   using Base::Base;
 
   void runOnOperation() override {
+    if (gpuKernels) {
+      getOperation()->walk([&](RecurrenceOp op) {
+        if (op->hasAttr(kSeqLenRangeAttrName))
+          return;
+        ++numSelected;
+        std::string why;
+        StrategyEstimate choice = chooseGPUStrategy(op, why);
+        record(op, choice);
+        if (explain)
+          op.emitRemark() << "linattn GPU strategy for "
+                          << stringifyTransitionKind(op.getKind()) << ": "
+                          << describe(choice)
+                          << (why.empty() ? " (tensor-core kernels apply)"
+                                          : " (no chunked kernels: " + why + ")");
+      });
+      return;
+    }
     TargetModel target;
     target.smCount = smCount;
     if (smCount <= 0 || assumedBatch <= 0) {

@@ -20,7 +20,8 @@ namespace mlir::linattn {
 inline llvm::cl::ValuesClass strategyOptionValues() {
   return llvm::cl::values(
       clEnumValN(Strategy::Auto, "auto",
-                 "let linattn-select-strategy choose by shape (cost model)"),
+                 "let linattn-select-strategy choose by shape (CPU: cost "
+                 "model; GPU: the kernels' measured H200 times)"),
       clEnumValN(Strategy::Recurrent, "recurrent",
                  "the sequential loop over tokens"),
       clEnumValN(Strategy::Scan, "scan",
@@ -71,7 +72,7 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
       llvm::cl::init("bin")};
   PassOptions::Option<Strategy> strategy{
       *this, "strategy", llvm::cl::desc("Algorithm for linattn.recurrence"),
-      llvm::cl::init(Strategy::Recurrent), strategyOptionValues()};
+      llvm::cl::init(Strategy::Auto), strategyOptionValues()};
   PassOptions::Option<int64_t> chunkSize{
       *this, "chunk-size",
       llvm::cl::desc("Tokens per chunk for the chunked strategies"),

@@ -57,6 +57,35 @@ def LinAttnEmitStreamEntries
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def LinAttnGpuOccupancyHints
+    : Pass<"linattn-gpu-occupancy-hints", "mlir::ModuleOp"> {
+  let summary = "Keep registers from capping the occupancy shared memory allows";
+  let description = [{
+    For outlined kernels launched with a constant dynamic shared memory
+    size S and constant block size: N = min(floor(shared-memory-per-sm /
+    (S + reserved-shared-memory-per-block)), max-threads-per-sm / threads)
+    blocks fit on an SM; where N >= 2 the kernel gets `nvvm.minctasm = N`
+    (PTX `.minnctapersm`), so ptxas keeps each thread within 65536 / (N *
+    threads) registers. Without it the UT kernel used 155 registers and ran
+    3 blocks per SM where its 52 KB of shared memory allows 4. Defaults are
+    the H200's (sm_90: 228 KB of shared memory and 2048 threads per SM, 1 KB
+    reserved per block).
+  }];
+  let options = [
+    Option<"sharedMemoryPerSM", "shared-memory-per-sm", "int64_t",
+           /*default=*/"233472", "Shared memory per SM in bytes">,
+    Option<"reservedSharedMemoryPerBlock", "reserved-shared-memory-per-block",
+           "int64_t", /*default=*/"1024",
+           "Shared memory the system reserves per block in bytes">,
+    Option<"maxThreadsPerSM", "max-threads-per-sm", "int64_t",
+           /*default=*/"2048", "Resident threads per SM">,
+  ];
+  let dependentDialects = ["mlir::NVVM::NVVMDialect"];
+  let statistics = [
+    Statistic<"numHinted", "num-hinted", "Kernels given nvvm.minctasm">,
+  ];
+}
+
 def LinAttnInsertShapeChecks : Pass<"linattn-insert-shape-checks"> {
   let summary = "Check at run time the dimensions a recurrence needs equal";
   let description = [{
@@ -202,12 +231,22 @@ def LinAttnSelectStrategy
     cloned into an `scf.if` chain on `tensor.dim %q, 1`, one clone per range
     of T with its own strategy (`linattn.seq_len_range = [lo, hi]`, hi = -1
     for unbounded). A dynamic B is taken as `assumed-batch`.
+
+    With `gpu-kernels`, the choice is among the algorithms that have GPU
+    kernels, by what they measured on the H200 (docs/gpu-strategy.md):
+    `chunked` with C = 64 wherever its tensor-core kernels apply (bf16 or
+    f16 q, k, v; K and V of 64 or 128; gates per head, not per key), for
+    every T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s
+    default `strategy=auto` runs.
   }];
   let options = [
     Option<"smCount", "sm-count", "int64_t", /*default=*/"132",
            "Streaming multiprocessors of the target (H200: 132)">,
     Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
            "B used by the cost model when B is dynamic">,
+    Option<"gpuKernels", "gpu-kernels", "bool", /*default=*/"false",
+           "Choose among the algorithms with GPU kernels, by their measured "
+           "H200 times, instead of by the cost model">,
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Report the candidates, their estimates and the choice as remarks">,
   ];

@@ -637,15 +637,36 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
     Value n = launch.getBlockIds().x, hv = launch.getBlockIds().y;
     Value bIdx = launch.getBlockIds().z, key = launch.getThreadIds().x;
     ChunkRows rows = chunkRows(e, n, sizes[1]);
-    e.forEachReduce(rows.valid, {e.f32(0.0f)},
-                    [&](Value r, ValueRange acc) -> SmallVector<Value> {
-                      SmallVector<Value> idx = {bIdx, e.addIndex(rows.t0, r), hv};
-                      if (perKey)
-                        idx.push_back(key);
-                      Value sum = e.add(acc[0], gate.read(b, idx));
-                      memref::StoreOp::create(b, sum, out, idx);
-                      return {sum};
-                    });
+    // Straight-line code: the chunk's 64 gates are loaded first, all in
+    // flight at once (rows past T clamped to the last valid row and
+    // counted as 0), then summed and stored. A loop of load, add, store
+    // waits a full memory latency per row: the stores may alias the gates
+    // as far as the compiler knows, so no load moves above them.
+    Value lastRow = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
+    auto index = [&](Value t) {
+      SmallVector<Value> idx = {bIdx, t, hv};
+      if (perKey)
+        idx.push_back(key);
+      return idx;
+    };
+    SmallVector<Value> gates, inRange;
+    for (int64_t r = 0; r < kChunk; ++r) {
+      Value t = e.addIndex(rows.t0, e.index(r));
+      Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
+                                          e.index(r), rows.valid);
+      inRange.push_back(valid);
+      gates.push_back(gate.read(b, index(e.minIndex(t, lastRow))));
+    }
+    Value sum = e.f32(0.0f);
+    for (int64_t r = 0; r < kChunk; ++r) {
+      sum = e.add(sum, arith::SelectOp::create(b, inRange[r], gates[r],
+                                               e.f32(0.0f)));
+      auto store = scf::IfOp::create(b, inRange[r], /*withElseRegion=*/false);
+      OpBuilder::InsertionGuard storeGuard(b);
+      b.setInsertionPointToStart(store.thenBlock());
+      memref::StoreOp::create(
+          b, sum, out, index(e.addIndex(rows.t0, e.index(r))));
+    }
   }
   op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
   op.erase();

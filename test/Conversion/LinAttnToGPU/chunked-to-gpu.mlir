@@ -32,15 +32,21 @@
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[G:[^:]+]]: tensor<?x?x2xf32>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
 
-// 1. chunk_cumsum: blocks (NC, HV, B), one thread each (scalar gates).
+// 1. chunk_cumsum: blocks (NC, HV, B), one thread each (scalar gates),
+//    straight-line: the 64 gate loads first (all in flight), then the
+//    running sum, each row stored if it is before T.
 // CHECK:         %[[GBUF:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<?x?x2xf32> to memref<?x?x2xf32>
 // CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
 // CHECK:         %[[NC0:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC0]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
-// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32) {
-// CHECK:             memref.load %[[GBUF]]
-// CHECK:             arith.addf
-// CHECK:             memref.store %{{.*}}, %[[GCUM]]
+// CHECK-NOT:       scf.for
+// CHECK-COUNT-64:    memref.load %[[GBUF]]
+// CHECK-NOT:         memref.load
+// CHECK:             arith.select
+// CHECK-NEXT:        arith.addf
+// CHECK-NEXT:        scf.if
+// CHECK:               memref.store %{{.*}}, %[[GCUM]]
+// CHECK-COUNT-63:    memref.store %{{.*}}, %[[GCUM]]
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
 // CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]] restrict writable : memref<?x?x2xf32> to tensor<?x?x2xf32>
@@ -205,12 +211,14 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
 // CHECK:         %[[RG:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
 // CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[HV:[^,]*]], %{{[^)]*}}) in ({{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
-// CHECK:           scf.for
-// CHECK-NOT:         memref.load
-// CHECK:             %[[DECAYS:.*]] = arith.constant dense<[-0.693147182, -1.38629436]> : vector<2xf32>
-// CHECK-NEXT:        %[[LOGG:.*]] = vector.extract %[[DECAYS]][%[[HV]]] : f32 from vector<2xf32>
-// CHECK-NEXT:        %[[SUM:.*]] = arith.addf %{{.*}}, %[[LOGG]] : f32
-// CHECK-NEXT:        memref.store %[[SUM]], %[[RG]]
+// CHECK-NOT:       memref.load
+// CHECK:           %[[DECAYS:.*]] = arith.constant dense<[-0.693147182, -1.38629436]> : vector<2xf32>
+// CHECK-NEXT:      %[[LOGG:.*]] = vector.extract %[[DECAYS]][%[[HV]]] : f32 from vector<2xf32>
+// CHECK-NOT:       memref.load
+// CHECK:           %[[G0:.*]] = arith.select %{{.*}}, %[[LOGG]], %{{.*}} : f32
+// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %{{.*}}, %[[G0]] : f32
+// CHECK-NEXT:      scf.if
+// CHECK:             memref.store %[[SUM]], %[[RG]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only

@@ -1,0 +1,72 @@
+//===- GpuOccupancyHints.cpp - Registers must not cap occupancy -----------===//
+//
+// A kernel that plans its shared memory for N resident blocks per SM gets
+// nvvm.minctasm = N (PTX .minnctapersm), so that ptxas keeps its registers
+// within 65536 / (N * threads) instead of letting them cut occupancy below
+// what the shared memory allows (the UT kernel: 155 registers, 3 blocks
+// per SM where its 52 KB would let 4 run).
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Matchers.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNGPUOCCUPANCYHINTS
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+struct LinAttnGpuOccupancyHints
+    : impl::LinAttnGpuOccupancyHintsBase<LinAttnGpuOccupancyHints> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    StringRef attrName = NVVM::NVVMDialect::getMinctasmAttrName();
+    // Blocks per SM each kernel's launches allow; the fewest if it is
+    // launched with different sizes.
+    llvm::DenseMap<Operation *, int64_t> blocksPerSM;
+    module.walk([&](gpu::LaunchFuncOp launch) {
+      APInt smem;
+      Value smemSize = launch.getDynamicSharedMemorySize();
+      if (!smemSize || !matchPattern(smemSize, m_ConstantInt(&smem)) ||
+          smem.isZero())
+        return;
+      int64_t threads = 1;
+      for (Value d : {launch.getBlockSizeX(), launch.getBlockSizeY(),
+                      launch.getBlockSizeZ()}) {
+        APInt size;
+        if (!matchPattern(d, m_ConstantInt(&size)))
+          return;
+        threads *= size.getSExtValue();
+      }
+      auto kernel = SymbolTable::lookupNearestSymbolFrom<gpu::GPUFuncOp>(
+          launch, launch.getKernel());
+      if (!kernel || threads <= 0)
+        return;
+      int64_t bySmem = sharedMemoryPerSM /
+                       (smem.getSExtValue() + reservedSharedMemoryPerBlock);
+      int64_t blocks = std::min(bySmem, maxThreadsPerSM / threads);
+      auto [it, inserted] = blocksPerSM.try_emplace(kernel, blocks);
+      if (!inserted)
+        it->second = std::min(it->second, blocks);
+    });
+    for (auto [kernel, blocks] : blocksPerSM) {
+      // One block per SM needs no hint: the registers cannot lower it.
+      if (blocks < 2)
+        continue;
+      kernel->setAttr(attrName,
+                      IntegerAttr::get(IntegerType::get(&getContext(), 32),
+                                       blocks));
+      ++numHinted;
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

@@ -1,0 +1,37 @@
+// RUN: linattn-opt %s --linattn-gpu-occupancy-hints | FileCheck %s
+
+// 128 threads: 52736 bytes of shared memory allow 4 blocks per SM (233472 /
+// (52736 + 1024)), 180736 bytes one (no hint: registers cannot lower it),
+// and a kernel without dynamic shared memory gets none either. A kernel
+// launched with two sizes takes the smaller count (66816 bytes: 3).
+
+// CHECK-LABEL: gpu.func @ut
+// CHECK-SAME:    nvvm.minctasm = 4 : i32
+// CHECK-LABEL: gpu.func @state
+// CHECK-NOT:     nvvm.minctasm
+// CHECK-LABEL: gpu.func @plain
+// CHECK-NOT:     nvvm.minctasm
+// CHECK-LABEL: gpu.func @twice
+// CHECK-SAME:    nvvm.minctasm = 3 : i32
+module attributes {gpu.container_module} {
+  gpu.module @kernels {
+    gpu.func @ut() kernel { gpu.return }
+    gpu.func @state() kernel { gpu.return }
+    gpu.func @plain() kernel { gpu.return }
+    gpu.func @twice() kernel { gpu.return }
+  }
+  func.func @host(%n: index) {
+    %c1 = arith.constant 1 : index
+    %c128 = arith.constant 128 : index
+    %ut = arith.constant 52736 : i32
+    %state = arith.constant 180736 : i32
+    %out = arith.constant 66816 : i32
+    %small = arith.constant 1024 : i32
+    gpu.launch_func @kernels::@ut blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %ut
+    gpu.launch_func @kernels::@state blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %state
+    gpu.launch_func @kernels::@plain blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1)
+    gpu.launch_func @kernels::@twice blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %small
+    gpu.launch_func @kernels::@twice blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %out
+    return
+  }
+}

@@ -1,0 +1,62 @@
+// RUN: linattn-opt %s -split-input-file --linattn-select-strategy=gpu-kernels=true | FileCheck %s
+// RUN: linattn-opt %s -split-input-file --linattn-select-strategy='gpu-kernels=true explain=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=EXPLAIN
+// What the GPU selection accepts compiles: linattn-to-nvvm's default
+// strategy (auto) runs it, and every function gets its kernels.
+// RUN: linattn-opt %s -split-input-file --linattn-to-nvvm=format=isa -o /dev/null
+
+// On the GPU: chunked (C = 64) wherever its tensor-core kernels apply, at
+// every T (static or not, even T = 1: no dispatch on T); recurrent where
+// they do not.
+
+// CHECK-LABEL: func.func @gated_delta_bf16
+// CHECK: linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: chunked C=64 (tensor-core kernels apply)
+func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+  return %o, %s : tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @decode_f16
+// CHECK: linattn.recurrence scalar_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for scalar_gate: chunked C=64 (tensor-core kernels apply)
+func.func @decode_f16(%q: tensor<2x1x4x64xf16>, %v: tensor<2x1x4x128xf16>, %g: tensor<2x1x4xf32>, %s0: tensor<2x4x64x128xf32>) -> (tensor<2x1x4x128xf16>, tensor<2x4x64x128xf32>) {
+  %o, %s = linattn.recurrence scalar_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
+      : (tensor<2x1x4x64xf16>, tensor<2x1x4x64xf16>, tensor<2x1x4x128xf16>, tensor<2x1x4xf32>, tensor<2x4x64x128xf32>) -> (tensor<2x1x4x128xf16>, tensor<2x4x64x128xf32>)
+  return %o, %s : tensor<2x1x4x128xf16>, tensor<2x4x64x128xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @delta_f32
+// CHECK: linattn.recurrence delta {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for delta: recurrent (no chunked kernels: the tensor-core kernels take bf16 or f16 q, k, v)
+func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @identity_k32
+// CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (no chunked kernels: the tensor-core kernels need K and V of 64 or 128)
+func.func @identity_k32(%q: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x32x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>) {
+  %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
+      : (tensor<?x?x2x32xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gla
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent (no chunked kernels: per-key gates (key_gate) have no chunked output kernel)
+func.func @gla(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
