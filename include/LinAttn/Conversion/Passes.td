@@ -103,7 +103,8 @@ def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
       last op of its block that uses it or a view of it (upstream's
       ownership-based deallocation refuses kernels whose barriers and async
       copies declare no memory effects); one leaving its block through a
-      region's yield is an error;
+      region's yield, or reaching an op that may alias it without being a
+      view, is an error;
     - any other host access to a buffer (a load or store outside a kernel)
       is an error naming the op: that algorithm has no GPU mapping yet.
   }];

@@ -65,9 +65,16 @@ LogicalResult freeTemporaries(func::FuncOp func) {
                  << "passes a device buffer out of its region: "
                     "convert-linattn-to-gpu frees only buffers that stay in "
                     "the block that allocates them";
-        if (auto view = dyn_cast<ViewLikeOpInterface>(user))
-          if (view.getViewSource() == alias)
-            llvm::append_range(aliases, user->getResults());
+        auto view = dyn_cast<ViewLikeOpInterface>(user);
+        if (view && view.getViewSource() == alias)
+          llvm::append_range(aliases, user->getResults());
+        else if (!insideKernel(user) &&
+                 llvm::any_of(user->getResultTypes(),
+                              llvm::IsaPred<BaseMemRefType>))
+          return user->emitOpError()
+                 << "returns a buffer that may alias a device buffer: "
+                    "convert-linattn-to-gpu cannot tell when that buffer "
+                    "is last used";
         Operation *ancestor = block->findAncestorOpInBlock(*user);
         if (ancestor && last->isBeforeInBlock(ancestor))
           last = ancestor;

@@ -52,3 +52,16 @@ func.func @yielded(%c: i1) -> memref<64xf32> {
   }
   return %r : memref<64xf32>
 }
+
+// -----
+
+// An op that may return an alias of a device buffer without being a view
+// (here a select between two buffers) is refused: when the alias is last
+// used cannot be told.
+func.func @aliased(%c: i1) -> memref<64xf32> {
+  %a = memref.alloc() : memref<64xf32>
+  %b = memref.alloc() : memref<64xf32>
+  // expected-error @below {{'arith.select' op returns a buffer that may alias a device buffer: convert-linattn-to-gpu cannot tell when that buffer is last used}}
+  %r = arith.select %c, %a, %b : memref<64xf32>
+  return %r : memref<64xf32>
+}
