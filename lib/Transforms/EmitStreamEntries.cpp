@@ -26,11 +26,19 @@ namespace {
 constexpr StringLiteral kBeginCall = "linattnCudaBeginCall";
 constexpr StringLiteral kEndCall = "linattnCudaEndCall";
 
-/// The declaration of runtime function `name`, added once.
+/// The declaration of runtime function `name`, added once; null (after an
+/// error) if the module defines the name otherwise.
 func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
                                     FunctionType type) {
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
+  if (Operation *existing = module.lookupSymbol(name)) {
+    auto func = dyn_cast<func::FuncOp>(existing);
+    if (func && func.isExternal() && func.getFunctionType() == type)
+      return func;
+    existing->emitOpError() << "defines '" << name
+                            << "', which LinAttn's CUDA runtime provides as "
+                            << type;
+    return nullptr;
+  }
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
   decl.setPrivate();
@@ -57,6 +65,8 @@ struct LinAttnEmitStreamEntries
     func::FuncOp end = declareRuntimeFunction(
         module, kEndCall,
         FunctionType::get(ctx, {IntegerType::get(ctx, 1)}, {}));
+    if (!begin || !end)
+      return signalPassFailure();
 
     for (func::FuncOp func : publicFuncs) {
       std::string name = func.getSymName().str();

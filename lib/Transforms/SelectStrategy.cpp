@@ -211,7 +211,6 @@ std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
 StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why) {
   StrategyEstimate choice;
   why = whyNoGPUChunkedKernels(op);
-  choice.applicable = true;
   choice.strategy = why.empty() ? Strategy::Chunked : Strategy::Recurrent;
   choice.chunkSize = why.empty() ? kGPUChunkSize : 0;
   return choice;

@@ -225,6 +225,18 @@ CUresult launch(const char *call, Function *f, unsigned gx, unsigned gy,
   return kSuccess;
 }
 
+/// The memsets' common part: `count` elements of `value` at `dst`, all
+/// inside one allocation.
+template <typename T>
+CUresult fill(CUdeviceptr dst, T value, size_t count) {
+  if (!isAllocated(dst) || !isAllocated(dst + sizeof(T) * count - 1))
+    return kInvalidValue;
+  auto *p = reinterpret_cast<T *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    p[i] = value;
+  return kSuccess;
+}
+
 } // namespace
 
 extern "C" {
@@ -658,10 +670,7 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
 CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
   FAKE_ENTER("cuMemsetD8_v2");
   FAKE_NEED_CONTEXT();
-  if (!isAllocated(dst) || !isAllocated(dst + count - 1))
-    return kInvalidValue;
-  std::memset(reinterpret_cast<void *>(dst), value, count);
-  return kSuccess;
+  return fill(dst, value, count);
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
@@ -669,10 +678,7 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t count,
   FAKE_ENTER("cuMemsetD8Async");
   FAKE_NEED_CONTEXT();
   trace("cuMemsetD8Async(0x%02x x %zu)", value, count);
-  if (!isAllocated(dst) || !isAllocated(dst + count - 1))
-    return kInvalidValue;
-  std::memset(reinterpret_cast<void *>(dst), value, count);
-  return kSuccess;
+  return fill(dst, value, count);
 }
 
 CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count,
@@ -680,12 +686,7 @@ CUresult cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t count,
   FAKE_ENTER("cuMemsetD16Async");
   FAKE_NEED_CONTEXT();
   trace("cuMemsetD16Async(0x%04x x %zu)", value, count);
-  if (!isAllocated(dst) || !isAllocated(dst + 2 * count - 1))
-    return kInvalidValue;
-  auto *p = reinterpret_cast<unsigned short *>(dst);
-  for (size_t i = 0; i < count; ++i)
-    p[i] = value;
-  return kSuccess;
+  return fill(dst, value, count);
 }
 
 CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count,
@@ -693,12 +694,7 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned value, size_t count,
   FAKE_ENTER("cuMemsetD32Async");
   FAKE_NEED_CONTEXT();
   trace("cuMemsetD32Async(0x%08x x %zu)", value, count);
-  if (!isAllocated(dst) || !isAllocated(dst + 4 * count - 1))
-    return kInvalidValue;
-  auto *p = reinterpret_cast<unsigned *>(dst);
-  for (size_t i = 0; i < count; ++i)
-    p[i] = value;
-  return kSuccess;
+  return fill(dst, value, count);
 }
 
 CUresult cuMemHostRegister_v2(void *ptr, size_t bytes, unsigned flags) {

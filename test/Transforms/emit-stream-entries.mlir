@@ -43,3 +43,12 @@ func.func @h(%a: memref<?xf32>) -> memref<?xf32> {
   return %a : memref<?xf32>
 }
 func.func private @h_async(%a: memref<?xf32>) -> memref<?xf32>
+
+// -----
+
+// The runtime's entry points may not be taken by something else.
+func.func @k(%a: memref<?xf32>) -> memref<?xf32> {
+  return %a : memref<?xf32>
+}
+// expected-error @below {{'func.func' op defines 'linattnCudaEndCall', which LinAttn's CUDA runtime provides as '(i1) -> ()'}}
+func.func private @linattnCudaEndCall(i32)
