@@ -42,12 +42,22 @@ namespace {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kThreads = 128;
 constexpr int64_t kWarps = kThreads / 32;
-/// Value columns per block of the state pass (B * HV * V / 32 blocks carry
-/// the state in parallel) and of the output kernel (every block recomputes
+/// Value columns per block of the output kernel (every block recomputes
 /// Q K^T; 64 columns measured slower than 32 on the H200, 2.89 vs 2.27 ms
 /// at B = 4, T = 16384: the larger shared tiles halve the resident blocks).
-constexpr int64_t kColumns = 32;
 constexpr int64_t kOutputColumns = 32;
+/// The state pass: each warp carries S^T for 16 value columns (the m of
+/// its products) and 1 / kStateKeySplit of the keys in registers, so the
+/// state never goes through shared memory; the kStateKeySplit warps of a
+/// column group add their partial W S^T products through shared memory.
+/// kStateColumnGroups groups share a block and its staged inputs
+/// (B * HV * V / 32 blocks of 4 warps); kStateStages stages keep two
+/// chunks' copies in flight.
+constexpr int64_t kStateColumnGroups = 2;
+constexpr int64_t kStateKeySplit = 2;
+constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
+constexpr int64_t kStateColumns = 16 * kStateColumnGroups;
+constexpr int64_t kStateStages = 3;
 /// Row padding of 16-bit shared tiles, in elements: a row stride of
 /// (n + 8) * 2 bytes puts the 8 rows a fragment load touches in distinct
 /// banks.
@@ -76,8 +86,8 @@ struct Operand {
 class KernelEmitter {
 public:
   KernelEmitter(ImplicitLocOpBuilder &b, gpu::LaunchOp launch, Type mmaElem,
-                Value smem)
-      : b(b), e(b), mmaElem(mmaElem), smem(smem) {
+                Value smem, int64_t threads)
+      : b(b), e(b), mmaElem(mmaElem), smem(smem), threads(threads) {
     tid = launch.getThreadIds().x;
     Value c32 = e.index(32);
     warp = arith::DivUIOp::create(b, tid, c32);
@@ -111,12 +121,13 @@ public:
     return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   }
 
-  /// Calls body(i) for i = tid, tid + 128, ... below `total` (a multiple of
-  /// 128): a loop of constant trip count, unrolled later.
+  /// Calls body(i) for i = tid, tid + threads, ... below `total` (a
+  /// multiple of the block's threads): a loop of constant trip count,
+  /// unrolled later.
   void forEachOfBlock(int64_t total, function_ref<void(Value)> body) {
-    assert(total % kThreads == 0 && "block-strided loop needs a multiple of 128");
-    e.forEach(e.index(total / kThreads), [&](Value it) {
-      body(e.addIndex(e.mulIndex(it, e.index(kThreads)), tid));
+    assert(total % threads == 0 && "block-strided loop needs a multiple of the block");
+    e.forEach(e.index(total / threads), [&](Value it) {
+      body(e.addIndex(e.mulIndex(it, e.index(threads)), tid));
     });
   }
 
@@ -184,7 +195,7 @@ public:
           b.getIndexAttr(perCopy), n, full ? b.getUnitAttr() : UnitAttr());
     };
     int64_t total = kChunk * perRow;
-    if (total % kThreads == 0)
+    if (total % threads == 0)
       return forEachOfBlock(total, body);
     auto ifOp = scf::IfOp::create(b, ult(tid, e.index(total)), false);
     OpBuilder::InsertionGuard guard(b);
@@ -255,13 +266,77 @@ public:
     Value tiles = nvgpu::LdMatrixOp::create(b, type, view.buf, indices,
                                             view.transposed, /*numTiles=*/4);
     SmallVector<Value> regs;
-    for (int64_t t = 0; t < 4; ++t) {
-      Value packed = vector::ExtractOp::create(b, tiles, t);
-      // NVVM takes f16 pairs as vector<2xf16> and bf16 pairs as i32.
-      if (!mmaElem.isF16())
-        packed = vector::ExtractOp::create(
-            b, vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), packed), 0);
-      regs.push_back(packed);
+    for (int64_t t = 0; t < 4; ++t)
+      regs.push_back(mmaRegister(vector::ExtractOp::create(b, tiles, t)));
+    return regs;
+  }
+
+  /// An mma operand register from a vector<2 x mmaElem> pair (element 0 in
+  /// the low half): NVVM takes f16 pairs as vector<2xf16> and bf16 pairs
+  /// as i32.
+  Value mmaRegister(Value pair) {
+    if (mmaElem.isF16())
+      return pair;
+    return vector::ExtractOp::create(
+        b, vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), pair), 0);
+  }
+
+  /// The (hi, lo) operand registers of an fp32 pair (vector<2xf32>).
+  std::pair<Value, Value> splitRegister(Value pair) {
+    auto [hi, lo] = split(pair, VectorType::get({2}, mmaElem));
+    return {mmaRegister(hi), mmaRegister(lo)};
+  }
+
+  /// vector<2xf32> of memref[row][col .. col + 1] (widened).
+  Value loadPairF32(Value memref, ValueRange indices) {
+    auto type = cast<MemRefType>(memref.getType());
+    auto vecType = VectorType::get({2}, type.getElementType());
+    Value x = vector::LoadOp::create(b, vecType, memref, indices, false,
+                                     llvm::Align(2 * type.getElementTypeBitWidth() / 8));
+    if (!type.getElementType().isF32())
+      x = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), x);
+    return x;
+  }
+
+  /// The A fragment (hi and lo registers) of a 16x16 fp32 operand held in
+  /// registers as two accumulator tiles: tile0 covers k 0..7 and tile1 k
+  /// 8..15, so a0 = tile0 (c0, c1), a1 = tile0 (c2, c3), a2 = tile1 (c0,
+  /// c1), a3 = tile1 (c2, c3) (the C and A layouts of m16n8k16 agree
+  /// row by row). With `negate`, the fragment of the negated operand.
+  std::pair<SmallVector<Value>, SmallVector<Value>>
+  splitFragmentA(ArrayRef<Value> tile0, ArrayRef<Value> tile1, bool negate) {
+    SmallVector<Value> hi, lo;
+    auto f32x2 = VectorType::get({2}, b.getF32Type());
+    std::pair<ArrayRef<Value>, int64_t> pairs[] = {
+        {tile0, 0}, {tile0, 2}, {tile1, 0}, {tile1, 2}};
+    for (auto [tile, first] : pairs) {
+      Value pair = vector::FromElementsOp::create(
+          b, f32x2, ValueRange{tile[first], tile[first + 1]});
+      if (negate)
+        pair = arith::NegFOp::create(b, pair);
+      auto [h, l] = splitRegister(pair);
+      hi.push_back(h);
+      lo.push_back(l);
+    }
+    return {hi, lo};
+  }
+
+  /// fragB2 for B = buf (element (k, n) = buf[k][n]) held in fp32, which
+  /// ldmatrix cannot read: each element loaded and rounded to mmaElem.
+  SmallVector<Value> fragB2FromF32Columns(Value buf, Value base, int64_t n0,
+                                          int64_t k0) {
+    SmallVector<Value> regs;
+    auto f32x2 = VectorType::get({2}, b.getF32Type());
+    for (int64_t j = 0; j < 2; ++j) {
+      Value n = e.addIndex(base, e.addIndex(e.index(n0 + 8 * j), group));
+      for (int64_t half = 0; half < 2; ++half) {
+        Value k = e.addIndex(e.index(k0 + 8 * half), e.mulIndex(quad, e.index(2)));
+        Value x0 = e.loadF32(buf, {k, n});
+        Value x1 = e.loadF32(buf, {e.addIndex(k, e.index(1)), n});
+        Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{x0, x1});
+        regs.push_back(mmaRegister(
+            arith::TruncFOp::create(b, VectorType::get({2}, mmaElem), pair)));
+      }
     }
     return regs;
   }
@@ -277,6 +352,10 @@ public:
   /// of columns n0.. and then of n0 + 8...
   SmallVector<Value> fragB2(TileView bt, int64_t n0, int64_t k0) {
     return ldmatrix4(bt, e.index(n0), k0, /*swap=*/true);
+  }
+  /// The same for columns [base + n0, + 16).
+  SmallVector<Value> fragB2(TileView bt, Value base, int64_t n0, int64_t k0) {
+    return ldmatrix4(bt, e.addIndex(base, e.index(n0)), k0, /*swap=*/true);
   }
 
   /// d = a * b + c on tensor cores; c and d are 4 fp32 values.
@@ -379,12 +458,15 @@ public:
   Type mmaElem;
   Value tid, warp, group, quad, smem;
   Value tileRow, tileLo, tileHi;
+  int64_t threads;
 };
 
-/// Creates `gpu.launch` over `grid` blocks of 128 threads with `smemBytes`
-/// bytes of dynamic shared memory (none for 0); body(emitter) fills it.
+/// Creates `gpu.launch` over `grid` blocks of `threads` threads with
+/// `smemBytes` bytes of dynamic shared memory (none for 0); body(emitter)
+/// fills it.
 void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
-                Type mmaElem, function_ref<void(KernelEmitter &)> body) {
+                Type mmaElem, function_ref<void(KernelEmitter &)> body,
+                int64_t threads = kThreads) {
   LoopEmitter e(b);
   // Dynamic shared memory: its global is 16-byte aligned (static
   // attributions are byte-aligned), which the 16-byte vector accesses need,
@@ -393,7 +475,7 @@ void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes
                                b, b.getI32IntegerAttr(smemBytes)).getResult()
                          : Value();
   auto launch = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2],
-                                      e.index(kThreads), e.index(1), e.index(1),
+                                      e.index(threads), e.index(1), e.index(1),
                                       bytes);
   OpBuilder::InsertionGuard guard(b);
   Block &block = launch.getBody().front();
@@ -406,7 +488,7 @@ void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes
         b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
                            MemRefLayoutAttrInterface(),
                            KernelEmitter::workgroupSpace(b.getContext())));
-  KernelEmitter k(b, launch, mmaElem, smem);
+  KernelEmitter k(b, launch, mmaElem, smem, threads);
   body(k);
 }
 
@@ -846,13 +928,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
-  std::optional<Type> mmaElem = mmaType;
+  Type elem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
   int64_t numVHeads = dimOf(op.getU(), 2), V = dimOf(op.getU(), 3);
   if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
     return failure();
-  bool perKey = op.getGates() &&
-                cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
+    return op.emitOpError()
+           << "per-key gates (key_gate) have no GPU chunked state pass yet "
+              "(use strategy=recurrent)";
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -870,69 +954,72 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   Value finalState = e.allocFor(op.getFinalState().getType(),
                                 {batch, hvDim, e.index(K), e.index(V)});
 
-  // Shared memory, every tile split in hi/lo and stored untransposed (the
-  // products read Kd, S and D transposed by ldmatrix .trans): region A
-  // holds W ([64][K]) and then Kd ([64][K]); S ([K][32]) and D ([64][32])
-  // follow. Then
-  // two stages of the chunk's inputs as they come from global memory (W,
-  // K, the block's 32 columns of U, the row gates): while chunk n is
-  // computed, cp.async brings chunk n + 1 into the other stage, so the
-  // sequential loop waits on no global-memory latency.
-  int64_t wBytes = kChunk * (K + kPad) * 2;
-  int64_t sBytes = K * (kColumns + kPad) * 2;
-  int64_t dBytes = kChunk * (kColumns + kPad) * 2;
-  int64_t stOffset = 2 * wBytes;
-  int64_t dtOffset = stOffset + 2 * sBytes, stageOffset = dtOffset + 2 * dBytes;
+  // Shared memory: kStateStages stages of a chunk's inputs as they come
+  // from global memory (W, K, the block's U columns, the row gates); while
+  // chunk n is computed, cp.async brings chunk n + kStateStages - 1. Rows
+  // are padded so that the fragment loads below touch distinct banks: W by
+  // 32 bytes (lanes of a half-warp read 8-byte pairs of rows 8 apart), K
+  // like every ldmatrix tile, U by 16 bytes (lanes read rows 2 apart).
   Type kElem = elementOf(op.getK()), uElem = elementOf(op.getU());
-  int64_t wStageBytes = wBuf ? kChunk * K * elementOf(op.getW()).getIntOrFloatBitWidth() / 8 : 0;
-  int64_t kStageBytes = kChunk * K * kElem.getIntOrFloatBitWidth() / 8;
-  int64_t uStageBytes = kChunk * kColumns * uElem.getIntOrFloatBitWidth() / 8;
-  bool rowGates = gates && !perKey;
-  int64_t gStageBytes = rowGates ? kChunk * 4 : 0;
+  Type wElem = wBuf ? elementOf(op.getW()) : Type();
+  auto bytesOf = [](Type t) { return int64_t(t.getIntOrFloatBitWidth() / 8); };
+  bool kIsOperand = kElem == elem; // else f32 keys (an l2norm result)
+  int64_t wStride = wBuf ? K + 32 / bytesOf(wElem) : 0;
+  int64_t kStride = kIsOperand ? K + kPad : K + 8;
+  int64_t uStride = kStateColumns + 16 / bytesOf(uElem);
+  int64_t wStageBytes = wBuf ? kChunk * wStride * bytesOf(wElem) : 0;
+  int64_t kStageBytes = kChunk * kStride * bytesOf(kElem);
+  int64_t uStageBytes = kChunk * uStride * bytesOf(uElem);
+  int64_t gStageBytes = gates ? kChunk * 4 : 0;
   int64_t stageBytes = wStageBytes + kStageBytes + uStageBytes + gStageBytes;
-  int64_t rowsPerWarp = K / kWarps, mTiles = rowsPerWarp / 16;
-  int64_t nTiles = kColumns / 8;
+  int64_t keysPerWarp = K / kStateKeySplit;
+  static_assert(64 % (16 * kStateKeySplit) == 0,
+                "every K the geometry check admits splits into 16-key k-steps");
+  int64_t keyTiles = keysPerWarp / 8, rowTiles = kChunk / 8;
+  // Partial W S^T products of the warps, as held in registers: tile rt of
+  // warp w at [w][rt][lane] (16 bytes each).
+  bool exchange = wBuf && kStateKeySplit > 1;
+  int64_t xchgOffset = kStateStages * stageBytes;
+  int64_t xchgBytes = exchange ? kStateWarps * rowTiles * 32 * 16 : 0;
 
-  emitLaunch(b, {e.index(V / kColumns), hvDim, batch},
-             stageOffset + 2 * stageBytes, *mmaElem, [&](KernelEmitter &k) {
+  emitLaunch(b, {e.index(V / kStateColumns), hvDim, batch},
+             xchgOffset + xchgBytes, elem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value vTile = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
     Value h = e.qkHead(hv, numVHeads, numQKHeads);
-    Value v0 = e.mulIndex(vTile, e.index(kColumns));
-    Type elem = *mmaElem, f32 = b.getF32Type();
-    Value wHi = k.tile(0, kChunk, K + kPad, elem);
-    Value wLo = k.tile(wBytes, kChunk, K + kPad, elem);
-    Value kdHi = k.tile(0, kChunk, K + kPad, elem);
-    Value kdLo = k.tile(wBytes, kChunk, K + kPad, elem);
-    Value sHi = k.tile(stOffset, K, kColumns + kPad, elem);
-    Value sLo = k.tile(stOffset + sBytes, K, kColumns + kPad, elem);
-    Value dHi = k.tile(dtOffset, kChunk, kColumns + kPad, elem);
-    Value dLo = k.tile(dtOffset + dBytes, kChunk, kColumns + kPad, elem);
+    // The warp's 16 value columns (vLocal within the block's, vGlobal in
+    // V) and its keys [key0, key0 + keysPerWarp).
+    Value columnGroup = arith::DivUIOp::create(b, k.warp, e.index(kStateKeySplit));
+    Value keyPart = arith::RemUIOp::create(b, k.warp, e.index(kStateKeySplit));
+    Value vLocal = e.mulIndex(columnGroup, e.index(16));
+    Value vGlobal = e.addIndex(e.mulIndex(vTile, e.index(kStateColumns)), vLocal);
+    Value key0 = e.mulIndex(keyPart, e.index(keysPerWarp));
+    Type f32 = b.getF32Type();
 
-    // Stage `stage` (0 or 1) of the inputs: W, K, U columns, row gates.
     struct Stage {
       Value w, k, u, g;
     };
-    auto stageAt = [&](Value stage) {
-      Value base = e.addIndex(e.index(stageOffset),
-                              e.mulIndex(stage, e.index(stageBytes)));
+    auto stageAt = [&](Value n) {
+      Value stage = arith::RemUIOp::create(b, n, e.index(kStateStages));
+      Value base = e.mulIndex(stage, e.index(stageBytes));
       auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
       Stage st;
       if (wBuf)
-        st.w = k.tile(base, kChunk, K, elementOf(op.getW()));
-      st.k = k.tile(at(wStageBytes), kChunk, K, kElem);
-      st.u = k.tile(at(wStageBytes + kStageBytes), kChunk, kColumns, uElem);
-      if (rowGates) // [64][1]: gates are [B, T, HV], one 4-byte copy per row.
+        st.w = k.tile(base, kChunk, wStride, wElem);
+      st.k = k.tile(at(wStageBytes), kChunk, kStride, kElem);
+      st.u = k.tile(at(wStageBytes + kStageBytes), kChunk, uStride, uElem);
+      if (gates) // [64][1]: gates are [B, T, HV], one 4-byte copy per row.
         st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), kChunk, 1, f32);
       return st;
     };
     // Starts the copies of chunk `n` (rows past the sequence, or every row
-    // of the chunk after the last, arrive as zeros) into stage n % 2.
+    // of a chunk past the last, arrive as zeros) and closes their group.
     auto prefetch = [&](Value n) {
       auto [t0, valid] = chunkRows(e, n, seqLen);
-      Stage st = stageAt(arith::RemUIOp::create(b, n, e.index(2)));
+      Stage st = stageAt(n);
       Value zero = e.index(0);
+      Value v0 = e.mulIndex(vTile, e.index(kStateColumns));
       if (wBuf)
         k.copyRowsAsync(st.w, zero, K, t0, valid, seqLen, wBuf,
                         [&](Value t, Value c) -> SmallVector<Value> {
@@ -942,160 +1029,208 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
                       [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, h, c};
       });
-      k.copyRowsAsync(st.u, zero, kColumns, t0, valid, seqLen, uBuf,
+      k.copyRowsAsync(st.u, zero, kStateColumns, t0, valid, seqLen, uBuf,
                       [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, hv, e.addIndex(v0, c)};
       });
-      if (rowGates)
+      if (gates)
         k.copyRowsAsync(st.g, zero, 1, t0, valid, seqLen, gates,
                         [&](Value t, Value) -> SmallVector<Value> {
           return {bIdx, t, hv};
         });
+      return k.commitCopies();
     };
 
-    // The warp's state rows: m-tile mt covers rows sRow0(mt) .. + 16.
-    Value warpRow0 = e.mulIndex(k.warp, e.index(rowsPerWarp));
-    auto sRow0 = [&](int64_t mt) { return e.addIndex(warpRow0, e.index(16 * mt)); };
-    // Flattened accumulator list: tile (mt, nt) at mt * nTiles + nt.
+    // S^T of the warp's columns and keys is carried as keyTiles
+    // accumulator tiles: element i of tile kt is S[key0 + accCol(8 kt, i)]
+    // [vGlobal + accRow(0, i)]. Flattened: tile kt at 4 kt.
+    auto stateIndex = [&](int64_t kt, int64_t i) -> std::pair<Value, Value> {
+      return {e.addIndex(key0, k.accCol(8 * kt, i)),
+              e.addIndex(vGlobal, k.accRow(e.index(0), i))};
+    };
     SmallVector<Value> init;
-    for (int64_t mt = 0; mt < mTiles; ++mt)
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        for (int64_t i = 0; i < 4; ++i)
-          init.push_back(e.loadF32(s0, {bIdx, hv, k.accRow(sRow0(mt), i),
-                                        e.addIndex(v0, k.accCol(8 * nt, i))}));
-    auto unpack = [&](ValueRange flat) {
-      SmallVector<SmallVector<Value>> tiles;
-      for (int64_t t = 0; t < mTiles * nTiles; ++t)
-        tiles.push_back(SmallVector<Value>(flat.slice(4 * t, 4)));
-      return tiles;
-    };
+    for (int64_t kt = 0; kt < keyTiles; ++kt)
+      for (int64_t i = 0; i < 4; ++i) {
+        auto [key, v] = stateIndex(kt, i);
+        init.push_back(e.loadF32(s0, {bIdx, hv, key, v}));
+      }
     auto storeState = [&](ValueRange flat, Value dst, SmallVector<Value> prefix) {
-      SmallVector<SmallVector<Value>> s = unpack(flat);
-      for (int64_t mt = 0; mt < mTiles; ++mt)
-        for (int64_t nt = 0; nt < nTiles; ++nt)
-          k.forEachPair(sRow0(mt), nt, [&](Value r, Value c, int64_t i) {
-            SmallVector<Value> idx = prefix;
-            idx.push_back(r);
-            idx.push_back(e.addIndex(v0, c));
-            k.storePair(s[mt * nTiles + nt][i], s[mt * nTiles + nt][i + 1],
-                        dst, idx, Value());
-          });
+      for (int64_t kt = 0; kt < keyTiles; ++kt)
+        for (int64_t i = 0; i < 4; ++i) {
+          auto [key, v] = stateIndex(kt, i);
+          SmallVector<Value> idx = prefix;
+          idx.append({key, v});
+          e.storeFromF32(flat[4 * kt + i], dst, idx);
+        }
     };
 
-    prefetch(e.index(0));
-    k.commitCopies();
+    Value firstGroup = prefetch(e.index(0));
+    for (int64_t ahead = 1; ahead + 1 < kStateStages; ++ahead)
+      prefetch(e.index(ahead));
     ValueRange final = e.forEachReduce(
         numChunks, init, [&](Value n, ValueRange flat) -> SmallVector<Value> {
       ChunkRows rows = chunkRows(e, n, seqLen);
-      // Chunk n + 1 goes into the other stage (free since the last
-      // iteration's closing barrier) while this one is computed.
-      prefetch(e.addIndex(n, e.index(1)));
-      Value nextGroup = k.commitCopies();
-      Stage st = stageAt(arith::RemUIOp::create(b, n, e.index(2)));
+      // Chunk n has landed once at most kStateStages - 2 newer groups are
+      // in flight; the barrier makes every thread's copies visible and
+      // frees the stage of chunk n - 1 for chunk n + kStateStages - 1.
+      k.waitCopies(firstGroup, kStateStages - 2);
+      k.barrier();
+      prefetch(e.addIndex(n, e.index(kStateStages - 1)));
+      Stage st = stageAt(n);
       storeState(flat, states, {bIdx, n, hv});
-      SmallVector<SmallVector<Value>> s = unpack(flat);
 
-      // a. S split; chunk n's stage complete (all but the newest group)
-      //    and visible; W split from its stage.
-      if (wBuf)
-        for (int64_t mt = 0; mt < mTiles; ++mt)
-          for (int64_t nt = 0; nt < nTiles; ++nt)
-            k.forEachPair(sRow0(mt), nt, [&](Value r, Value c, int64_t i) {
-              ArrayRef<Value> tile = s[mt * nTiles + nt];
-              k.storePairSplit(tile[i], tile[i + 1], sHi, sLo, ValueRange{r, c});
-            });
-      k.waitCopies(nextGroup, 1);
-      k.barrier();
-      if (wBuf) {
-        // Stage rows past T arrived as zeros: no guard.
-        k.fillTile(wHi, kChunk, K, Value(), [&](Value r, Value c) {
-          return k.load8(st.w, {r, c});
-        }, wLo);
-        k.barrier();
-      }
-
-      // b. D = U - W S (or U) for the warp's 16 rows; stored, and kept
-      //    split in shared memory for the state update. Stage rows past
-      //    the sequence are zero.
-      Value m0 = e.mulIndex(k.warp, e.index(16));
-      SmallVector<SmallVector<Value>> ws = k.zeroAcc(nTiles);
-      if (wBuf)
-        k.gemm(ws, {{wHi}, TileView{wLo}}, m0,
-               {{sHi, /*transposed=*/true}, TileView{sLo, true}}, K);
-      for (int64_t nt = 0; nt < nTiles; ++nt) {
-        SmallVector<Value> d(4);
-        for (int64_t i = 0; i < 4; ++i)
-          d[i] = e.sub(e.loadF32(st.u, {k.accRow(m0, i), k.accCol(8 * nt, i)}),
-                       ws[nt][i]);
-        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
-          k.storePairSplit(d[i], d[i + 1], dHi, dLo, ValueRange{r, c});
-          k.storePair(d[i], d[i + 1], newValues,
-                      {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
-                      k.ult(r, rows.valid));
-        });
-      }
-      k.barrier();
-
-      // c. Kd, split: Kd_r = k_r * exp(G_C - G_r), G_C the last valid
-      //    row's gate.
-      Value last = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
-      auto rowGate = [&](Value r) {
-        return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)}).getResult();
-      };
-      Value gLastRow = e.subIndex(rows.valid, e.index(1));
-      // Staged K rows past T are zero; with gates the guard stays, so a
-      // decay exp(G_C - G_r) of a row past T (per-key gates read from
-      // global memory, or an overflowing exp) never meets that zero.
-      k.fillTile(kdHi, kChunk, K, gates ? rows.valid : Value(), [&](Value r, Value c) {
-        Value x = k.load8(st.k, {r, c});
-        if (!gates)
-          return x;
-        Value decay;
-        if (perKey) {
-          Value gLast = k.load8(gates, {bIdx, last, hv, c});
-          Value gRow = k.load8(gates, {bIdx, e.addIndex(rows.t0, r), hv, c});
-          decay = math::ExpOp::create(b, arith::SubFOp::create(b, gLast, gRow));
-        } else {
-          Value gLast = rowGate(gLastRow), gRow = rowGate(r);
-          decay = vector::BroadcastOp::create(b, VectorType::get({8}, f32),
-                                              e.exp(e.sub(gLast, gRow)));
+      // a. D^T = U^T - S^T W^T for the warp's 16 columns and the chunk's
+      //    64 rows (rowTiles tiles of 8 rows): each warp of the column
+      //    group adds -S^T W^T over its keys, key part 0 onto U^T. A = -S^T
+      //    comes split from the state registers, B = W^T split from W's
+      //    staged rows as the fragments are loaded; rows past T are staged
+      //    zeros, so D is 0 there.
+      SmallVector<SmallVector<Value>> d;
+      Value onU = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
+                                        e.index(0));
+      for (int64_t rt = 0; rt < rowTiles; ++rt) {
+        SmallVector<Value> tile;
+        for (int64_t i = 0; i < 4; ++i) {
+          Value u = e.loadF32(st.u, {k.accCol(8 * rt, i),
+                                     e.addIndex(vLocal, k.accRow(e.index(0), i))});
+          tile.push_back(exchange ? k.select(onU, u, e.f32(0.0f)) : u);
         }
-        return arith::MulFOp::create(b, x, decay).getResult();
-      }, gates ? kdLo : Value());
-      k.barrier();
-
-      // d. S = exp(G_C) S + Kd^T D for the warp's state rows.
-      SmallVector<Value> next;
-      Value gLastScalar;
-      if (rowGates)
-        gLastScalar = e.exp(rowGate(gLastRow));
-      Operand kd{{kdHi, /*transposed=*/true}};
-      if (gates)
-        kd.lo = TileView{kdLo, /*transposed=*/true};
-      for (int64_t mt = 0; mt < mTiles; ++mt) {
-        SmallVector<SmallVector<Value>> acc(s.begin() + mt * nTiles,
-                                            s.begin() + (mt + 1) * nTiles);
-        for (int64_t nt = 0; nt < nTiles; ++nt)
-          for (int64_t i = 0; i < 4; ++i) {
-            Value decay = gLastScalar;
-            if (perKey)
-              decay = e.exp(e.loadF32(gates, {bIdx, last, hv,
-                                              k.accRow(sRow0(mt), i)}));
-            if (decay)
-              acc[nt][i] = e.mul(acc[nt][i], decay);
-          }
-        k.gemm(acc, kd, sRow0(mt),
-               {{dHi, /*transposed=*/true}, TileView{dLo, true}}, kChunk);
-        for (auto &tile : acc)
-          next.append(tile.begin(), tile.end());
+        d.push_back(tile);
       }
-      k.barrier();
+      if (wBuf) {
+        for (int64_t ks = 0; ks < keysPerWarp / 16; ++ks) {
+          SmallVector<Value> s0Tile(flat.slice(8 * ks, 4));
+          SmallVector<Value> s1Tile(flat.slice(8 * ks + 4, 4));
+          auto [aHi, aLo] = k.splitFragmentA(s0Tile, s1Tile, /*negate=*/true);
+          for (int64_t rt = 0; rt < rowTiles; ++rt) {
+            // b_j = (W[8 rt + g][16 ks + 2q + 8 j], ... + 1), split.
+            SmallVector<Value> bHi, bLo;
+            Value row = e.addIndex(e.index(8 * rt), k.group);
+            for (int64_t j = 0; j < 2; ++j) {
+              Value col = e.addIndex(e.addIndex(key0, e.index(16 * ks + 8 * j)),
+                                     e.mulIndex(k.quad, e.index(2)));
+              auto [hi, lo] = k.splitRegister(k.loadPairF32(st.w, {row, col}));
+              bHi.push_back(hi);
+              bLo.push_back(lo);
+            }
+            d[rt] = k.mma(aHi, bLo, d[rt]);
+            d[rt] = k.mma(aLo, bHi, d[rt]);
+            d[rt] = k.mma(aHi, bHi, d[rt]);
+          }
+        }
+      }
+      if (exchange) {
+        // D = sum of the group's partials in key-part order, the same sum
+        // (bit for bit) in every warp of the group.
+        auto f32x4 = VectorType::get({4}, f32);
+        Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
+        Value xchg = k.tile(xchgOffset, kStateWarps * rowTiles * 32, 4, f32);
+        auto slot = [&](Value w, int64_t rt) {
+          return e.addIndex(
+              e.mulIndex(e.addIndex(e.mulIndex(w, e.index(rowTiles)), e.index(rt)),
+                         e.index(32)),
+              lane);
+        };
+        for (int64_t rt = 0; rt < rowTiles; ++rt)
+          vector::StoreOp::create(
+              b, vector::FromElementsOp::create(b, f32x4, d[rt]), xchg,
+              ValueRange{slot(k.warp, rt), e.index(0)}, false, llvm::Align(16));
+        k.barrier();
+        Value firstWarp = e.mulIndex(columnGroup, e.index(kStateKeySplit));
+        SmallVector<SmallVector<Value>> sum;
+        for (int64_t part = 0; part < kStateKeySplit; ++part) {
+          Value w = e.addIndex(firstWarp, e.index(part));
+          Value mine = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w, k.warp);
+          for (int64_t rt = 0; rt < rowTiles; ++rt) {
+            Value x = vector::LoadOp::create(b, f32x4, xchg,
+                                             ValueRange{slot(w, rt), e.index(0)},
+                                             false, llvm::Align(16));
+            SmallVector<Value> p;
+            for (int64_t i = 0; i < 4; ++i)
+              p.push_back(k.select(mine, d[rt][i],
+                                   vector::ExtractOp::create(b, x, i)));
+            if (part == 0) {
+              sum.push_back(p);
+              continue;
+            }
+            for (int64_t i = 0; i < 4; ++i)
+              sum[rt][i] = e.add(sum[rt][i], p[i]);
+          }
+        }
+        d = sum;
+      }
+
+      // b. The new values D, for rows below `valid`; the warps of a
+      //    column group take turns by row tile.
+      for (int64_t rt = 0; rt < rowTiles; ++rt)
+        for (int64_t odd = 0; odd < 2; ++odd) {
+          Value t = k.accCol(8 * rt, odd);
+          Value store = k.ult(t, rows.valid);
+          if (kStateKeySplit > 1)
+            store = arith::AndIOp::create(
+                b, store,
+                arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
+                                      e.index(rt % kStateKeySplit)));
+          auto ifOp = scf::IfOp::create(b, store, false);
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(ifOp.thenBlock());
+          for (int64_t i : {odd, odd + 2})
+            e.storeFromF32(d[rt][i], newValues,
+                           {bIdx, e.addIndex(rows.t0, t), hv,
+                            e.addIndex(vGlobal, k.accRow(e.index(0), i))});
+        }
+
+      // c. S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D
+      //    (G_C the last valid row's gate): the decay goes onto the fp32
+      //    D, so the keys stay exact and only A is split. Rows past T are
+      //    dropped before the exp can meet them.
+      Value gLast;
+      if (gates) {
+        gLast = memref::LoadOp::create(
+            b, st.g, ValueRange{e.subIndex(rows.valid, e.index(1)), e.index(0)});
+        for (int64_t rt = 0; rt < rowTiles; ++rt)
+          for (int64_t odd = 0; odd < 2; ++odd) {
+            Value t = k.accCol(8 * rt, odd);
+            Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+            Value decay = e.exp(e.sub(gLast, gt));
+            Value keep = k.ult(t, rows.valid);
+            for (int64_t i : {odd, odd + 2})
+              d[rt][i] = k.select(keep, e.mul(d[rt][i], decay), e.f32(0.0f));
+          }
+      }
+      SmallVector<SmallVector<Value>> acc;
+      Value stateDecay = gates ? e.exp(gLast) : Value();
+      for (int64_t kt = 0; kt < keyTiles; ++kt) {
+        SmallVector<Value> tile(flat.slice(4 * kt, 4));
+        if (stateDecay)
+          for (Value &x : tile)
+            x = e.mul(x, stateDecay);
+        acc.push_back(tile);
+      }
+      for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+        auto [aHi, aLo] = k.splitFragmentA(d[2 * ks], d[2 * ks + 1],
+                                           /*negate=*/false);
+        for (int64_t kt = 0; kt < keyTiles; kt += 2) {
+          // B = K (k = row, n = key): two key tiles per fragment load.
+          SmallVector<Value> bFrag =
+              kIsOperand ? k.fragB2({st.k, /*transposed=*/true}, key0, 8 * kt, 16 * ks)
+                         : k.fragB2FromF32Columns(st.k, key0, 8 * kt, 16 * ks);
+          for (int64_t j = 0; j < 2; ++j) {
+            ArrayRef<Value> bJ = ArrayRef(bFrag).slice(2 * j, 2);
+            acc[kt + j] = k.mma(aLo, bJ, acc[kt + j]);
+            acc[kt + j] = k.mma(aHi, bJ, acc[kt + j]);
+          }
+        }
+      }
+      SmallVector<Value> next;
+      for (auto &tile : acc)
+        next.append(tile.begin(), tile.end());
       return next;
     });
-    // The last prefetch (past the final chunk, all zero-size) drains.
-    k.waitCopies(k.commitCopies(), 0);
+    // The prefetches past the final chunk (all zero-size) drain.
+    k.waitCopies(firstGroup, 0);
     storeState(final, finalState, {bIdx, hv});
-  });
+  }, kStateWarps * 32);
   op.replaceAllUsesWith(
       ValueRange{e.toTensor(newValues, op.getNewValues().getType()),
                  e.toTensor(states, op.getChunkStates().getType()),

@@ -20,11 +20,11 @@
 //                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
 //                     then 64 gates and 64 betas (f32):
 //                     17408 + 16384 + 18432 + 256 + 256 = 52736.
-//   chunk_state_pass: W (later Kd) hi/lo 2 C (K + 8) 2 = 34816, S hi/lo
-//                     2 K (32 + 8) 2 = 20480, D hi/lo 2 C (32 + 8) 2 =
-//                     10240, then two input stages of W (C K 4 = 32768),
-//                     K (16384), U columns (C 32 4 = 8192), gates (256):
-//                     65536 + 2 * 57600 = 180736.
+//   chunk_state_pass: three input stages of W (C (K + 8) 4 = 34816),
+//                     K (C (K + 8) 2 = 17408), U columns (C (32 + 4) 4 =
+//                     9216), gates (256): 3 * 61696 = 185088, then the
+//                     exchange of 4 warps x 8 row tiles x 32 lanes x 16
+//                     bytes = 16384: 201472.
 //   chunk_output:     Q = C (K + 8) 2 = 17408, region B = max(17408,
 //                     S hi/lo 20480 + D hi/lo 10240) = 30720, P hi/lo
 //                     2 C (C + 8) 2 = 18432, 64 gates: 66816.
@@ -95,11 +95,16 @@
 // CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
 // CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
 
-// 3. chunk_state_pass: blocks (V / 32, HV, B), 128 threads, a sequential
-//    loop over the chunks carrying the 2 x 4 accumulator tiles of the
-//    warp's state rows (32 f32 per thread). D = U - W S (8 k-steps x 4
-//    n-tiles x 3, split operands) and S += Kd^T D (2 m-tiles x 4 k-steps x
-//    4 n-tiles x 3): 96 + 96 = 192 products.
+// 3. chunk_state_pass: blocks (V / 32, HV, B), 128 threads: two column
+//    groups of 16 value columns, each split over two warps by keys. A
+//    sequential loop over the chunks carries the warp's S^T (16 columns x
+//    64 keys: 8 accumulator tiles, 32 f32 per thread). Per chunk: one
+//    barrier for the staged inputs, D^T = U^T - S^T W^T over the warp's
+//    keys (4 k-steps x 8 row tiles x 3, both operands split: S^T from the
+//    registers, W as its fragments are loaded) summed over the two warps
+//    through shared memory (a second barrier), then S^T += D'^T K (4
+//    k-steps x 8 key tiles x 2, D' split, K exact through ldmatrix .trans):
+//    96 + 64 = 160 products.
 // CHECK:         bufferization.to_buffer %[[K]] read_only
 // CHECK:         bufferization.to_buffer %[[UT]] read_only
 // CHECK:         bufferization.to_buffer %[[WT]] read_only
@@ -108,49 +113,46 @@
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xf32>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
-// CHECK:         %[[SPSMEM:.*]] = arith.constant 180736 : i32
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 201472 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
 // CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// W hi/lo, Kd hi/lo (over W), S hi/lo, D hi/lo, all stored as computed
-// (S and D by 16-bit pair stores); the products read Kd, S and D through
-// ldmatrix .trans.
-// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           %[[SHI:.*]] = memref.view %[[SM2]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c45056{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c55296{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%c60416{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
-// Two stages of the chunk's inputs from 65536 on, 57600 bytes each (W f32,
-// K, the block's U columns, row gates). The prologue starts chunk 0's
-// copies (16-byte cp.async, rows past T zero-filled: source size 0).
-// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x128xf32, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x128xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x32xf32, #gpu.address_space<workgroup>>
+// Three stages of 61696 bytes (W f32 rows padded by 32 bytes, K padded
+// like every ldmatrix tile, the block's 32 U columns padded by 16 bytes,
+// row gates), then the 16 KiB exchange of the partial products. The
+// prologue starts chunks 0 and 1 (16-byte cp.async, rows past T
+// zero-filled: source size 0).
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x1xf32, #gpu.address_space<workgroup>>
-// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x128xf32, #gpu.address_space<workgroup>>
-// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x128xbf16, #gpu.address_space<workgroup>>
-// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x32xf32, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[FIRST:.*]] = nvgpu.device_async_create_group
 // CHECK:           nvgpu.device_async_create_group
-// Each iteration starts chunk n + 1's copies, then waits for chunk n's.
+// Each iteration waits for chunk n (one newer group may be in flight),
+// then starts chunk n + 2's copies.
 // CHECK:           %{{.*}}:32 = scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:             nvgpu.device_async_wait %[[FIRST]] {numGroups = 1 : i32}
+// CHECK-NEXT:        gpu.barrier
 // CHECK-COUNT-4:     nvgpu.device_async_copy
-// CHECK:             %[[NEXT:.*]] = nvgpu.device_async_create_group
-// CHECK:             nvgpu.device_async_wait %[[NEXT]] {numGroups = 1 : i32}
-// CHECK:             gpu.barrier
-// CHECK:             gpu.barrier
+// CHECK:             nvgpu.device_async_create_group
+// CHECK-COUNT-32:    memref.store %{{.*}}, %[[STATES]]
 // CHECK-COUNT-96:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
-// CHECK:             vector.store %{{.*}}, %[[D]]
-// CHECK:             gpu.barrier
+// CHECK-COUNT-8:     vector.store %{{.*}}, %[[XCHG:.*]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1024x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT:        gpu.barrier
+// CHECK-COUNT-16:    vector.load %[[XCHG]]
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[D]]
 // CHECK:             math.exp
-// CHECK:             gpu.barrier
-// CHECK-COUNT-96:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:         nvvm.mma.sync
-// CHECK:             gpu.barrier
-// CHECK-NEXT:        scf.yield
-// CHECK:           vector.store %{{.*}}, %[[FINAL]]
+// CHECK-NOT:         gpu.barrier
+// CHECK:             scf.yield
+// CHECK:           nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
+// CHECK-COUNT-32:  memref.store %{{.*}}, %[[FINAL]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[DT:.*]] = bufferization.to_tensor %[[D]] restrict writable
 // CHECK:         %[[STATEST:.*]] = bufferization.to_tensor %[[STATES]] restrict writable
@@ -202,10 +204,11 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // vector constant and a vector.extract at the value head, so that no
 // host-side gate tensor is materialised or read. No rank-1 term: no UT
 // kernel, and the state pass has no W S product (2 + 1 launches).
-// Shared memory for K = V = 64: state pass 2 * 9216 + 2 * 5120 + 2 * 5120
-// = 38912, then two input stages of 8192 (K) + 4096 (the V columns) + 256
-// (gates) = 64000; output 9216 + max(9216, 2 * 5120 + 2 * 5120) + 2 * 9216
-// + 256 = 48384.
+// Shared memory for K = V = 64: state pass three input stages of K
+// (64 (64 + 8) 2 = 9216), the block's 32 V columns (bf16, padded by 16
+// bytes: 64 (32 + 8) 2 = 5120) and gates (256) = 43776, no exchange (no
+// W S product: every warp starts from its own U^T); output 9216 +
+// max(9216, 2 * 5120 + 2 * 5120) + 2 * 9216 + 256 = 48384.
 
 // CHECK-LABEL: func.func @retnet(
 // CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
@@ -222,11 +225,11 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK:           gpu.terminator
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only
-// CHECK:         %[[RSP:.*]] = arith.constant 64000 : i32
+// CHECK:         %[[RSP:.*]] = arith.constant 43776 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
 // CHECK:           gpu.barrier
-// CHECK-COUNT-48:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-COUNT-32:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
 // CHECK:         %[[ROUT:.*]] = arith.constant 48384 : i32
