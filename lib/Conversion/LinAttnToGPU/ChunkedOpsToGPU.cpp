@@ -832,50 +832,48 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     }
     k.barrier();
 
-    // 3. T = (I + L)^-1 by right-looking forward substitution in fp32:
-    //    T = I; for j = 0 .. 63: row j is final, then T_ic -= L_ij T_jc for
-    //    all i (L_ij = 0 for i <= j). Thread t holds row t / 2, columns
-    //    [32 (t % 2), + 32) in registers; row j goes through shared memory.
+    // 3. T = (I + L)^-1 in fp32, one column per lane: column c solves
+    //    (I + L) t = e_c by forward substitution, t_i = [i == c] -
+    //    sum_{j < i} L_ij t_j, with no exchange between columns, so no
+    //    barrier. Warp w takes columns [16 w, + 16) (lanes l and l + 16
+    //    the same one) and starts at row 16 w, above which its columns are
+    //    zero (T is lower triangular); L's rows are read as 4-vectors, the
+    //    same address in every lane.
     {
-      constexpr int64_t kHalf = kChunk / 2;
-      Value row = arith::DivUIOp::create(b, k.tid, e.index(2));
-      Value c0 = e.mulIndex(arith::RemUIOp::create(b, k.tid, e.index(2)),
-                            e.index(kHalf));
-      SmallVector<Value> init;
-      for (int64_t cc = 0; cc < kHalf; ++cc) {
-        Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row,
-                                           e.addIndex(c0, e.index(cc)));
-        init.push_back(k.select(diag, e.f32(1.0f), e.f32(0.0f)));
-      }
+      Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
+      Value col = e.addIndex(e.mulIndex(k.warp, e.index(16)),
+                             arith::RemUIOp::create(b, lane, e.index(16)));
       auto f32x4 = VectorType::get({4}, f32);
-      e.forEachReduce(e.index(kChunk), init,
-                      [&](Value j, ValueRange t) -> SmallVector<Value> {
-        Value owner = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, j);
-        auto publish = scf::IfOp::create(b, owner, false);
-        {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(publish.thenBlock());
-          for (int64_t cc = 0; cc < kHalf; cc += 4) {
-            Value v = vector::FromElementsOp::create(b, f32x4, t.slice(cc, 4));
-            vector::StoreOp::create(b, v, tF32,
-                                    ValueRange{j, e.addIndex(c0, e.index(cc))},
-                                    false, llvm::Align(16));
+      for (int64_t w = 0; w < kWarps; ++w) {
+        auto ifOp = scf::IfOp::create(
+            b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, k.warp,
+                                     e.index(w)),
+            false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        int64_t r0 = 16 * w;
+        SmallVector<Value> t(kChunk);
+        for (int64_t i = r0; i < kChunk; ++i) {
+          // Four partial sums, one per vector lane, shorten the chain.
+          SmallVector<Value> partial(4, e.f32(0.0f));
+          for (int64_t j0 = r0; j0 < i; j0 += 4) {
+            Value l = vector::LoadOp::create(b, f32x4, lTile,
+                                             ValueRange{e.index(i), e.index(j0)},
+                                             false, llvm::Align(16));
+            for (int64_t x = 0; x < 4 && j0 + x < i; ++x)
+              partial[x] = math::FmaOp::create(
+                  b, vector::ExtractOp::create(b, l, x), t[j0 + x], partial[x]);
           }
+          Value sum = e.add(e.add(partial[0], partial[1]),
+                            e.add(partial[2], partial[3]));
+          Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, col,
+                                             e.index(i));
+          t[i] = e.sub(k.select(diag, e.f32(1.0f), e.f32(0.0f)), sum);
         }
-        k.barrier();
-        Value lij = memref::LoadOp::create(b, lTile, ValueRange{row, j});
-        SmallVector<Value> next;
-        for (int64_t cc = 0; cc < kHalf; cc += 4) {
-          Value tj = vector::LoadOp::create(
-              b, f32x4, tF32, ValueRange{j, e.addIndex(c0, e.index(cc))}, false,
-              llvm::Align(16));
-          for (int64_t x = 0; x < 4; ++x) {
-            Value tjc = vector::ExtractOp::create(b, tj, x);
-            next.push_back(e.sub(t[cc + x], e.mul(lij, tjc)));
-          }
-        }
-        return next;
-      });
+        for (int64_t i = 0; i < kChunk; ++i)
+          memref::StoreOp::create(b, i < r0 ? e.f32(0.0f) : t[i], tF32,
+                                  ValueRange{e.index(i), col});
+      }
     }
     k.barrier();
 

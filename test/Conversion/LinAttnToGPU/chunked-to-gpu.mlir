@@ -79,14 +79,32 @@
 // CHECK:           nvgpu.ldmatrix %[[KTILE:.*]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:           nvvm.mma.sync A[%{{.*}}] B[%{{.*}}] C[%{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-COUNT-63:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
-// Forward substitution: 64 steps, each thread keeps 32 entries of T in
-// registers and publishes its row through shared memory.
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %c64{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK:             scf.if
-// CHECK-COUNT-8:       vector.store %{{.*}}, %[[TF32]][{{.*}}] {alignment = 16 : i64} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK-NEXT:        }
-// CHECK-NEXT:        gpu.barrier
-// CHECK-NEXT:        memref.load %[[LTILE]][{{.*}}] : memref<64x64xf32, #gpu.address_space<workgroup>>
+// Forward substitution, one column of T per lane and no barrier: warp w
+// solves its 16 columns from row 16 w on (T is lower triangular), sum_{j
+// < i} L_ij t_j as fused multiply-adds on L rows read as 4-vectors: warp 0
+// 0 + 1 + ... + 63 = 2016 of them, warp 3 (rows 48..63) 120; every warp
+// stores its whole columns, zeros above row 16 w.
+// CHECK:           gpu.barrier
+// CHECK:           scf.if
+// CHECK-NOT:         gpu.barrier
+// CHECK:             vector.load %[[LTILE]][%c1{{[_0-9]*}}, %c0{{[_0-9]*}}] {alignment = 16 : i64} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-2016:  math.fma
+// CHECK-NOT:         math.fma
+// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
+// CHECK-NEXT:      }
+// CHECK:           scf.if
+// CHECK-COUNT-1128:  math.fma
+// CHECK-NOT:         math.fma
+// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
+// CHECK-NEXT:      }
+// CHECK:           scf.if
+// CHECK-COUNT-496:   math.fma
+// CHECK:           scf.if
+// CHECK-COUNT-120:   math.fma
+// CHECK-NOT:         math.fma
+// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
+// CHECK-NEXT:      }
+// CHECK-NEXT:      gpu.barrier
 // W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
 // CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
