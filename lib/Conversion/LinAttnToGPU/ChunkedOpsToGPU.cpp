@@ -1264,15 +1264,15 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K]; region B holds K [64][K], then S [K][32]
-  // and D [64][32], split (read transposed by ldmatrix .trans); P [64][64],
-  // split; 64 row gates.
+  // Shared memory: Q [64][K], K [64][K], then S [K][32] and D [64][32],
+  // split (read transposed by ldmatrix .trans); 64 row gates. Everything
+  // is loaded at once, so the block waits on global memory once; P stays
+  // in registers.
   int64_t qBytes = kChunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
   int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
-  int64_t pBytes = kChunk * (kChunk + kPad) * 2;
-  int64_t bBytes = std::max(qBytes, 2 * sBytes + 2 * dBytes);
-  int64_t pOffset = qBytes + bBytes, gOffset = pOffset + 2 * pBytes;
+  int64_t sOffset = 2 * qBytes, dOffset = sOffset + 2 * sBytes;
+  int64_t gOffset = dOffset + 2 * dBytes;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
@@ -1290,53 +1290,47 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, kChunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, kChunk, K + kPad, elem);
-    Value sHi = k.tile(qBytes, K, kOutputColumns + kPad, elem);
-    Value sLo = k.tile(qBytes + sBytes, K, kOutputColumns + kPad, elem);
-    Value dHi = k.tile(qBytes + 2 * sBytes, kChunk, kOutputColumns + kPad, elem);
-    Value dLo = k.tile(qBytes + 2 * sBytes + dBytes, kChunk, kOutputColumns + kPad, elem);
-    Value pHi = k.tile(pOffset, kChunk, kChunk + kPad, elem);
-    Value pLo = k.tile(pOffset + pBytes, kChunk, kChunk + kPad, elem);
+    Value sHi = k.tile(sOffset, K, kOutputColumns + kPad, elem);
+    Value sLo = k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
+    Value dHi = k.tile(dOffset, kChunk, kOutputColumns + kPad, elem);
+    Value dLo = k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value gShared = k.vec(gOffset, kChunk, f32);
 
-    // 1. Q and K of the chunk, row gates.
+    // 1. Q and K of the chunk, S_n and D of the block's columns (split),
+    //    row gates.
     k.fillTile(qTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(qBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
     });
     k.fillTile(kTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
     });
-    fillRowGates(k, gShared, gates, bIdx, rows, hv);
-    k.barrier();
-
-    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)), split.
-    Value m0 = e.mulIndex(k.warp, e.index(16));
-    SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
-    k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
-    for (int64_t nt = 0; nt < kChunk / 8; ++nt)
-      k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
-        Value gr = memref::LoadOp::create(b, gShared, r);
-        SmallVector<Value> masked;
-        for (int64_t j = 0; j < 2; ++j) {
-          Value col = e.addIndex(c, e.index(j));
-          Value gc = memref::LoadOp::create(b, gShared, col);
-          Value x = e.mul(p[nt][i + j], e.exp(e.sub(gr, gc)));
-          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, r);
-          masked.push_back(k.select(causal, x, e.f32(0.0f)));
-        }
-        k.storePairSplit(masked[0], masked[1], pHi, pLo, ValueRange{r, c});
-      });
-    k.barrier();
-
-    // 3. S_n and D of the block's columns, split.
     k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
       return k.load8(states, {bIdx, n, hv, r, e.addIndex(v0, c)});
     }, sLo);
     k.fillTile(dHi, kChunk, kOutputColumns, rows.valid, [&](Value r, Value c) {
       return k.load8(dBuf, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)});
     }, dLo);
+    fillRowGates(k, gShared, gates, bIdx, rows, hv);
     k.barrier();
 
-    // 4. O = scale (diag(exp(G)) Q S + P D).
+    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows,
+    //    kept in its accumulator registers.
+    Value m0 = e.mulIndex(k.warp, e.index(16));
+    SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
+    k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
+    for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
+        Value gr = memref::LoadOp::create(b, gShared, r);
+        Value gc = memref::LoadOp::create(b, gShared, c);
+        Value x = e.mul(p[nt][i], e.exp(e.sub(gr, gc)));
+        Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+        p[nt][i] = k.select(causal, x, e.f32(0.0f));
+      }
+
+    // 3. O = scale (diag(exp(G)) Q S + P D); P is the A operand straight
+    //    from its accumulators (split), D and S come split from shared
+    //    memory.
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
     k.gemm(o, {{qTile}}, m0, {{sHi, /*transposed=*/true}, TileView{sLo, true}}, K);
     for (int64_t nt = 0; nt < nTiles; ++nt)
@@ -1344,8 +1338,19 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
         Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
         o[nt][i] = e.mul(o[nt][i], e.exp(g));
       }
-    k.gemm(o, {{pHi}, TileView{pLo}}, m0,
-           {{dHi, /*transposed=*/true}, TileView{dLo, true}}, kChunk);
+    for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+      auto [aHi, aLo] = k.splitFragmentA(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
+      for (int64_t nt = 0; nt < nTiles; nt += 2) {
+        SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, 16 * ks);
+        SmallVector<Value> bLo = k.fragB2({dLo, /*transposed=*/true}, 8 * nt, 16 * ks);
+        for (int64_t j = 0; j < 2; ++j) {
+          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
+          o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
+          o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
+          o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
+        }
+      }
+    }
     for (int64_t nt = 0; nt < nTiles; ++nt)
       k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
         k.storePair(e.mul(o[nt][i], e.f32(scale)), e.mul(o[nt][i + 1], e.f32(scale)),
