@@ -54,22 +54,25 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
 
     - `ut_transform`, one block per (chunk, value head, sequence):
       `A = K K^T` on tensor cores, `L = StrictLower(diag(c) A * exp(G_i -
-      G_j))`, `T = (I + L)^-1` by right-looking forward substitution in fp32
-      (each thread holds half a row of T in registers), then
+      G_j))`, `T = (I + L)^-1` in fp32 by forward substitution one column
+      per lane (the columns are independent: no barrier), then
       `W = (T diag(c exp(G))) K` and `U = (T diag(beta)) V`.
     - `chunk_state_pass`, one block per (32 state columns, value head,
-      sequence), the state in the warps' accumulator fragments across a
-      sequential loop over chunks: `D = U - W S`, `S' = exp(G_C) S + Kd^T D`;
-      chunk n + 1's inputs come in by `cp.async` (double-buffered in
-      shared memory) while chunk n is computed.
+      sequence): each warp carries `S^T` for 16 columns and half the keys
+      in its accumulators across a sequential loop over chunks (the mma C
+      layout is the next product's A layout, so the state never goes
+      through shared memory): `D = U - W S` (the two key halves' partial
+      products summed through shared memory), `S' = exp(G_C) S + K^T D'`
+      with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
+      `cp.async` (three stages) while chunk n is computed.
     - `chunk_output`, one block per (chunk x 32 columns, value head,
-      sequence): `O = scale (diag(exp(G)) Q S + Mask(Q K^T * exp(G_i -
-      G_j)) D)`.
+      sequence): `O = scale (diag(exp(G)) Q S + P D)` with `P =
+      Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand.
 
     Chunks are 64 tokens; K and V are 64 or 128 (divisible by 64 and at
     most 128). An op outside that envelope (f32 operands, per-key gates in
-    `chunk_output`, other chunk sizes) is an error naming the op and the
-    limit.
+    `chunk_state_pass` and `chunk_output`, other chunk sizes) is an error
+    naming the op and the limit.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
