@@ -11,7 +11,9 @@ allocation poisoned (LINATTN_POISON_ALLOCS=1: NaN bytes, so an unwritten
 output element fails the check), and compares o and the final state to a
 float64 reference computed on the GPU by the loop below (written separately
 from the compiler and from test/lib's numpy oracle). Tolerance: 5e-3 relative
-error for bf16 inputs, 1e-4 for f32. Writes a JSON report.
+error for bf16 inputs, 1e-4 for f32. A library named <family>_l2norm_...
+(the family's spec with {qk_l2norm}) gets q and k rows of random length,
+and the reference normalises them. Writes a JSON report.
 """
 
 import argparse
@@ -29,6 +31,13 @@ KINDS = {"linear_attention": "identity", "retnet": "constant_decay",
          "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
          "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta"}
 DELTA = {"delta", "gated_delta", "negeig_delta"}
+# A library <family>_l2norm_... is the family's spec with {qk_l2norm}: q and
+# k are normalised inside the call, x / sqrt(sum(x^2) + eps).
+L2NORM_SUFFIX, L2NORM_EPS = "_l2norm", 1e-6
+
+
+def l2norm(x):
+    return x / torch.sqrt((x * x).sum(-1, keepdim=True) + L2NORM_EPS)
 
 
 def retnet_gammas(hv):
@@ -65,8 +74,10 @@ def reference(kind, q, k, v, g, beta, s0, scale, gammas):
     return o, S
 
 
-def make_inputs(kind, B, T, K, V, dtype, hard, gen):
-    """Inputs as float32 tensors holding values exact in `dtype`."""
+def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False):
+    """Inputs as float32 tensors holding values exact in `dtype`; with
+    `unnormalised_qk`, q and k rows of random length in [0.5, 4) (for specs
+    that normalise them)."""
     H = HV = 8
     dev = "cuda"
     def rnd(*shape):
@@ -77,6 +88,9 @@ def make_inputs(kind, B, T, K, V, dtype, hard, gen):
         k = torch.nn.functional.normalize(base + 1e-2 * rnd(B, T, H, K), dim=-1)
     else:
         k = torch.nn.functional.normalize(rnd(B, T, H, K), dim=-1)
+    if unnormalised_qk:
+        q = q * (0.5 + 3.5 * torch.rand(B, T, H, 1, generator=gen, device=dev))
+        k = k * (0.5 + 3.5 * torch.rand(B, T, H, 1, generator=gen, device=dev))
     v = rnd(B, T, HV, V) * (3.0 if hard else 1.0)
     cast = (lambda x: x.to(torch.bfloat16).float()) if dtype == "bf16" else (lambda x: x)
     q, k, v = cast(q), cast(k), cast(v)
@@ -137,12 +151,15 @@ def main():
             name, dtype, kdim, strategy = stem.rsplit("_", 3)
             if args.only and args.only not in stem:
                 continue
+            qk_l2norm = name.endswith(L2NORM_SUFFIX)
+            if qk_l2norm:
+                name = name[:-len(L2NORM_SUFFIX)]
             kind, K = KINDS[name], int(kdim)
             tol = 5e-3 if dtype == "bf16" else 1e-4
             for B in Bs:
                 for T in Ts:
                     hard = T == 4096
-                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen)
+                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen, qk_l2norm)
                     cmd, outs = runner_command(args.runner, os.path.join(args.libdir, lib),
                                                name, ins, work)
                     t0 = time.time()
@@ -155,6 +172,8 @@ def main():
                         o = torch.from_numpy(np.load(outs[0])).cuda().double()
                         s = torch.from_numpy(np.load(outs[1])).cuda().double()
                         d = {n: x.double() for n, x in ins.items()}
+                        if qk_l2norm:
+                            d["q"], d["k"] = l2norm(d["q"]), l2norm(d["k"])
                         gammas = retnet_gammas(8) if kind == "constant_decay" else None
                         ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"),
                                            d.get("beta"), d["initial_state"], K ** -0.5, gammas)

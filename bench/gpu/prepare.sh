@@ -5,7 +5,8 @@
 # H = HV = 8, dynamic B and T, each strategy with a GPU mapping: recurrent for
 # all, chunked (tensor cores) for the 16-bit specs of every family whose
 # gates are per head (key_gate's chunk_output has no GPU kernel yet).
-# Objects are named <family>_<dtype>_<K>_<strategy>.o.
+# Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
+# is Gated DeltaNet with {qk_l2norm}.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,6 +27,11 @@ ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, 64, 64, decay=decay)
 PY
   done
 done
+# Gated DeltaNet with q and k normalised in the call (qk_l2norm): the
+# tensor-core kernels then read f32 keys (the l2norm results).
+sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
+  > "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
+grep -q qk_l2norm "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
 for spec in "$out"/specs/*.mlir; do
   base=$(basename "$spec" .mlir)
   build/bin/linattn-compile "$spec" -o "$out/${base}_recurrent.o" --strategy=recurrent

@@ -52,12 +52,15 @@ constexpr int64_t kOutputColumns = 32;
 /// column group add their partial W S^T products through shared memory.
 /// kStateColumnGroups groups share a block and its staged inputs
 /// (B * HV * V / 32 blocks of 4 warps); kStateStages stages keep two
-/// chunks' copies in flight.
+/// chunks' copies in flight (two stages, one chunk, where three do not fit:
+/// f32 keys, from linattn.l2norm).
 constexpr int64_t kStateColumnGroups = 2;
 constexpr int64_t kStateKeySplit = 2;
 constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
 constexpr int64_t kStateColumns = 16 * kStateColumnGroups;
 constexpr int64_t kStateStages = 3;
+/// Dynamic shared memory one block may opt in to on sm_90.
+constexpr int64_t kMaxSharedBytes = 232448;
 /// Row padding of 16-bit shared tiles, in elements: a row stride of
 /// (n + 8) * 2 bytes puts the 8 rows a fragment load touches in distinct
 /// banks.
@@ -952,9 +955,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   Value finalState = e.allocFor(op.getFinalState().getType(),
                                 {batch, hvDim, e.index(K), e.index(V)});
 
-  // Shared memory: kStateStages stages of a chunk's inputs as they come
+  // Shared memory: `stages` stages of a chunk's inputs as they come
   // from global memory (W, K, the block's U columns, the row gates); while
-  // chunk n is computed, cp.async brings chunk n + kStateStages - 1. Rows
+  // chunk n is computed, cp.async brings chunk n + stages - 1. Rows
   // are padded so that the fragment loads below touch distinct banks: W by
   // 32 bytes (lanes of a half-warp read 8-byte pairs of rows 8 apart), K
   // like every ldmatrix tile, U by 16 bytes (lanes read rows 2 apart).
@@ -977,8 +980,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   // Partial W S^T products of the warps, as held in registers: tile rt of
   // warp w at [w][rt][lane] (16 bytes each).
   bool exchange = wBuf && kStateKeySplit > 1;
-  int64_t xchgOffset = kStateStages * stageBytes;
   int64_t xchgBytes = exchange ? kStateWarps * rowTiles * 32 * 16 : 0;
+  int64_t stages = kStateStages;
+  if (stages * stageBytes + xchgBytes > kMaxSharedBytes)
+    stages = 2;
+  int64_t xchgOffset = stages * stageBytes;
+  if (xchgOffset + xchgBytes > kMaxSharedBytes)
+    return op.emitOpError() << "GPU state pass needs " << xchgOffset + xchgBytes
+                            << " bytes of shared memory, more than the "
+                            << kMaxSharedBytes << " a block may have";
 
   emitLaunch(b, {e.index(V / kStateColumns), hvDim, batch},
              xchgOffset + xchgBytes, elem, [&](KernelEmitter &k) {
@@ -999,7 +1009,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       Value w, k, u, g;
     };
     auto stageAt = [&](Value n) {
-      Value stage = arith::RemUIOp::create(b, n, e.index(kStateStages));
+      Value stage = arith::RemUIOp::create(b, n, e.index(stages));
       Value base = e.mulIndex(stage, e.index(stageBytes));
       auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
       Stage st;
@@ -1063,17 +1073,17 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     };
 
     Value firstGroup = prefetch(e.index(0));
-    for (int64_t ahead = 1; ahead + 1 < kStateStages; ++ahead)
+    for (int64_t ahead = 1; ahead + 1 < stages; ++ahead)
       prefetch(e.index(ahead));
     ValueRange final = e.forEachReduce(
         numChunks, init, [&](Value n, ValueRange flat) -> SmallVector<Value> {
       ChunkRows rows = chunkRows(e, n, seqLen);
-      // Chunk n has landed once at most kStateStages - 2 newer groups are
-      // in flight; the barrier makes every thread's copies visible and
-      // frees the stage of chunk n - 1 for chunk n + kStateStages - 1.
-      k.waitCopies(firstGroup, kStateStages - 2);
+      // Chunk n has landed once at most stages - 2 newer groups are in
+      // flight; the barrier makes every thread's copies visible and frees
+      // the stage of chunk n - 1 for chunk n + stages - 1.
+      k.waitCopies(firstGroup, stages - 2);
       k.barrier();
-      prefetch(e.addIndex(n, e.index(kStateStages - 1)));
+      prefetch(e.addIndex(n, e.index(stages - 1)));
       Stage st = stageAt(n);
       storeState(flat, states, {bIdx, n, hv});
 
