@@ -201,7 +201,7 @@ std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
     if (d != 64 && d != 128)
       return "the tensor-core kernels need K and V of 64 or 128";
   if (op.getKind() == TransitionKind::KeyGate)
-    return "per-key gates (key_gate) have no chunked output kernel";
+    return "per-key gates (key_gate) have no chunked state pass or output kernel";
   return "";
 }
 

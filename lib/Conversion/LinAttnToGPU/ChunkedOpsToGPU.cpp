@@ -3,8 +3,7 @@
 // The GPU mapping of the chunkwise algorithm (the formulas are those of the
 // op descriptions in LinAttnOps.td). Every op becomes one gpu.launch of 128
 // threads (4 warps); the products of a chunk run on tensor cores as
-// nvvm.mma.sync m16n8k16 (bf16/f16 operands in shared memory, fp32
-// accumulators). Fragment layouts follow the PTX ISA ("Matrix Fragments for
+// nvvm.mma.sync m16n8k16 (bf16/f16 operands, fp32 accumulators). Fragment layouts follow the PTX ISA ("Matrix Fragments for
 // mma.m16n8k16"): with lane = 4 * group + quad,
 //   A (16x16, row-major): a0 = A[g][2q..2q+1],   a1 = A[g+8][2q..],
 //                         a2 = A[g][2q+8..],     a3 = A[g+8][2q+8..]
@@ -13,7 +12,11 @@
 // Fragments come from shared memory by `ldmatrix` (nvgpu.ldmatrix): each
 // 8x8 16-bit tile it loads lands in one register per lane in exactly the
 // a/b layout above (`.trans` for tiles stored transposed), one instruction
-// for what took four to eight scalar or 32-bit shared loads.
+// for what took four to eight scalar or 32-bit shared loads. An fp32
+// product that the next product consumes stays in registers: C's rows are
+// A's rows, so two adjacent 16x8 accumulator tiles are one A fragment
+// (splitFragmentA), as the state pass's S^T and D^T and the output
+// kernel's P are.
 //
 //===----------------------------------------------------------------------===//
 
