@@ -11,7 +11,7 @@ allocation poisoned (LINATTN_POISON_ALLOCS=1: NaN bytes, so an unwritten
 output element fails the check), and compares o and the final state to a
 float64 reference computed on the GPU by the loop below (written separately
 from the compiler and from test/lib's numpy oracle). Tolerance: 5e-3 relative
-error for bf16 inputs, 1e-4 for f32. A library named <family>_l2norm_...
+error for 16-bit (bf16, f16) inputs, 1e-4 for f32. A library named <family>_l2norm_...
 (the family's spec with {qk_l2norm}) gets q and k rows of random length,
 and the reference normalises them. Writes a JSON report.
 """
@@ -92,7 +92,8 @@ def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False):
         q = q * (0.5 + 3.5 * torch.rand(B, T, H, 1, generator=gen, device=dev))
         k = k * (0.5 + 3.5 * torch.rand(B, T, H, 1, generator=gen, device=dev))
     v = rnd(B, T, HV, V) * (3.0 if hard else 1.0)
-    cast = (lambda x: x.to(torch.bfloat16).float()) if dtype == "bf16" else (lambda x: x)
+    narrow = {"bf16": torch.bfloat16, "f16": torch.float16}.get(dtype)
+    cast = (lambda x: x.to(narrow).float()) if narrow else (lambda x: x)
     q, k, v = cast(q), cast(k), cast(v)
     ins = {"q": q, "k": k, "v": v}
     if kind in ("scalar_gate", "gated_delta", "key_gate"):
@@ -155,7 +156,7 @@ def main():
             if qk_l2norm:
                 name = name[:-len(L2NORM_SUFFIX)]
             kind, K = KINDS[name], int(kdim)
-            tol = 5e-3 if dtype == "bf16" else 1e-4
+            tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:
                 for T in Ts:
                     hard = T == 4096
