@@ -62,6 +62,8 @@ constexpr int64_t kStateKeySplit = 2;
 constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
 constexpr int64_t kStateColumns = 16 * kStateColumnGroups;
 constexpr int64_t kStateStages = 3;
+/// Keys per row of the l2norm kernel: a warp per row, 32 per lane at most.
+constexpr int64_t kMaxL2NormKeys = 1024;
 /// Dynamic shared memory one block may opt in to on sm_90.
 constexpr int64_t kMaxSharedBytes = 232448;
 /// Row padding of 16-bit shared tiles, in elements: a row stride of
@@ -568,7 +570,7 @@ void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
 }
 
 //===----------------------------------------------------------------------===//
-// linattn.l2norm: one thread per row.
+// linattn.l2norm: one warp per row, x / sqrt(sum(x^2) + eps).
 //===----------------------------------------------------------------------===//
 
 LogicalResult lowerL2Norm(L2NormOp op) {
@@ -577,33 +579,62 @@ LogicalResult lowerL2Norm(L2NormOp op) {
   auto type = cast<RankedTensorType>(op.getInput().getType());
   if (type.getRank() != 4)
     return op.emitOpError() << "GPU kernel normalises [B, T, H, K] operands";
+  int64_t n = type.getDimSize(3); // static: the op's verifier
+  if (n > kMaxL2NormKeys)
+    return op.emitOpError() << "GPU l2norm kernel takes K of at most "
+                            << kMaxL2NormKeys << " (a warp per row), got " << n;
   Value in = e.toBuffer(op.getInput());
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < 4; ++d)
     sizes.push_back(e.dim(in, d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
-  int64_t n = type.getDimSize(3);
-  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kThreads));
+  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kWarps));
   emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/0,
              b.getBF16Type(), [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
-    Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kThreads)),
-                         k.tid);
+    Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kWarps)),
+                         k.warp);
     Value h = body->getArgument(1), bIdx = body->getArgument(2);
+    Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
+    // The whole warp takes row t or skips it, so the shuffles below see
+    // all 32 lanes.
     auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value sum = e.forEachReduce(e.index(n), {e.f32(0.0f)},
-                                [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                                  Value x = e.loadF32(in, {bIdx, t, h, i});
-                                  return {e.add(acc[0], e.mul(x, x))};
-                                })[0];
+    // Lane l holds x[l + 32 j]: consecutive lanes, consecutive addresses.
+    SmallVector<Value> x, key;
+    Value sum = e.f32(0.0f);
+    for (int64_t j = 0; j * 32 < n; ++j) {
+      key.push_back(e.addIndex(lane, e.index(32 * j)));
+      Value xj = (j + 1) * 32 <= n
+                     ? e.loadF32(in, {bIdx, t, h, key.back()})
+                     : k.loadRowOrZero(key.back(), e.index(n), b.getF32Type(),
+                                       [&](Value i) {
+                                         return e.loadF32(in, {bIdx, t, h, i});
+                                       });
+      x.push_back(xj);
+      sum = math::FmaOp::create(b, xj, xj, sum);
+    }
+    // sum(x^2) over the row by a butterfly of shuffles.
+    for (int32_t offset = 16; offset > 0; offset /= 2)
+      sum = e.add(sum, gpu::ShuffleOp::create(b, sum, offset, 32,
+                                              gpu::ShuffleMode::XOR)
+                           .getShuffleResult());
     Value inv = arith::DivFOp::create(
         b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(kL2NormEps))));
-    e.forEach(e.index(n), [&](Value i) {
-      e.storeFromF32(e.mul(e.loadF32(in, {bIdx, t, h, i}), inv), out,
-                     {bIdx, t, h, i});
-    });
+    for (auto [j, xj] : llvm::enumerate(x)) {
+      auto store = [&] {
+        e.storeFromF32(e.mul(xj, inv), out, {bIdx, t, h, key[j]});
+      };
+      if ((int64_t(j) + 1) * 32 <= n) {
+        store();
+        continue;
+      }
+      auto tail = scf::IfOp::create(b, k.ult(key[j], e.index(n)), false);
+      OpBuilder::InsertionGuard tailGuard(b);
+      b.setInsertionPointToStart(tail.thenBlock());
+      store();
+    }
   });
   op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
   op.erase();

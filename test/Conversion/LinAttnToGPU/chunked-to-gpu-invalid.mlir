@@ -13,6 +13,15 @@ func.func @l2norm_rank2(%x: tensor<4x64xbf16>) -> tensor<4x64xf32> {
 
 // -----
 
+// A warp per row: K at most 1024 (32 keys per lane).
+func.func @l2norm_too_many_keys(%x: tensor<?x?x2x2048xbf16>) -> tensor<?x?x2x2048xf32> {
+  // expected-error @below {{'linattn.l2norm' op GPU l2norm kernel takes K of at most 1024 (a warp per row), got 2048}}
+  %y = linattn.l2norm %x : tensor<?x?x2x2048xbf16> -> tensor<?x?x2x2048xf32>
+  return %y : tensor<?x?x2x2048xf32>
+}
+
+// -----
+
 // The cumsum kernel takes 64-token chunks, like every other kernel.
 func.func @cumsum_chunk_32(%g: tensor<?x?x2xf32>) -> tensor<?x?x2xf32> {
   // expected-error @below {{'linattn.chunk_cumsum' op GPU chunked kernels take chunk_size = 64, got 32}}
