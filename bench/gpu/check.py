@@ -11,9 +11,9 @@ allocation poisoned (LINATTN_POISON_ALLOCS=1: NaN bytes, so an unwritten
 output element fails the check), and compares o and the final state to a
 float64 reference computed on the GPU by the loop below (written separately
 from the compiler and from test/lib's numpy oracle). Tolerance: 5e-3 relative
-error for 16-bit (bf16, f16) inputs, 1e-4 for f32. A library named <family>_l2norm_...
-(the family's spec with {qk_l2norm}) gets q and k rows of random length,
-and the reference normalises them. Writes a JSON report.
+error for 16-bit (bf16, f16) inputs, 1e-4 for f32. A library named
+<family>_l2norm_... (the family's spec with {qk_l2norm}) gets q and k rows
+of random length, and the reference normalises them. Writes a JSON report.
 """
 
 import argparse
@@ -155,6 +155,9 @@ def main():
             qk_l2norm = name.endswith(L2NORM_SUFFIX)
             if qk_l2norm:
                 name = name[:-len(L2NORM_SUFFIX)]
+            if name not in KINDS:
+                sys.exit(f"check.py: {lib}: no family {name!r} (expected "
+                         f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
             kind, K = KINDS[name], int(kdim)
             tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:

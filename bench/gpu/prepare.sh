@@ -4,7 +4,8 @@
 # One object per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32 K=V=64},
 # H = HV = 8, dynamic B and T, each strategy with a GPU mapping: recurrent for
 # all, chunked (tensor cores) for the 16-bit specs of every family whose
-# gates are per head (key_gate's chunk_output has no GPU kernel yet).
+# gates are per head (key_gate's chunk_state_pass and chunk_output have no
+# GPU kernels yet).
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
 # is Gated DeltaNet with {qk_l2norm}, gated_deltanet_f16_128 the example in
 # f16.
