@@ -40,6 +40,21 @@ def l2norm(x):
     return x / torch.sqrt((x * x).sum(-1, keepdim=True) + L2NORM_EPS)
 
 
+def parse_library(path):
+    """(entry, kind, dtype, K, strategy, qk_l2norm) of a library named
+    <family>[_l2norm]_<dtype>_<K>_<strategy>.so; exits naming the file
+    when the family is unknown."""
+    stem = os.path.basename(path)[:-len(".so")]
+    name, dtype, kdim, strategy = stem.rsplit("_", 3)
+    qk_l2norm = name.endswith(L2NORM_SUFFIX)
+    if qk_l2norm:
+        name = name[:-len(L2NORM_SUFFIX)]
+    if name not in KINDS:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: {path}: no family {name!r} (expected "
+                 f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
+    return name, KINDS[name], dtype, int(kdim), strategy, qk_l2norm
+
+
 def retnet_gammas(hv):
     return [1.0 - 2.0 ** (-5 - h) for h in range(hv)]
 
@@ -149,16 +164,9 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         for lib in libs:
             stem = lib[:-3]
-            name, dtype, kdim, strategy = stem.rsplit("_", 3)
             if args.only and args.only not in stem:
                 continue
-            qk_l2norm = name.endswith(L2NORM_SUFFIX)
-            if qk_l2norm:
-                name = name[:-len(L2NORM_SUFFIX)]
-            if name not in KINDS:
-                sys.exit(f"check.py: {lib}: no family {name!r} (expected "
-                         f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
-            kind, K = KINDS[name], int(kdim)
+            name, kind, dtype, K, strategy, qk_l2norm = parse_library(lib)
             tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:
                 for T in Ts:

@@ -19,7 +19,7 @@ import tempfile
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import KINDS, L2NORM_SUFFIX, make_inputs, runner_command  # noqa: E402
+from check import make_inputs, parse_library, runner_command  # noqa: E402
 
 
 def main():
@@ -35,16 +35,9 @@ def main():
     p.add_argument("--kernels", default="0:8",
                    help="with --ncu, SKIP:COUNT: profile COUNT launches after the first SKIP")
     args = p.parse_args()
-    name, dtype, kdim, _ = os.path.basename(args.lib)[:-3].rsplit("_", 3)
-    qk_l2norm = name.endswith(L2NORM_SUFFIX)
-    if qk_l2norm:
-        name = name[:-len(L2NORM_SUFFIX)]
-    if name not in KINDS:
-        sys.exit(f"kernel_times.py: {args.lib}: no family {name!r} "
-                 f"(expected <family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
-    K = int(kdim)
+    name, kind, dtype, K, _, qk_l2norm = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
-    ins = make_inputs(KINDS[name], args.B, args.T, K, K, dtype, False, gen, qk_l2norm)
+    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm)
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:

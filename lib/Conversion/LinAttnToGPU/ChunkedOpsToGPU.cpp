@@ -99,7 +99,7 @@ public:
     tid = launch.getThreadIds().x;
     Value c32 = e.index(32);
     warp = arith::DivUIOp::create(b, tid, c32);
-    Value lane = arith::RemUIOp::create(b, tid, c32);
+    lane = arith::RemUIOp::create(b, tid, c32);
     group = arith::DivUIOp::create(b, lane, e.index(4));
     quad = arith::RemUIOp::create(b, lane, e.index(4));
     // ldmatrix addressing: lane l gives the address of row l % 8 of tile
@@ -245,17 +245,21 @@ public:
       vector::StoreOp::create(b, lo, loBuf, indices, false, llvm::Align(4));
   }
 
-  /// vector<8xf32> of memref[indices..., c .. c + 7] (widened).
-  Value load8(Value memref, SmallVector<Value> indices) {
+  /// vector<width x f32> of memref[indices..., c .. c + width - 1]
+  /// (widened).
+  Value loadWidened(Value memref, ValueRange indices, int64_t width) {
     auto type = cast<MemRefType>(memref.getType());
-    auto vecType = VectorType::get({8}, type.getElementType());
+    auto vecType = VectorType::get({width}, type.getElementType());
     int64_t bytes = type.getElementTypeBitWidth() / 8;
     Value x = vector::LoadOp::create(b, vecType, memref, indices,
                                      /*nontemporal=*/false,
-                                     llvm::Align(std::min<int64_t>(16, 8 * bytes)));
+                                     llvm::Align(std::min<int64_t>(16, width * bytes)));
     if (!type.getElementType().isF32())
-      x = arith::ExtFOp::create(b, VectorType::get({8}, b.getF32Type()), x);
+      x = arith::ExtFOp::create(b, VectorType::get({width}, b.getF32Type()), x);
     return x;
+  }
+  Value load8(Value memref, ValueRange indices) {
+    return loadWidened(memref, indices, 8);
   }
 
   /// Four 8x8 tiles of a view by one ldmatrix: tile 2 * hi + lo has its
@@ -293,17 +297,6 @@ public:
   std::pair<Value, Value> splitRegister(Value pair) {
     auto [hi, lo] = split(pair, VectorType::get({2}, mmaElem));
     return {mmaRegister(hi), mmaRegister(lo)};
-  }
-
-  /// vector<2xf32> of memref[row][col .. col + 1] (widened).
-  Value loadPairF32(Value memref, ValueRange indices) {
-    auto type = cast<MemRefType>(memref.getType());
-    auto vecType = VectorType::get({2}, type.getElementType());
-    Value x = vector::LoadOp::create(b, vecType, memref, indices, false,
-                                     llvm::Align(2 * type.getElementTypeBitWidth() / 8));
-    if (!type.getElementType().isF32())
-      x = arith::ExtFOp::create(b, VectorType::get({2}, b.getF32Type()), x);
-    return x;
   }
 
   /// The A fragment (hi and lo registers) of a 16x16 fp32 operand held in
@@ -464,7 +457,7 @@ public:
   ImplicitLocOpBuilder &b;
   LoopEmitter e;
   Type mmaElem;
-  Value tid, warp, group, quad, smem;
+  Value tid, warp, lane, group, quad, smem;
   Value tileRow, tileLo, tileHi;
   int64_t threads;
 };
@@ -595,7 +588,6 @@ LogicalResult lowerL2Norm(L2NormOp op) {
     Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kWarps)),
                          k.warp);
     Value h = body->getArgument(1), bIdx = body->getArgument(2);
-    Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
     // The whole warp takes row t or skips it, so the shuffles below see
     // all 32 lanes.
     auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
@@ -605,7 +597,7 @@ LogicalResult lowerL2Norm(L2NormOp op) {
     SmallVector<Value> x, key;
     Value sum = e.f32(0.0f);
     for (int64_t j = 0; j * 32 < n; ++j) {
-      key.push_back(e.addIndex(lane, e.index(32 * j)));
+      key.push_back(e.addIndex(k.lane, e.index(32 * j)));
       Value xj = (j + 1) * 32 <= n
                      ? e.loadF32(in, {bIdx, t, h, key.back()})
                      : k.loadRowOrZero(key.back(), e.index(n), b.getF32Type(),
@@ -877,9 +869,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     //    zero (T is lower triangular); L's rows are read as 4-vectors, the
     //    same address in every lane.
     {
-      Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
       Value col = e.addIndex(e.mulIndex(k.warp, e.index(16)),
-                             arith::RemUIOp::create(b, lane, e.index(16)));
+                             arith::RemUIOp::create(b, k.lane, e.index(16)));
       auto f32x4 = VectorType::get({4}, f32);
       for (int64_t w = 0; w < kWarps; ++w) {
         auto ifOp = scf::IfOp::create(
@@ -1128,8 +1119,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       //    staged rows as the fragments are loaded; rows past T are staged
       //    zeros, so D is 0 there.
       SmallVector<SmallVector<Value>> d;
-      Value onU = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
-                                        e.index(0));
+      Value onU = exchange ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                   keyPart, e.index(0))
+                                 .getResult()
+                           : Value();
       for (int64_t rt = 0; rt < rowTiles; ++rt) {
         SmallVector<Value> tile;
         for (int64_t i = 0; i < 4; ++i) {
@@ -1151,7 +1144,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
             for (int64_t j = 0; j < 2; ++j) {
               Value col = e.addIndex(e.addIndex(key0, e.index(16 * ks + 8 * j)),
                                      e.mulIndex(k.quad, e.index(2)));
-              auto [hi, lo] = k.splitRegister(k.loadPairF32(st.w, {row, col}));
+              auto [hi, lo] = k.splitRegister(k.loadWidened(st.w, {row, col}, 2));
               bHi.push_back(hi);
               bLo.push_back(lo);
             }
@@ -1165,13 +1158,12 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         // D = sum of the group's partials in key-part order, the same sum
         // (bit for bit) in every warp of the group.
         auto f32x4 = VectorType::get({4}, f32);
-        Value lane = arith::RemUIOp::create(b, k.tid, e.index(32));
         Value xchg = k.tile(xchgOffset, kStateWarps * rowTiles * 32, 4, f32);
         auto slot = [&](Value w, int64_t rt) {
           return e.addIndex(
               e.mulIndex(e.addIndex(e.mulIndex(w, e.index(rowTiles)), e.index(rt)),
                          e.index(32)),
-              lane);
+              k.lane);
         };
         for (int64_t rt = 0; rt < rowTiles; ++rt)
           vector::StoreOp::create(
