@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Times one flash-linear-attention forward op the way PEERS.md does.
 
-    fla_time.py OP T[,T...]   (OP: gated_delta | delta | simple_gla | gla |
-                               gated_delta_recurrent)
+    fla_time.py OP T[,T...] [--kernels]   (OP: gated_delta | delta | simple_gla |
+                                           gla | gated_delta_recurrent)
 
 B = 4, H = 8, K = V = 128, bf16, q and k L2-normalised, g = logsigmoid(randn),
 beta = sigmoid(randn), final state returned. For each T: warm up, capture the
 op in a CUDA graph and time 20 replays with CUDA events; prints one JSON line
 per T with the median ms. Runs one op per process (a faulting Triton kernel
 poisons the CUDA context). fla is carried in .carry/fla and never committed.
+With --kernels, prints instead the GPU time of each kernel of one warm call
+(torch.profiler), to set against bench/gpu/kernel_times.py's numbers for
+LinAttn's kernels.
 """
 import json
 import os
@@ -72,8 +75,28 @@ def time_graph(fn, reps=20):
     return times[len(times) // 2]
 
 
+def kernel_times(fn):
+    """Per-kernel GPU time (ms) of one call after warm-up, in launch order."""
+    from torch.profiler import ProfilerActivity, profile
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    return [(e.name, e.device_time / 1000.0) for e in events]
+
+
 def main():
     op, Ts = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
+    if "--kernels" in sys.argv[3:]:
+        for T in Ts:
+            times = kernel_times(make(op, 4, T))
+            print(f"fla {op} B=4 T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
+            for name, ms in times:
+                print(f"  {ms:8.3f} ms  {name[:90]}")
+        return
     for T in Ts:
         try:
             ms = time_graph(make(op, 4, T))

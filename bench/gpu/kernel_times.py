@@ -42,7 +42,7 @@ def main():
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:
             skip, count = args.kernels.split(":")
-            prof = [args.ncu, "--launch-skip", skip, "--launch-count", count,
+            prof = [args.ncu, "--clock-control", "none", "--launch-skip", skip, "--launch-count", count,
                     "--print-details", "all"]
             for section in args.sections.split(","):
                 prof += ["--section", section]

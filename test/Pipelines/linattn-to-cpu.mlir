@@ -13,11 +13,12 @@
 // CHECK-LABEL: llvm.func @_mlir_ciface_deltanet(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-NOT:   {{tensor\.|memref\.|scf\.|arith\.|bufferization\.}}
 
-// Chunked: the four intermediates (W, U, the new values and the chunk
-// states) are freed in the call; the two results are not.
+// Chunked: the five intermediates (W, its fp32 working copy, U, the new
+// values and the chunk states) are freed in the call; the two results are
+// not.
 // FREE-LABEL:    llvm.func @deltanet(
-// FREE-COUNT-6:  llvm.call @malloc
-// FREE-COUNT-4:  llvm.call @free
+// FREE-COUNT-7:  llvm.call @malloc
+// FREE-COUNT-5:  llvm.call @free
 // FREE-NOT:      llvm.call @free
 // FREE-LABEL:    llvm.func @_mlir_ciface_deltanet(
 

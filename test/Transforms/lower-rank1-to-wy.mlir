@@ -16,6 +16,22 @@ func.func @rank1(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: te
 
 // -----
 
+// The delta rule (rank1_scale = 1) stores W in the keys' type (bf16 here);
+// the negative-eigenvalue rule above keeps it f32. U is f32 in both.
+
+// CHECK-LABEL: func.func @delta_rule
+// CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK-SAME:      -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>)
+// CHECK:         linattn.chunk_state_pass k(%arg0) u(%[[U]]) w(%[[W]]) state(%arg3) {chunk_size = 16 : i64}
+// CHECK-SAME:      tensor<?x?x4x32xf32>, tensor<?x?x4x16xbf16>, tensor<?x4x16x32xf32>)
+func.func @delta_rule(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) beta(%beta) state(%s0) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+  return %d, %states, %final : tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>
+}
+
+// -----
+
 // A state pass without a rank-1 term is left alone.
 
 // CHECK-LABEL: func.func @no_rank1

@@ -45,8 +45,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     (`bufferization.to_buffer` of the operands, fresh buffers for the
     results), before bufferization. The matrix products of a chunk run on
     tensor cores as `nvvm.mma.sync` m16n8k16 with bf16/f16 operands staged
-    in shared memory and fp32 accumulation; fp32 operands (T, W, S, D, P)
-    are split in two 16-bit parts, `x ~= hi + lo`, and multiplied as
+    in shared memory and fp32 accumulation; fp32 operands (T, S, D, P, and
+    an f32 W) are split in two 16-bit parts, `x ~= hi + lo`, and multiplied as
     `hi*hi + hi*lo + lo*hi`, which keeps the chunked algorithm within 5e-3
     of an fp64 reference on hard inputs (nearly parallel keys, beta ~ 1)
     where plain bf16 operands do not. The f32 result of `linattn.l2norm`
@@ -62,7 +62,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       in its accumulators across a sequential loop over chunks (the mma C
       layout is the next product's A layout, so the state never goes
       through shared memory): `D = U - W S` (the two key halves' partial
-      products summed through shared memory), `S' = exp(G_C) S + K^T D'`
+      products summed through shared memory; a 16-bit W goes to the
+      tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
       `cp.async` (three stages) while chunk n is computed.
     - `chunk_output`, one block per (chunk x 32 columns, value head,

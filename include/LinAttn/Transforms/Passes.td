@@ -177,7 +177,12 @@ def LinAttnLowerRank1ToWY
         W = A diag(c exp(G)) K,     U = A diag(beta) V,
 
     and a state pass in WY form (`D = U - W S_n`), where everything but the
-    triangular solve is a matrix product.
+    triangular solve is a matrix product. U is f32. For the delta rule
+    (rank1_scale = 1) W takes the keys' element type (bf16 keys: half the
+    bytes the state pass reads), rounded once from fp32: its error enters
+    S along the chunk's keys, which the next transitions damp. The
+    negative-eigenvalue rule keeps an f32 W: its reflections preserve
+    that error and it accumulates over chunks.
   }];
   let statistics = [
     Statistic<"numRewritten", "num-rewritten",

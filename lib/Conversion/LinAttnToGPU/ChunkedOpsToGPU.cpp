@@ -267,8 +267,11 @@ public:
   /// Returns one mma register per tile: elements (i, k) and (i, k + 1) of
   /// the tile's row i = group, k = 2 * quad.
   SmallVector<Value> ldmatrix4(TileView view, Value i0, int64_t k0, bool swap) {
+    return ldmatrix4(view, i0, e.index(k0), swap);
+  }
+  SmallVector<Value> ldmatrix4(TileView view, Value i0, Value k0, bool swap) {
     Value i = e.addIndex(i0, swap ? tileHi : tileLo);
-    Value k = e.addIndex(e.index(k0), swap ? tileLo : tileHi);
+    Value k = e.addIndex(k0, swap ? tileLo : tileHi);
     // A lane addresses a row of the tile as stored: a row of fixed i, or of
     // fixed k for a transposed view (ldmatrix .trans turns it around).
     SmallVector<Value> indices =
@@ -357,6 +360,10 @@ public:
   /// The same for columns [base + n0, + 16).
   SmallVector<Value> fragB2(TileView bt, Value base, int64_t n0, int64_t k0) {
     return ldmatrix4(bt, e.addIndex(base, e.index(n0)), k0, /*swap=*/true);
+  }
+  /// The same for columns [n0, + 16) and k [k0, + 16).
+  SmallVector<Value> fragB2(TileView bt, int64_t n0, Value k0) {
+    return ldmatrix4(bt, e.index(n0), k0, /*swap=*/true);
   }
 
   /// d = a * b + c on tensor cores; c and d are 4 fp32 values.
@@ -983,14 +990,18 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   // Shared memory: `stages` stages of a chunk's inputs as they come
   // from global memory (W, K, the block's U columns, the row gates); while
   // chunk n is computed, cp.async brings chunk n + stages - 1. Rows
-  // are padded so that the fragment loads below touch distinct banks: W by
-  // 32 bytes (lanes of a half-warp read 8-byte pairs of rows 8 apart), K
-  // like every ldmatrix tile, U by 16 bytes (lanes read rows 2 apart).
+  // are padded so that the fragment loads below touch distinct banks: W and
+  // K like every ldmatrix tile (an f32 W by 32 bytes: lanes of a half-warp
+  // read 8-byte pairs of rows 8 apart), U by 16 bytes (lanes read rows 2
+  // apart).
   Type kElem = elementOf(op.getK()), uElem = elementOf(op.getU());
   Type wElem = wBuf ? elementOf(op.getW()) : Type();
   auto bytesOf = [](Type t) { return int64_t(t.getIntOrFloatBitWidth() / 8); };
   bool kIsOperand = kElem == elem; // else f32 keys (an l2norm result)
-  int64_t wStride = wBuf ? K + 32 / bytesOf(wElem) : 0;
+  // W in the operand type (rounded once by the UT transform) goes to the
+  // tensor cores as it is; an f32 W (from f32 keys) is split.
+  bool wIsOperand = wBuf && wElem == elem;
+  int64_t wStride = !wBuf ? 0 : wIsOperand ? K + kPad : K + 32 / bytesOf(wElem);
   int64_t kStride = kIsOperand ? K + kPad : K + 8;
   int64_t uStride = kStateColumns + 16 / bytesOf(uElem);
   int64_t wStageBytes = wBuf ? kChunk * wStride * bytesOf(wElem) : 0;
@@ -1115,9 +1126,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       // a. D^T = U^T - S^T W^T for the warp's 16 columns and the chunk's
       //    64 rows (rowTiles tiles of 8 rows): each warp of the column
       //    group adds -S^T W^T over its keys, key part 0 onto U^T. A = -S^T
-      //    comes split from the state registers, B = W^T split from W's
-      //    staged rows as the fragments are loaded; rows past T are staged
-      //    zeros, so D is 0 there.
+      //    comes split from the state registers, B = W^T by ldmatrix from
+      //    W's staged rows (an f32 W split as its fragments are loaded);
+      //    rows past T are staged zeros, so D is 0 there.
       SmallVector<SmallVector<Value>> d;
       Value onU = exchange ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
                                                    keyPart, e.index(0))
@@ -1137,6 +1148,19 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
           SmallVector<Value> s0Tile(flat.slice(8 * ks, 4));
           SmallVector<Value> s1Tile(flat.slice(8 * ks + 4, 4));
           auto [aHi, aLo] = k.splitFragmentA(s0Tile, s1Tile, /*negate=*/true);
+          if (wIsOperand) {
+            Value k0 = e.addIndex(key0, e.index(16 * ks));
+            for (int64_t rt = 0; rt < rowTiles; rt += 2) {
+              // B^T = W: rows 8 rt .. 8 rt + 15 (two n-tiles) at once.
+              SmallVector<Value> bFrag = k.fragB2({st.w}, 8 * rt, k0);
+              for (int64_t j = 0; j < 2; ++j) {
+                ArrayRef<Value> bJ = ArrayRef(bFrag).slice(2 * j, 2);
+                d[rt + j] = k.mma(aLo, bJ, d[rt + j]);
+                d[rt + j] = k.mma(aHi, bJ, d[rt + j]);
+              }
+            }
+            continue;
+          }
           for (int64_t rt = 0; rt < rowTiles; ++rt) {
             // b_j = (W[8 rt + g][16 ks + 2q + 8 j], ... + 1), split.
             SmallVector<Value> bHi, bLo;

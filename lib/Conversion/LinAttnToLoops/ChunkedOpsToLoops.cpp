@@ -162,11 +162,16 @@ void lowerUTTransform(UTTransformOp op) {
   int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
   int64_t numVHeads = dimOf(v, 2), V = dimOf(v, 3);
   Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
-  Value w = e.allocFor(op.getW().getType(),
-                       {batch, seqLen, e.index(numVHeads), e.index(K)});
+  SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads), e.index(K)};
+  Value w = e.allocFor(op.getW().getType(), wSizes);
   Value u = e.allocFor(op.getU().getType(),
                        {batch, seqLen, e.index(numVHeads), e.index(V)});
   Value rank1Scale = e.f32(op.getRank1Scale().convertToFloat());
+  // The substitution updates W's rows in place, so a 16-bit W is solved in
+  // an fp32 buffer and rounded once at the end.
+  auto wType = cast<RankedTensorType>(op.getW().getType());
+  bool narrowW = !wType.getElementType().isF32();
+  Value wWork = narrowW ? e.allocFor(wType.clone(e.b.getF32Type()), wSizes) : w;
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
@@ -179,7 +184,7 @@ void lowerUTTransform(UTTransformOp op) {
           Value wScale = e.mul(cI, e.exp(gI));
           e.forEach(e.index(K), [&](Value d) {
             memref::StoreOp::create(
-                e.b, e.mul(wScale, e.loadF32(k, {bIdx, i, h, d})), w,
+                e.b, e.mul(wScale, e.loadF32(k, {bIdx, i, h, d})), wWork,
                 ValueRange{bIdx, i, hv, d});
           });
           e.forEach(e.index(V), [&](Value d) {
@@ -193,7 +198,7 @@ void lowerUTTransform(UTTransformOp op) {
                 [&](Value d) { return e.loadF32(k, {bIdx, j, h, d}); });
             Value gJ = l.gateAt(gates, bIdx, j, hv, Value());
             Value lij = e.mul(e.mul(cI, kk), e.exp(e.sub(gI, gJ)));
-            for (auto [buf, n] : {std::make_pair(w, K), std::make_pair(u, V)}) {
+            for (auto [buf, n] : {std::make_pair(wWork, K), std::make_pair(u, V)}) {
               Value target = buf;
               e.forEach(e.index(n), [&](Value d) {
                 Value xi = memref::LoadOp::create(
@@ -209,6 +214,18 @@ void lowerUTTransform(UTTransformOp op) {
       });
     });
   });
+  if (narrowW)
+    e.forEach(batch, [&](Value bIdx) {
+      e.forEach(seqLen, [&](Value t) {
+        e.forEach(e.index(numVHeads), [&](Value hv) {
+          e.forEach(e.index(K), [&](Value d) {
+            e.storeFromF32(memref::LoadOp::create(e.b, wWork,
+                                                  ValueRange{bIdx, t, hv, d}),
+                           w, {bIdx, t, hv, d});
+          });
+        });
+      });
+    });
   op.getW().replaceAllUsesWith(e.toTensor(w, op.getW().getType()));
   op.getU().replaceAllUsesWith(e.toTensor(u, op.getU().getType()));
   op.erase();

@@ -20,11 +20,11 @@
 //                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
 //                     then 64 gates and 64 betas (f32):
 //                     17408 + 16384 + 18432 + 256 + 256 = 52736.
-//   chunk_state_pass: three input stages of W (C (K + 8) 4 = 34816),
-//                     K (C (K + 8) 2 = 17408), U columns (C (32 + 4) 4 =
-//                     9216), gates (256): 3 * 61696 = 185088, then the
-//                     exchange of 4 warps x 8 row tiles x 32 lanes x 16
-//                     bytes = 16384: 201472.
+//   chunk_state_pass: three input stages of W (bf16 for the delta rule:
+//                     C (K + 8) 2 = 17408), K (C (K + 8) 2 = 17408), U
+//                     columns (C (32 + 4) 4 = 9216), gates (256):
+//                     3 * 44288 = 132864, then the exchange of 4 warps x
+//                     8 row tiles x 32 lanes x 16 bytes = 16384: 149248.
 //   chunk_output:     Q and K 2 C (K + 8) 2 = 34816, S hi/lo 2 K (32 + 8)
 //                     2 = 20480, D hi/lo 2 C (32 + 8) 2 = 10240, 64 gates:
 //                     65792.
@@ -58,7 +58,7 @@
 // CHECK:         %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
 // CHECK:         %[[BB:.*]] = bufferization.to_buffer %[[BETA]] read_only
 // CHECK:         %[[GB:.*]] = bufferization.to_buffer %[[GT]] read_only
-// CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
 // CHECK:         %[[UTSMEM:.*]] = arith.constant 52736 : i32
@@ -110,7 +110,7 @@
 // CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
-// CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
+// CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
 // CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
 
 // 3. chunk_state_pass: blocks (V / 32, HV, B), 128 threads: two column
@@ -118,11 +118,11 @@
 //    sequential loop over the chunks carries the warp's S^T (16 columns x
 //    64 keys: 8 accumulator tiles, 32 f32 per thread). Per chunk: one
 //    barrier for the staged inputs, D^T = U^T - S^T W^T over the warp's
-//    keys (4 k-steps x 8 row tiles x 3, both operands split: S^T from the
-//    registers, W as its fragments are loaded) summed over the two warps
-//    through shared memory (a second barrier), then S^T += D'^T K (4
-//    k-steps x 8 key tiles x 2, D' split, K exact through ldmatrix .trans):
-//    96 + 64 = 160 products.
+//    keys (4 k-steps x 8 row tiles x 2: S^T split from the registers, the
+//    bf16 W exact through ldmatrix) summed over the two warps through
+//    shared memory (a second barrier), then S^T += D'^T K (4 k-steps x 8
+//    key tiles x 2, D' split, K exact through ldmatrix .trans): 64 + 64 =
+//    128 products.
 // CHECK:         bufferization.to_buffer %[[K]] read_only
 // CHECK:         bufferization.to_buffer %[[UT]] read_only
 // CHECK:         bufferization.to_buffer %[[WT]] read_only
@@ -131,19 +131,19 @@
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xf32>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
-// CHECK:         %[[SPSMEM:.*]] = arith.constant 201472 : i32
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 149248 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
 // CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Three stages of 61696 bytes (W f32 rows padded by 32 bytes, K padded
-// like every ldmatrix tile, the block's 32 U columns padded by 16 bytes,
-// row gates), then the 16 KiB exchange of the partial products. The
+// Three stages of 44288 bytes (W and K padded like every ldmatrix tile, the
+// block's 32 U columns padded by 16 bytes, row gates), then the 16 KiB
+// exchange of the partial products. The
 // prologue starts chunks 0 and 1 (16-byte cp.async, rows past T
 // zero-filled: source size 0).
-// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x1xf32, #gpu.address_space<workgroup>>
-// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
@@ -157,7 +157,8 @@
 // CHECK-COUNT-4:     nvgpu.device_async_copy
 // CHECK:             nvgpu.device_async_create_group
 // CHECK-COUNT-32:    memref.store %{{.*}}, %[[STATES]]
-// CHECK-COUNT-96:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-COUNT-8:     vector.store %{{.*}}, %[[XCHG:.*]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1024x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-NEXT:        gpu.barrier
 // CHECK-COUNT-16:    vector.load %[[XCHG]]

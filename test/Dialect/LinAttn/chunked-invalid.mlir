@@ -66,10 +66,19 @@ func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2
 
 // -----
 
-// ut_transform W must be f32
+// ut_transform W must be f32 with f32 keys
 func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>) {
   // expected-error @+1 {{'w' must have element type f32, got 'bf16'}}
   %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform W must be f32 or the keys' type
+func.func @f(%k: tensor<1x8x2x16xbf16>, %v: tensor<1x8x2x4xbf16>, %b: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'w' must have element type f32 or the keys' 'bf16', got 'f16'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf16>, tensor<1x8x2x4xf32>)
   return
 }
 
@@ -219,9 +228,9 @@ func.func @f(%u: tensor<1x8x2x4xf32>, %s: tensor<1x3x2x16x4xf32>) {
 
 // -----
 
-// chunk_new_values w must be f32
-func.func @f(%u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xbf16>, %s: tensor<1x2x2x16x4xf32>) {
-  // expected-error @+1 {{'w' must have element type f32, got 'bf16'}}
-  %d = linattn.chunk_new_values u(%u) w(%w) states(%s) {chunk_size = 4 : i64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x16xbf16>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+// chunk_new_values w must be a float type
+func.func @f(%u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf64>, %s: tensor<1x2x2x16x4xf32>) {
+  // expected-error @+1 {{'w' element type must be bf16, f16 or f32, got 'f64'}}
+  %d = linattn.chunk_new_values u(%u) w(%w) states(%s) {chunk_size = 4 : i64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x16xf64>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
   return
 }

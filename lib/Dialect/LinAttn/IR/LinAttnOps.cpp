@@ -510,10 +510,19 @@ LogicalResult UTTransformOp::verify() {
       failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                            Elem::AnyFloat)) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
-      failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32)) ||
+      failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
       failed(checker.checkHeadGroups()))
     return failure();
+  // W is kept in fp32 or rounded once to the keys' own type.
+  Type wElem = getElementTypeOrSelf(getW().getType());
+  Type kElem = getElementTypeOrSelf(getK().getType());
+  if (!wElem.isF32() && wElem != kElem) {
+    InFlightDiagnostic diag = emitOpError() << "'w' must have element type f32";
+    if (!kElem.isF32())
+      diag << " or the keys' " << kElem;
+    return diag << ", got " << wElem;
+  }
   return checkRank1Scale(*this, getRank1Scale());
 }
 
@@ -531,7 +540,7 @@ LogicalResult ChunkStatePassOp::verify() {
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
       (getW() &&
-       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
       (getBeta() && failed(checker.check(getBeta().getType(), "beta",
                                          kScalarGateLayout, Elem::AnyFloat))) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1)) ||
@@ -683,7 +692,7 @@ LogicalResult ChunkTransitionsOp::verify() {
   bool wy = static_cast<bool>(getW());
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
-      (wy && failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+      (wy && failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!wy)) ||
       failed(checker.check(getOffsets().getType(), "offsets",
                            kChunkStatesLayout, Elem::F32)))
@@ -716,7 +725,7 @@ LogicalResult ChunkNewValuesOp::verify() {
   LayoutChecker checker(*this);
   if (failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
       (getW() &&
-       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32))) ||
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
                            kChunkStatesLayout, Elem::F32)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,

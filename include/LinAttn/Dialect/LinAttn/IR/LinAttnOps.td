@@ -284,13 +284,16 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform", [Pure]> {
     inverse is never formed: W and U come from forward substitution in
     fp32. k is [B, T, H, K] (value head hv reads head hv / (HV / H)), v is
     [B, T, HV, V], beta [B, T, HV], gates [B, T, HV]; W is [B, T, HV, K] and
-    U is [B, T, HV, V], both f32.
+    U is [B, T, HV, V]. U is f32; W is f32 or the keys' element type, rounded
+    once from its fp32 value (it only ever multiplies states, so its bf16
+    rounding costs about as much accuracy as the inputs' own; U's would not:
+    D = U - W S cancels).
 
     ```mlir
     %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
         {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
         : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>,
-           tensor<?x?x8xf32>) -> (tensor<?x?x8x128xf32>, tensor<?x?x8x128xf32>)
+           tensor<?x?x8xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$v,
