@@ -46,7 +46,9 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
   case linattn::Strategy::Chunked:
   case linattn::Strategy::SegmentScan:
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
-        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize}));
+        linattn::LinAttnRecurrenceToChunkedOptions{
+            chunkSize,
+            /*narrowChunkStates=*/strategy == linattn::Strategy::Chunked}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
     if (strategy == linattn::Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
@@ -60,7 +62,8 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSelectStrategy(select));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
-        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize}));
+        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize,
+                                                   /*narrowChunkStates=*/true}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;

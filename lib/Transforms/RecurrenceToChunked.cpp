@@ -33,8 +33,10 @@ RankedTensorType f32Tensor(OpBuilder &b, ArrayRef<int64_t> shape) {
 }
 
 struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
-  RecurrenceToChunked(MLIRContext *ctx, int64_t chunkSize)
-      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+  RecurrenceToChunked(MLIRContext *ctx, int64_t chunkSize,
+                      bool narrowChunkStates)
+      : OpRewritePattern(ctx), chunkSize(chunkSize),
+        narrowChunkStates(narrowChunkStates) {}
 
   LogicalResult matchAndRewrite(RecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
@@ -70,11 +72,21 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
       rank1Scale = rewriter.getF32FloatAttr(
           op.getKind() == TransitionKind::NegEigDelta ? 2.0f : 1.0f);
     }
+    // The chunk states only feed the output's inter-chunk term Q S_n, so
+    // they are stored like the keys (bf16: half the bytes the state pass
+    // writes and the output reads; the rounding is not carried: the state
+    // itself stays fp32). New values stay f32 (D = U - W S cancels). A
+    // segment scan computes them in f32 for its new values anyway, and
+    // keeps them so.
+    Type statesElem = cast<RankedTensorType>(k.getType()).getElementType();
+    if (!narrowChunkStates || getRecordedStrategy(op) == Strategy::SegmentScan)
+      statesElem = rewriter.getF32Type();
+    auto statesType = RankedTensorType::get(
+        {batch, numChunks, numVHeads, K, V}, statesElem);
     auto statePass = ChunkStatePassOp::create(
         rewriter, loc,
         TypeRange{f32Tensor(rewriter, {batch, seqLen, numVHeads, V}),
-                  f32Tensor(rewriter, {batch, numChunks, numVHeads, K, V}),
-                  op.getFinalState().getType()},
+                  statesType, op.getFinalState().getType()},
         k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
         rewriter.getI64IntegerAttr(chunkSize), rank1Scale);
     // The segment-scan choice travels to linattn-state-pass-to-scan.
@@ -90,6 +102,7 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
   }
 
   int64_t chunkSize;
+  bool narrowChunkStates;
 };
 
 struct LinAttnRecurrenceToChunked
@@ -108,7 +121,8 @@ struct LinAttnRecurrenceToChunked
       count += isSelectedFor(op, {Strategy::Chunked, Strategy::SegmentScan});
     });
     RewritePatternSet patterns(&getContext());
-    patterns.add<RecurrenceToChunked>(&getContext(), chunkSize);
+    patterns.add<RecurrenceToChunked>(&getContext(), chunkSize,
+                                      narrowChunkStates);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

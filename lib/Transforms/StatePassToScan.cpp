@@ -102,13 +102,19 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
     else
       buildLogDecayCombiner(rewriter, scan, /*gated=*/true);
 
+    // The new values come from the fp32 states (D = U - W S cancels); the
+    // state pass's chunk_states result may be narrower (it only feeds the
+    // output), and is then rounded from them.
     Value chunkStates = scan.getOutputs()[1];
-    if (chunkStates.getType() != op.getChunkStates().getType())
-      chunkStates = tensor::CastOp::create(
-          rewriter, loc, op.getChunkStates().getType(), chunkStates);
+    auto wantStates = cast<RankedTensorType>(op.getChunkStates().getType());
+    auto f32States = wantStates.clone(f32);
+    if (chunkStates.getType() != f32States)
+      chunkStates = tensor::CastOp::create(rewriter, loc, f32States, chunkStates);
     Value newValues = ChunkNewValuesOp::create(
         rewriter, loc, op.getNewValues().getType(), op.getU(), op.getW(),
         chunkStates, op.getChunkSizeAttr());
+    if (!wantStates.getElementType().isF32())
+      chunkStates = arith::TruncFOp::create(rewriter, loc, wantStates, chunkStates);
     Value finalState = scan.getCarries()[1];
     if (finalState.getType() != op.getFinalState().getType())
       finalState = tensor::CastOp::create(

@@ -45,8 +45,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     (`bufferization.to_buffer` of the operands, fresh buffers for the
     results), before bufferization. The matrix products of a chunk run on
     tensor cores as `nvvm.mma.sync` m16n8k16 with bf16/f16 operands staged
-    in shared memory and fp32 accumulation; fp32 operands (T, S, D, P, and
-    an f32 W) are split in two 16-bit parts, `x ~= hi + lo`, and multiplied as
+    in shared memory and fp32 accumulation; fp32 operands (T, D, P, the
+    carried state, and W or chunk states when f32) are split in two 16-bit parts, `x ~= hi + lo`, and multiplied as
     `hi*hi + hi*lo + lo*hi`, which keeps the chunked algorithm within 5e-3
     of an fp64 reference on hard inputs (nearly parallel keys, beta ~ 1)
     where plain bf16 operands do not. The f32 result of `linattn.l2norm`
@@ -68,7 +68,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       `cp.async` (three stages) while chunk n is computed.
     - `chunk_output`, one block per (chunk x 32 columns, value head,
       sequence): `O = scale (diag(exp(G)) Q S + P D)` with `P =
-      Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand.
+      Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand
+      (16-bit chunk states go to the tensor cores as they are).
 
     Chunks are 64 tokens; K and V are 64 or 128 (divisible by 64 and at
     most 128). An op outside that envelope (f32 operands, per-key gates in

@@ -1324,14 +1324,17 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K], K [64][K], then S [K][32] and D [64][32],
-  // split (read transposed by ldmatrix .trans); 64 row gates. Everything
-  // is loaded at once, so the block waits on global memory once; P stays
-  // in registers.
+  // Shared memory: Q [64][K], K [64][K], then S [K][32] (split if the
+  // chunk states are f32; 16-bit ones are operands as they are) and D
+  // [64][32] split (both read transposed by ldmatrix .trans); 64 row gates.
+  // Everything is loaded at once, so the block waits on global memory
+  // once; P stays in registers.
+  bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
   int64_t qBytes = kChunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
   int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
-  int64_t sOffset = 2 * qBytes, dOffset = sOffset + 2 * sBytes;
+  int64_t sOffset = 2 * qBytes;
+  int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
   int64_t gOffset = dOffset + 2 * dBytes;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
@@ -1351,7 +1354,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     Value qTile = k.tile(0, kChunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, kChunk, K + kPad, elem);
     Value sHi = k.tile(sOffset, K, kOutputColumns + kPad, elem);
-    Value sLo = k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
+    Value sLo = sIsOperand ? Value()
+                           : k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
     Value dHi = k.tile(dOffset, kChunk, kOutputColumns + kPad, elem);
     Value dLo = k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value gShared = k.vec(gOffset, kChunk, f32);
@@ -1389,10 +1393,13 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
       }
 
     // 3. O = scale (diag(exp(G)) Q S + P D); P is the A operand straight
-    //    from its accumulators (split), D and S come split from shared
-    //    memory.
+    //    from its accumulators (split), D comes split from shared memory,
+    //    S too if it is f32.
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
-    k.gemm(o, {{qTile}}, m0, {{sHi, /*transposed=*/true}, TileView{sLo, true}}, K);
+    Operand sOperand = {{sHi, /*transposed=*/true}};
+    if (sLo)
+      sOperand.lo = TileView{sLo, true};
+    k.gemm(o, {{qTile}}, m0, sOperand, K);
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));

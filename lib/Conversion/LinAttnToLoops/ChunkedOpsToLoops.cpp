@@ -269,8 +269,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
         e.forEach(kDim, [&](Value r) {
           e.forEach(vDim, [&](Value c) {
             Value s = memref::LoadOp::create(e.b, state, S(r, c));
-            memref::StoreOp::create(e.b, s, states,
-                                    ValueRange{bIdx, n, hv, r, c});
+            e.storeFromF32(s, states, {bIdx, n, hv, r, c});
           });
         });
 
@@ -404,8 +403,7 @@ void lowerChunkOutput(ChunkOutputOp op) {
                              e.exp(l.gateAt(gates, bIdx, i, hv,
                                             perKey ? r : Value())));
             e.forEach(vDim, [&](Value c) {
-              Value s = memref::LoadOp::create(e.b, states,
-                                               ValueRange{bIdx, n, hv, r, c});
+              Value s = e.loadF32(states, {bIdx, n, hv, r, c});
               Value a = memref::LoadOp::create(e.b, acc, c);
               memref::StoreOp::create(e.b, e.add(a, e.mul(qr, s)), acc, c);
             });

@@ -549,7 +549,7 @@ LogicalResult ChunkStatePassOp::verify() {
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
                            Elem::F32)) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
-                           kChunkStatesLayout, Elem::F32)) ||
+                           kChunkStatesLayout, Elem::AnyFloat)) ||
       failed(checker.check(getFinalState().getType(), "final_state",
                            kStateLayout, Elem::F32)) ||
       failed(checker.checkHeadGroups()) ||
@@ -569,7 +569,7 @@ LogicalResult ChunkOutputOp::verify() {
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
                            Elem::F32)) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
-                           kChunkStatesLayout, Elem::F32)) ||
+                           kChunkStatesLayout, Elem::AnyFloat)) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
       failed(checker.check(getOutput().getType(), "output", kVLayout,
                            Elem::AnyFloat)) ||

@@ -316,7 +316,9 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     Carries the state across chunks, sequentially, for every sequence and
     value head, and returns the new values D [B, T, HV, V], the state
     entering every chunk [B, NC, HV, K, V] (NC = ceil(T / chunk_size)) and
-    the final state [B, HV, K, V], all f32.
+    the final state [B, HV, K, V]. D and the final state are f32; the chunk
+    states may be stored narrower (bf16/f16: they only feed the output's
+    inter-chunk term, and the state carried between chunks stays fp32).
 
     Three forms, by operands:
     - no `w`, no `beta` (kinds without a rank-1 term): D = u.
@@ -426,7 +428,7 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
                        (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j)
 
     q, k [B, T, H, K]; new values D [B, T, HV, V] f32; chunk states
-    [B, NC, HV, K, V] f32; gates (in-chunk cumulative, optional) [B, T, HV]
+    [B, NC, HV, K, V] (f32, bf16 or f16); gates (in-chunk cumulative, optional) [B, T, HV]
     or [B, T, HV, K]. The result is [B, T, HV, V] in its declared element
     type.
 
