@@ -39,8 +39,10 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     // Its rounding error enters S along the chunk's keys, and the next
     // transitions I - beta k k^T (eigenvalues in [0, 1]) damp it; the
     // negative-eigenvalue rule's reflections (eigenvalue down to -1) keep
-    // it, so it accumulates over chunks (1.7e-2 after 1000 bf16 tokens with
-    // beta = 1, test/Integration/Numerics/beta-one.test), and W stays f32.
+    // it, so it accumulates over chunks, and W stays f32 there (a bf16 W
+    // failed test/Integration/Numerics/beta-one.test's negeig case, beta =
+    // 1, 1000 bf16 tokens: 1.7e-2 against its 1e-2 bound; bench/NOTES.md
+    // c14).
     // U stays f32 everywhere: D = U - W S cancels, and U's rounding would
     // show in D.
     Type f32 = rewriter.getF32Type();

@@ -3,8 +3,9 @@
 // The GPU mapping of the chunkwise algorithm (the formulas are those of the
 // op descriptions in LinAttnOps.td). Every op becomes one gpu.launch of 128
 // threads (4 warps); the products of a chunk run on tensor cores as
-// nvvm.mma.sync m16n8k16 (bf16/f16 operands, fp32 accumulators). Fragment layouts follow the PTX ISA ("Matrix Fragments for
-// mma.m16n8k16"): with lane = 4 * group + quad,
+// nvvm.mma.sync m16n8k16 (bf16/f16 operands, fp32 accumulators). Fragment
+// layouts follow the PTX ISA ("Matrix Fragments for mma.m16n8k16"): with
+// lane = 4 * group + quad,
 //   A (16x16, row-major): a0 = A[g][2q..2q+1],   a1 = A[g+8][2q..],
 //                         a2 = A[g][2q+8..],     a3 = A[g+8][2q+8..]
 //   B (16x8, by columns): b0 = B[2q..2q+1][g],   b1 = B[2q+8..2q+9][g]
@@ -230,19 +231,6 @@ public:
     Value rest = arith::SubFOp::create(
         b, x, arith::ExtFOp::create(b, x.getType(), hi));
     return {hi, arith::TruncFOp::create(b, narrow, rest)};
-  }
-
-  /// Stores neighbours x0 = (i, j) and x1 = (i, j + 1) split: the 16-bit
-  /// pair into hiBuf[indices] and, when loBuf is given, the remainders
-  /// into loBuf[indices].
-  void storePairSplit(Value x0, Value x1, Value hiBuf, Value loBuf,
-                      ValueRange indices) {
-    Value v = vector::FromElementsOp::create(
-        b, VectorType::get({2}, b.getF32Type()), ValueRange{x0, x1});
-    auto [hi, lo] = split(v, VectorType::get({2}, mmaElem));
-    vector::StoreOp::create(b, hi, hiBuf, indices, false, llvm::Align(4));
-    if (loBuf)
-      vector::StoreOp::create(b, lo, loBuf, indices, false, llvm::Align(4));
   }
 
   /// vector<width x f32> of memref[indices..., c .. c + width - 1]
