@@ -14,7 +14,9 @@ in [-20, -5], beta in [0.97, 1]). Prints the norm-wise relative error of o
 
 Rounded intermediates per row: exact (none: o's error is its own bf16
 rounding), S (the chunk states the output reads), W, U, WU, S+Do (the chunk
-states and the new values the output reads). bench/NOTES.md c14/c15 cite it.
+states and the new values the output reads), SW (what the kernels round
+since c15), SWDoP (SW, the new values the output reads and the output's
+intra-chunk matrix P). bench/NOTES.md c14/c15 cite it.
 """
 import sys
 
@@ -50,7 +52,7 @@ def chunked(q, k, v, g, beta, s0, scale, rounded, C=64):
         U = r("U", T @ (bc[:, None] * vc))
         D = U - W @ S
         P = np.tril((qc @ kc.T) * np.exp(G[:, None] - G[None, :]))
-        o[sl] = scale * (np.exp(G)[:, None] * (qc @ r("S", S)) + P @ r("Do", D))
+        o[sl] = scale * (np.exp(G)[:, None] * (qc @ r("S", S)) + r("P", P) @ r("Do", D))
         S = np.exp(G[-1]) * S + kc.T @ (np.exp(G[-1] - G)[:, None] * D)
     return o, S
 
@@ -76,7 +78,8 @@ def main():
     rng = np.random.default_rng(int(sys.argv[2]) if len(sys.argv) > 2 else 0)
     err = lambda x, ref: np.linalg.norm(x - ref) / np.linalg.norm(ref)
     variants = [("exact", ()), ("S", ("S",)), ("W", ("W",)), ("U", ("U",)),
-                ("WU", ("W", "U")), ("S+Do", ("S", "Do"))]
+                ("WU", ("W", "U")), ("S+Do", ("S", "Do")),
+                ("SW", ("S", "W")), ("SWDoP", ("S", "W", "Do", "P"))]
     with np.errstate(over="ignore"):  # exp(G_i - G_j) above the diagonal
         for kind in ("delta", "gated_delta"):
             for hard in (False, True):

@@ -48,7 +48,7 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
         linattn::LinAttnRecurrenceToChunkedOptions{
             chunkSize,
-            /*narrowChunkStates=*/strategy == linattn::Strategy::Chunked}));
+            /*narrowIntermediates=*/strategy == linattn::Strategy::Chunked}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
     if (strategy == linattn::Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
@@ -63,7 +63,7 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
         linattn::LinAttnRecurrenceToChunkedOptions{chunkSize,
-                                                   /*narrowChunkStates=*/true}));
+                                                   /*narrowIntermediates=*/true}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;

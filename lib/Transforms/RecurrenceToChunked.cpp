@@ -34,9 +34,9 @@ RankedTensorType f32Tensor(OpBuilder &b, ArrayRef<int64_t> shape) {
 
 struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
   RecurrenceToChunked(MLIRContext *ctx, int64_t chunkSize,
-                      bool narrowChunkStates)
+                      bool narrowIntermediates)
       : OpRewritePattern(ctx), chunkSize(chunkSize),
-        narrowChunkStates(narrowChunkStates) {}
+        narrowIntermediates(narrowIntermediates) {}
 
   LogicalResult matchAndRewrite(RecurrenceOp op,
                                 PatternRewriter &rewriter) const override {
@@ -72,21 +72,23 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
       rank1Scale = rewriter.getF32FloatAttr(
           op.getKind() == TransitionKind::NegEigDelta ? 2.0f : 1.0f);
     }
-    // The chunk states only feed the output's inter-chunk term Q S_n, so
-    // they are stored like the keys (bf16: half the bytes the state pass
-    // writes and the output reads; the rounding is not carried: the state
-    // itself stays fp32). New values stay f32 (D = U - W S cancels). A
-    // segment scan computes them in f32 for its new values anyway, and
-    // keeps them so.
-    Type statesElem = cast<RankedTensorType>(k.getType()).getElementType();
-    if (!narrowChunkStates || getRecordedStrategy(op) == Strategy::SegmentScan)
-      statesElem = rewriter.getF32Type();
+    // The chunk states and the new values only feed the output (Q S_n and
+    // P D), so they are stored like the keys (bf16: half the bytes the
+    // state pass writes and the output reads). Their rounding is not
+    // carried: the state and D stay fp32 inside the state pass, and D is
+    // rounded after its cancellation (D = U - W S), not before. A segment
+    // scan computes its new values from f32 chunk states, and keeps both
+    // f32.
+    Type narrowElem = cast<RankedTensorType>(k.getType()).getElementType();
+    if (!narrowIntermediates || getRecordedStrategy(op) == Strategy::SegmentScan)
+      narrowElem = rewriter.getF32Type();
     auto statesType = RankedTensorType::get(
-        {batch, numChunks, numVHeads, K, V}, statesElem);
+        {batch, numChunks, numVHeads, K, V}, narrowElem);
+    auto newValuesType =
+        RankedTensorType::get({batch, seqLen, numVHeads, V}, narrowElem);
     auto statePass = ChunkStatePassOp::create(
         rewriter, loc,
-        TypeRange{f32Tensor(rewriter, {batch, seqLen, numVHeads, V}),
-                  statesType, op.getFinalState().getType()},
+        TypeRange{newValuesType, statesType, op.getFinalState().getType()},
         k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
         rewriter.getI64IntegerAttr(chunkSize), rank1Scale);
     // The segment-scan choice travels to linattn-state-pass-to-scan.
@@ -102,7 +104,7 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
   }
 
   int64_t chunkSize;
-  bool narrowChunkStates;
+  bool narrowIntermediates;
 };
 
 struct LinAttnRecurrenceToChunked
@@ -122,7 +124,7 @@ struct LinAttnRecurrenceToChunked
     });
     RewritePatternSet patterns(&getContext());
     patterns.add<RecurrenceToChunked>(&getContext(), chunkSize,
-                                      narrowChunkStates);
+                                      narrowIntermediates);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

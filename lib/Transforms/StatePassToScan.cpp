@@ -103,16 +103,19 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
       buildLogDecayCombiner(rewriter, scan, /*gated=*/true);
 
     // The new values come from the fp32 states (D = U - W S cancels); the
-    // state pass's chunk_states result may be narrower (it only feeds the
-    // output), and is then rounded from them.
+    // state pass's chunk_states and new_values results may be narrower
+    // (they only feed the output), and are then rounded from them.
     Value chunkStates = scan.getOutputs()[1];
     auto wantStates = cast<RankedTensorType>(op.getChunkStates().getType());
     auto f32States = wantStates.clone(f32);
     if (chunkStates.getType() != f32States)
       chunkStates = tensor::CastOp::create(rewriter, loc, f32States, chunkStates);
+    auto wantNewValues = cast<RankedTensorType>(op.getNewValues().getType());
     Value newValues = ChunkNewValuesOp::create(
-        rewriter, loc, op.getNewValues().getType(), op.getU(), op.getW(),
+        rewriter, loc, wantNewValues.clone(f32), op.getU(), op.getW(),
         chunkStates, op.getChunkSizeAttr());
+    if (!wantNewValues.getElementType().isF32())
+      newValues = arith::TruncFOp::create(rewriter, loc, wantNewValues, newValues);
     if (!wantStates.getElementType().isF32())
       chunkStates = arith::TruncFOp::create(rewriter, loc, wantStates, chunkStates);
     Value finalState = scan.getCarries()[1];

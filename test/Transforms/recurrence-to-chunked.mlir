@@ -1,6 +1,6 @@
 // RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-recurrence-to-chunked{chunk-size=32}))' | FileCheck %s
 // RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-recurrence-to-chunked))' | FileCheck %s --check-prefix=DEFAULT
-// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-recurrence-to-chunked{narrow-chunk-states=false}))' | FileCheck %s --check-prefix=WIDE
+// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-recurrence-to-chunked{narrow-intermediates=false}))' | FileCheck %s --check-prefix=WIDE
 
 // Gated delta: cumulative gates per chunk, then the state pass in rank-1
 // product form (beta, rank1_scale = 1) and the output combination.
@@ -9,12 +9,13 @@
 // CHECK-SAME:    (%[[Q:.*]]: tensor<?x?x2x16xbf16>, %[[K:.*]]: tensor<?x?x2x16xbf16>, %[[V:.*]]: tensor<?x?x4x32xbf16>, %[[G:.*]]: tensor<?x?x4xf32>, %[[BETA:.*]]: tensor<?x?x4xf32>, %[[S0:.*]]: tensor<?x4x16x32xf32>)
 // CHECK:         %[[GC:.*]] = linattn.chunk_cumsum %[[G]] {chunk_size = 32 : i64} : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
 // CHECK:         %[[D:.*]], %[[STATES:.*]], %[[FINAL:.*]] = linattn.chunk_state_pass k(%[[K]]) u(%[[V]]) beta(%[[BETA]]) gates(%[[GC]]) state(%[[S0]]) {chunk_size = 32 : i64, rank1_scale = 1.000000e+00 : f32}
-// CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
+// CHECK-SAME:      -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
 // CHECK:         %[[O:.*]] = linattn.chunk_output q(%[[Q]]) k(%[[K]]) new_values(%[[D]]) states(%[[STATES]]) gates(%[[GC]]) {chunk_size = 32 : i64, scale = 2.500000e-01 : f32}
 // CHECK:         return %[[O]], %[[FINAL]]
 // DEFAULT-LABEL: func.func @gated_deltanet
 // DEFAULT:         linattn.chunk_cumsum %{{.*}} {chunk_size = 64 : i64}
-// The chunk states are bf16 like the keys unless narrow-chunk-states=false.
+// The new values and chunk states are bf16 like the keys unless
+// narrow-intermediates=false.
 // WIDE-LABEL:    func.func @gated_deltanet
 // WIDE:            linattn.chunk_state_pass
 // WIDE-SAME:         -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)

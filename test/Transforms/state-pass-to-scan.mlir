@@ -54,17 +54,18 @@ func.func @untouched(%k: tensor<1x8x1x4xf32>, %u: tensor<1x8x1x4xf32>, %beta: te
 
 // -----
 
-// bf16 chunk states (as linattn-recurrence-to-chunked makes them for bf16
-// keys): the new values still read the scan's f32 states; only the
-// state pass's chunk_states result is rounded.
+// bf16 chunk states and new values (as linattn-recurrence-to-chunked makes
+// them for bf16 keys): the new values are computed from the scan's f32
+// states in f32; both results are rounded after.
 
-// CHECK-LABEL: func.func @narrow_states
+// CHECK-LABEL: func.func @narrow_intermediates
 // CHECK:         %[[S:.*]]:4 = linattn.scan
 // CHECK:         %[[D:.*]] = linattn.chunk_new_values u(%arg1) w(%arg2) states(%[[S]]#1) {chunk_size = 16 : i64} : ({{.*}}, tensor<2x3x4x8x4xf32>) -> tensor<2x40x4x4xf32>
-// CHECK:         %[[NARROW:.*]] = arith.truncf %[[S]]#1 : tensor<2x3x4x8x4xf32> to tensor<2x3x4x8x4xbf16>
-// CHECK:         return %[[D]], %[[NARROW]], %[[S]]#3
-func.func @narrow_states(%k: tensor<2x40x2x8xbf16>, %u: tensor<2x40x4x4xf32>, %w: tensor<2x40x4x8xbf16>, %g: tensor<2x40x4xf32>, %s0: tensor<2x4x8x4xf32>) -> (tensor<2x40x4x4xf32>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>) {
+// CHECK:         %[[NARROWD:.*]] = arith.truncf %[[D]] : tensor<2x40x4x4xf32> to tensor<2x40x4x4xbf16>
+// CHECK:         %[[NARROWS:.*]] = arith.truncf %[[S]]#1 : tensor<2x3x4x8x4xf32> to tensor<2x3x4x8x4xbf16>
+// CHECK:         return %[[NARROWD]], %[[NARROWS]], %[[S]]#3
+func.func @narrow_intermediates(%k: tensor<2x40x2x8xbf16>, %u: tensor<2x40x4x4xf32>, %w: tensor<2x40x4x8xbf16>, %g: tensor<2x40x4xf32>, %s0: tensor<2x4x8x4xf32>) -> (tensor<2x40x4x4xbf16>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>) {
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%g) state(%s0) {chunk_size = 16 : i64}
-      : (tensor<2x40x2x8xbf16>, tensor<2x40x4x4xf32>, tensor<2x40x4x8xbf16>, tensor<2x40x4xf32>, tensor<2x4x8x4xf32>) -> (tensor<2x40x4x4xf32>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>)
-  return %d, %states, %final : tensor<2x40x4x4xf32>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>
+      : (tensor<2x40x2x8xbf16>, tensor<2x40x4x4xf32>, tensor<2x40x4x8xbf16>, tensor<2x40x4xf32>, tensor<2x4x8x4xf32>) -> (tensor<2x40x4x4xbf16>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>)
+  return %d, %states, %final : tensor<2x40x4x4xbf16>, tensor<2x3x4x8x4xbf16>, tensor<2x4x8x4xf32>
 }

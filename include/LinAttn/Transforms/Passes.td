@@ -151,20 +151,23 @@ def LinAttnRecurrenceToChunked
     Delta kinds keep the chunk's product of rank-1 transitions unexpanded;
     `linattn-lower-rank1-to-wy` turns it into WY/UT form.
 
-    The chunk states S_n only feed the output's inter-chunk term, so with
-    16-bit keys they are stored in the keys' type (half the bytes the state
-    pass writes and the output reads; the state carried from chunk to chunk
-    stays fp32, so their rounding does not accumulate). New values and the
-    final state are f32. A recurrence the selector gave to the segment
-    scan, or every one with `narrow-chunk-states=false`, keeps f32 chunk
-    states: the segment scan computes its new values from them.
+    The chunk states S_n and the new values D only feed the output (its
+    inter-chunk term Q S_n and intra-chunk term P D), so with 16-bit keys
+    they are stored in the keys' type: half the bytes the state pass
+    writes and the output reads. Their rounding does not accumulate: the
+    state carried from chunk to chunk and D stay fp32 inside the state
+    pass, and D is rounded after the cancellation D = U - W S_n. The final
+    state is f32. A recurrence the selector gave to the segment scan, or
+    every one with `narrow-intermediates=false`, keeps both f32: the
+    segment scan computes its new values from f32 chunk states.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
            "Tokens per chunk">,
-    Option<"narrowChunkStates", "narrow-chunk-states", "bool",
+    Option<"narrowIntermediates", "narrow-intermediates", "bool",
            /*default=*/"true",
-           "Store the chunk states in the keys' type when it is 16-bit">,
+           "Store the chunk states and new values (read only by the output) "
+           "in the keys' type when it is 16-bit">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -46,10 +46,16 @@ namespace {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kThreads = 128;
 constexpr int64_t kWarps = kThreads / 32;
-/// Value columns per block of the output kernel (every block recomputes
-/// Q K^T; 64 columns measured slower than 32 on the H200, 2.89 vs 2.27 ms
-/// at B = 4, T = 16384: the larger shared tiles halve the resident blocks).
-constexpr int64_t kOutputColumns = 32;
+/// Value columns per block of the output kernel. Every block recomputes
+/// Q K^T and reloads Q and K, so wider blocks do less of both; with 16-bit
+/// S and D tiles 64 columns fit 3 blocks per SM (62720 B) and measured
+/// 0.33 ms against 32 columns' 0.51 ms (B = 4, T = 16384, K = V = 128 on
+/// the H200; bench/NOTES.md c16). With f32 tiles (split in two) 64 columns
+/// had measured slower, 2.89 vs 2.27 ms, when the shared tiles halved the
+/// resident blocks.
+constexpr int64_t kOutputColumns = 64;
+static_assert(64 % kOutputColumns == 0,
+              "every V the geometry check admits splits into output blocks");
 /// The state pass: each warp carries S^T for 16 value columns (the m of
 /// its products) and 1 / kStateKeySplit of the keys in registers, so the
 /// state never goes through shared memory; the kStateKeySplit warps of a
@@ -1312,18 +1318,19 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K], K [64][K], then S [K][32] (split if the
-  // chunk states are f32; 16-bit ones are operands as they are) and D
-  // [64][32] split (both read transposed by ldmatrix .trans); 64 row gates.
+  // Shared memory: Q [64][K], K [64][K], then S [K][32] and D [64][32]
+  // (each split if f32; 16-bit ones are operands as they are; both read
+  // transposed by ldmatrix .trans); 64 row gates.
   // Everything is loaded at once, so the block waits on global memory
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
+  bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
   int64_t qBytes = kChunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
   int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
   int64_t sOffset = 2 * qBytes;
   int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
-  int64_t gOffset = dOffset + 2 * dBytes;
+  int64_t gOffset = dOffset + (dIsOperand ? 1 : 2) * dBytes;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
@@ -1345,10 +1352,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     Value sLo = sIsOperand ? Value()
                            : k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
     Value dHi = k.tile(dOffset, kChunk, kOutputColumns + kPad, elem);
-    Value dLo = k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
+    Value dLo = dIsOperand ? Value()
+                           : k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value gShared = k.vec(gOffset, kChunk, f32);
 
-    // 1. Q and K of the chunk, S_n and D of the block's columns (split),
+    // 1. Q and K of the chunk, S_n and D of the block's columns (split if f32),
     //    row gates.
     k.fillTile(qTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(qBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
@@ -1381,8 +1389,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
       }
 
     // 3. O = scale (diag(exp(G)) Q S + P D); P is the A operand straight
-    //    from its accumulators (split), D comes split from shared memory,
-    //    S too if it is f32.
+    //    from its accumulators (split); S and D come from shared memory,
+    //    split if they are f32.
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
     Operand sOperand = {{sHi, /*transposed=*/true}};
     if (sLo)
@@ -1397,10 +1405,13 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
       auto [aHi, aLo] = k.splitFragmentA(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
       for (int64_t nt = 0; nt < nTiles; nt += 2) {
         SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, 16 * ks);
-        SmallVector<Value> bLo = k.fragB2({dLo, /*transposed=*/true}, 8 * nt, 16 * ks);
+        SmallVector<Value> bLo =
+            dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, 16 * ks)
+                : SmallVector<Value>();
         for (int64_t j = 0; j < 2; ++j) {
           ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
-          o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
+          if (dLo)
+            o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
           o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
           o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
         }

@@ -249,8 +249,16 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   int64_t numVHeads = dimOf(u, 2), V = dimOf(u, 3);
   Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
   Value hvDim = e.index(numVHeads), kDim = e.index(K), vDim = e.index(V);
-  Value delta = e.allocFor(op.getNewValues().getType(),
-                           {batch, seqLen, hvDim, vDim});
+  SmallVector<Value> deltaSizes = {batch, seqLen, hvDim, vDim};
+  Value delta = e.allocFor(op.getNewValues().getType(), deltaSizes);
+  // The state update reads D back, so 16-bit new values (they only feed
+  // the output) are computed in an fp32 buffer and rounded once at the
+  // end: the carried state never sees their rounding.
+  auto deltaType = cast<RankedTensorType>(op.getNewValues().getType());
+  bool narrowDelta = !deltaType.getElementType().isF32();
+  Value deltaWork =
+      narrowDelta ? e.allocFor(deltaType.clone(e.b.getF32Type()), deltaSizes)
+                  : delta;
   Value states = e.allocFor(op.getChunkStates().getType(),
                             {batch, l.numChunks(seqLen), hvDim, kDim, vDim});
   Value state = e.allocFor(op.getFinalState().getType(),
@@ -297,14 +305,14 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                   });
               Value d = e.sub(e.mul(betaT, e.loadF32(u, {bIdx, t, hv, c})),
                               e.mul(coeff, sk));
-              memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
+              memref::StoreOp::create(e.b, d, deltaWork, ValueRange{bIdx, t, hv, c});
             });
             // S = a_t S + k_t D_t^T
             e.forEach(kDim, [&](Value r) {
               Value kr = e.loadF32(k, {bIdx, t, h, r});
               e.forEach(vDim, [&](Value c) {
                 Value s = memref::LoadOp::create(e.b, state, S(r, c));
-                Value d = memref::LoadOp::create(e.b, delta,
+                Value d = memref::LoadOp::create(e.b, deltaWork,
                                                  ValueRange{bIdx, t, hv, c});
                 memref::StoreOp::create(e.b,
                                         e.add(e.mul(decay, s), e.mul(kr, d)),
@@ -327,7 +335,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                   });
               d = e.sub(d, ws);
             }
-            memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
+            memref::StoreOp::create(e.b, d, deltaWork, ValueRange{bIdx, t, hv, c});
           });
         });
         // S_{n+1} = exp(G_C) S_n + sum_t (k_t * exp(G_C - G_t)) D_t^T
@@ -344,7 +352,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                 e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
             e.forEach(vDim, [&](Value c) {
               Value acc = memref::LoadOp::create(e.b, scratch, c);
-              Value d = memref::LoadOp::create(e.b, delta,
+              Value d = memref::LoadOp::create(e.b, deltaWork,
                                                ValueRange{bIdx, t, hv, c});
               memref::StoreOp::create(e.b, e.add(acc, e.mul(kScaled, d)),
                                       scratch, c);
@@ -360,6 +368,18 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
       });
     });
   });
+  if (narrowDelta)
+    e.forEach(batch, [&](Value bIdx) {
+      e.forEach(seqLen, [&](Value t) {
+        e.forEach(hvDim, [&](Value hv) {
+          e.forEach(vDim, [&](Value c) {
+            e.storeFromF32(memref::LoadOp::create(e.b, deltaWork,
+                                                  ValueRange{bIdx, t, hv, c}),
+                           delta, {bIdx, t, hv, c});
+          });
+        });
+      });
+    });
   op.getNewValues().replaceAllUsesWith(
       e.toTensor(delta, op.getNewValues().getType()));
   op.getChunkStates().replaceAllUsesWith(
@@ -430,8 +450,7 @@ void lowerChunkOutput(ChunkOutputOp op) {
                                           l.gateAt(gates, bIdx, j, hv, Value()))));
             }
             e.forEach(vDim, [&](Value c) {
-              Value d = memref::LoadOp::create(e.b, delta,
-                                               ValueRange{bIdx, j, hv, c});
+              Value d = e.loadF32(delta, {bIdx, j, hv, c});
               Value a = memref::LoadOp::create(e.b, acc, c);
               memref::StoreOp::create(e.b, e.add(a, e.mul(score, d)), acc, c);
             });

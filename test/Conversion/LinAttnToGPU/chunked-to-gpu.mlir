@@ -15,7 +15,7 @@
 
 // Dynamic shared memory sizes, from the layouts in ChunkedOpsToGPU.cpp
 // (chunk C = 64, 16-bit tiles padded by 8 elements per row, 32 state columns
-// per block), for K = V = 128:
+// and 64 output columns per block), for K = V = 128:
 //   ut_transform:     Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x C,
 //                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
 //                     then 64 gates and 64 betas (f32):
@@ -26,8 +26,8 @@
 //                     3 * 44288 = 132864, then the exchange of 4 warps x
 //                     8 row tiles x 32 lanes x 16 bytes = 16384: 149248.
 //   chunk_output:     Q and K 2 C (K + 8) 2 = 34816, S (bf16 chunk states,
-//                     no split) K (32 + 8) 2 = 10240, D hi/lo 2 C (32 + 8)
-//                     2 = 10240, 64 gates: 55552.
+//                     no split) K (64 + 8) 2 = 18432, D (bf16 new values,
+//                     no split) C (64 + 8) 2 = 9216, 64 gates: 62720.
 
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[G:[^:]+]]: tensor<?x?x2xf32>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
@@ -128,7 +128,7 @@
 // CHECK:         bufferization.to_buffer %[[WT]] read_only
 // CHECK:         bufferization.to_buffer %[[GT]] read_only
 // CHECK:         bufferization.to_buffer %[[S0]] read_only
-// CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xbf16>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
 // CHECK:         %[[SPSMEM:.*]] = arith.constant 149248 : i32
@@ -177,9 +177,10 @@
 // CHECK:         %[[STATEST:.*]] = bufferization.to_tensor %[[STATES]] restrict writable
 // CHECK:         %[[FINALT:.*]] = bufferization.to_tensor %[[FINAL]] restrict writable : memref<?x2x128x128xf32> to tensor<?x2x128x128xf32>
 
-// 4. chunk_output: blocks (NC * V / 32, HV, B), 128 threads. Q K^T (8 x 8),
-//    Q S (8 k-steps x 4 n-tiles, the bf16 chunk states as they are) and
-//    P D (4 x 4 x 3): 64 + 32 + 48 = 144 products; o is stored in bf16.
+// 4. chunk_output: blocks (NC * V / 64, HV, B), 128 threads. Q K^T (8 x 8),
+//    Q S (8 k-steps x 8 n-tiles, the bf16 chunk states as they are) and
+//    P D (4 x 8 x 2: P split, the bf16 new values as they are): 64 + 64 +
+//    64 = 192 products; o is stored in bf16.
 // CHECK:         bufferization.to_buffer %[[Q]] read_only
 // CHECK:         bufferization.to_buffer %[[K]] read_only
 // CHECK:         bufferization.to_buffer %[[DT]] read_only
@@ -187,21 +188,20 @@
 // CHECK:         bufferization.to_buffer %[[GT]] read_only
 // CHECK:         %[[O:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[NC3:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c4{{[_0-9]*}} : index
-// CHECK:         %[[OUTSMEM:.*]] = arith.constant 55552 : i32
+// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c2{{[_0-9]*}} : index
+// CHECK:         %[[OUTSMEM:.*]] = arith.constant 62720 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
 // CHECK-NEXT:      %[[SM3:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Q, K, S, D hi/lo, row gates, all filled before the one barrier;
+// Q, K, S, D, row gates, all filled before the one barrier;
 // P = Q K^T stays in registers and is the A operand of P D.
 // CHECK:           memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c45056{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c50176{{[_0-9]*}}][] : {{.*}} to memref<64x40xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c55296{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c53248{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c62464{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           gpu.barrier
 // CHECK-NOT:       gpu.barrier
-// CHECK-COUNT-144: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-COUNT-192: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           vector.store %{{.*}}, %[[O]][{{.*}}] {alignment = 4 : i64} : memref<?x?x2x128xbf16>, vector<2xbf16>
 // CHECK:           gpu.terminator
@@ -222,8 +222,9 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // Shared memory for K = V = 64: state pass three input stages of K
 // (64 (64 + 8) 2 = 9216), the block's 32 V columns (bf16, padded by 16
 // bytes: 64 (32 + 8) 2 = 5120) and gates (256) = 43776, no exchange (no
-// W S product: every warp starts from its own U^T); output 2 * 9216 +
-// 5120 + 2 * 5120 + 256 = 34048 (bf16 chunk states, no split).
+// W S product: every warp starts from its own U^T); output (one block of
+// 64 columns per chunk) 2 * 9216 + 64 (64 + 8) 2 + 64 (64 + 8) 2 + 256 =
+// 37120 (bf16 chunk states and new values, no split).
 
 // CHECK-LABEL: func.func @retnet(
 // CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
@@ -247,11 +248,11 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK-COUNT-32:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
-// CHECK:         %[[ROUT:.*]] = arith.constant 34048 : i32
+// CHECK:         %[[ROUT:.*]] = arith.constant 37120 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[ROUT]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
 // CHECK:           gpu.barrier
-// CHECK-COUNT-96:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-COUNT-128: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
 // CHECK-NOT:     gpu.launch

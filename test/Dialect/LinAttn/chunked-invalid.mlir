@@ -174,10 +174,10 @@ func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s: tensor<1x2x2
 
 // -----
 
-// output new values must be f32
-func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xbf16>, %s: tensor<1x2x2x16x4xf32>) {
-  // expected-error @+1 {{'new_values' must have element type f32, got 'bf16'}}
-  %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xbf16>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
+// output new values must be bf16, f16 or f32
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf64>, %s: tensor<1x2x2x16x4xf32>) {
+  // expected-error @+1 {{'new_values' element type must be bf16, f16 or f32, got 'f64'}}
+  %o = linattn.chunk_output q(%k) k(%k) new_values(%v) states(%s) {chunk_size = 4 : i64, scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x4xf64>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
   return
 }
 

@@ -547,7 +547,7 @@ LogicalResult ChunkStatePassOp::verify() {
       failed(checker.check(getInitialState().getType(), "initial_state",
                            kStateLayout, Elem::F32)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
-                           Elem::F32)) ||
+                           Elem::AnyFloat)) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
                            kChunkStatesLayout, Elem::AnyFloat)) ||
       failed(checker.check(getFinalState().getType(), "final_state",
@@ -567,7 +567,7 @@ LogicalResult ChunkOutputOp::verify() {
   if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
-                           Elem::F32)) ||
+                           Elem::AnyFloat)) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
                            kChunkStatesLayout, Elem::AnyFloat)) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||

@@ -316,9 +316,10 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     Carries the state across chunks, sequentially, for every sequence and
     value head, and returns the new values D [B, T, HV, V], the state
     entering every chunk [B, NC, HV, K, V] (NC = ceil(T / chunk_size)) and
-    the final state [B, HV, K, V]. D and the final state are f32; the chunk
-    states may be stored narrower (bf16/f16: they only feed the output's
-    inter-chunk term, and the state carried between chunks stays fp32).
+    the final state [B, HV, K, V]. The final state is f32; D and the chunk
+    states may be stored narrower (bf16/f16: they only feed the output,
+    and the state carried between chunks and D are computed in fp32; D is
+    rounded only after its cancellation D = U - W S_n).
 
     Three forms, by operands:
     - no `w`, no `beta` (kinds without a rank-1 term): D = u.
@@ -427,10 +428,10 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
                      + sum over j <= i in the chunk of
                        (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j)
 
-    q, k [B, T, H, K]; new values D [B, T, HV, V] f32; chunk states
-    [B, NC, HV, K, V] (f32, bf16 or f16); gates (in-chunk cumulative, optional) [B, T, HV]
-    or [B, T, HV, K]. The result is [B, T, HV, V] in its declared element
-    type.
+    q, k [B, T, H, K]; new values D [B, T, HV, V] and chunk states
+    [B, NC, HV, K, V] (each f32, bf16 or f16); gates (in-chunk cumulative,
+    optional) [B, T, HV] or [B, T, HV, K]. The result is [B, T, HV, V] in
+    its declared element type.
 
     ```mlir
     %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
