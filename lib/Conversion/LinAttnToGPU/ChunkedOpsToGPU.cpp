@@ -811,15 +811,18 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
 
   // Shared memory: Y holds the key tile, later the value tile (16-bit,
   // exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
-  // split in hi/lo 16-bit tiles; then 64 row gates and 64 betas.
+  // split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
+  // inverse's [16][48] fp32 scratch M.
   int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
   int64_t xOffset = yBytes, rOffset = xOffset + kChunk * kChunk * 4;
   int64_t tileBytes = kChunk * (kChunk + kPad) * 2;
   int64_t gOffset = rOffset + std::max(kChunk * kChunk * 4, 2 * tileBytes);
   int64_t betaOffset = gOffset + kChunk * 4;
+  int64_t mOffset = betaOffset + kChunk * 4;
+  int64_t mCols = kChunk - 16;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   emitLaunch(b, {numChunks, e.index(numVHeads), batch},
-             betaOffset + kChunk * 4, *mmaElem, [&](KernelEmitter &k) {
+             mOffset + 16 * mCols * 4, *mmaElem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value n = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
@@ -834,6 +837,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     Value lTile = k.tile(rOffset, kChunk, kChunk, f32);
     Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
     Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
+    Value mTile = k.tile(mOffset, 16, mCols, f32);
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
@@ -860,48 +864,101 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
                                 ValueRange{r, c});
       }
     }
+    // T's blocks above the diagonal stay zero; the inverse writes the rest.
+    {
+      auto f32x4 = VectorType::get({4}, f32);
+      Value zero = arith::ConstantOp::create(b, f32x4, b.getZeroAttr(f32x4));
+      k.forEachOfBlock(kChunk * kChunk / 4, [&](Value idx) {
+        Value r = arith::DivUIOp::create(b, idx, e.index(kChunk / 4));
+        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / 4)),
+                             e.index(4));
+        vector::StoreOp::create(b, zero, tF32, ValueRange{r, c}, false,
+                                llvm::Align(16));
+      });
+    }
     k.barrier();
 
-    // 3. T = (I + L)^-1 in fp32, one column per lane: column c solves
-    //    (I + L) t = e_c by forward substitution, t_i = [i == c] -
-    //    sum_{j < i} L_ij t_j, with no exchange between columns, so no
-    //    barrier. Warp w takes columns [16 w, + 16) (lanes l and l + 16
-    //    the same one) and starts at row 16 w, above which its columns are
-    //    zero (T is lower triangular); L's rows are read as 4-vectors, the
-    //    same address in every lane.
+    // 3. T = (I + L)^-1 in fp32, by blocks of 16 rows. Block row I of
+    //    (I + L) T = I gives, for column blocks J < I,
+    //      T_II = (I + L_II)^-1,   T_IJ = -T_II M_IJ,
+    //      M_IJ = sum_{K < I} L_IK T_KJ = L[I, :16 I] T[:16 I, J]
+    //    (T is zero above its diagonal blocks, so the sum may start at 0).
+    //    a. Warp w inverts diagonal block w by forward substitution, one
+    //       column per lane (lanes l and l + 16 the same one): t_i = [i ==
+    //       c] - sum_{j < i} L_ij t_j over the block's 16 rows; L's rows
+    //       are read as 4-vectors, the same address in every lane.
+    //    b. Block rows 1, 2, 3 in turn, every thread a few elements of M
+    //       (then of T_I,<I) with independent sums: the dependent chain is
+    //       16 rows long instead of 64, and every warp works.
     {
-      Value col = e.addIndex(e.mulIndex(k.warp, e.index(16)),
-                             arith::RemUIOp::create(b, k.lane, e.index(16)));
       auto f32x4 = VectorType::get({4}, f32);
-      for (int64_t w = 0; w < kWarps; ++w) {
-        auto ifOp = scf::IfOp::create(
-            b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, k.warp,
-                                     e.index(w)),
-            false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        int64_t r0 = 16 * w;
-        SmallVector<Value> t(kChunk);
-        for (int64_t i = r0; i < kChunk; ++i) {
-          // Four partial sums, one per vector lane, shorten the chain.
-          SmallVector<Value> partial(4, e.f32(0.0f));
-          for (int64_t j0 = r0; j0 < i; j0 += 4) {
-            Value l = vector::LoadOp::create(b, f32x4, lTile,
-                                             ValueRange{e.index(i), e.index(j0)},
-                                             false, llvm::Align(16));
-            for (int64_t x = 0; x < 4 && j0 + x < i; ++x)
-              partial[x] = math::FmaOp::create(
-                  b, vector::ExtractOp::create(b, l, x), t[j0 + x], partial[x]);
-          }
-          Value sum = e.add(e.add(partial[0], partial[1]),
-                            e.add(partial[2], partial[3]));
-          Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, col,
-                                             e.index(i));
-          t[i] = e.sub(k.select(diag, e.f32(1.0f), e.f32(0.0f)), sum);
+      auto dot4 = [&](ArrayRef<Value> partial) {
+        return e.add(e.add(partial[0], partial[1]), e.add(partial[2], partial[3]));
+      };
+      Value base = e.mulIndex(k.warp, e.index(16));
+      Value c = arith::RemUIOp::create(b, k.lane, e.index(16));
+      SmallVector<Value> t(16);
+      for (int64_t i = 0; i < 16; ++i) {
+        // Four partial sums, one per vector lane, shorten the chain.
+        SmallVector<Value> partial(4, e.f32(0.0f));
+        for (int64_t j0 = 0; j0 < i; j0 += 4) {
+          Value l = vector::LoadOp::create(
+              b, f32x4, lTile,
+              ValueRange{e.addIndex(base, e.index(i)), e.addIndex(base, e.index(j0))},
+              false, llvm::Align(16));
+          for (int64_t x = 0; x < 4 && j0 + x < i; ++x)
+            partial[x] = math::FmaOp::create(
+                b, vector::ExtractOp::create(b, l, x), t[j0 + x], partial[x]);
         }
-        for (int64_t i = 0; i < kChunk; ++i)
-          memref::StoreOp::create(b, i < r0 ? e.f32(0.0f) : t[i], tF32,
-                                  ValueRange{e.index(i), col});
+        Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c,
+                                           e.index(i));
+        t[i] = e.sub(k.select(diag, e.f32(1.0f), e.f32(0.0f)), dot4(partial));
+      }
+      for (int64_t i = 0; i < 16; ++i)
+        memref::StoreOp::create(b, t[i], tF32,
+                                ValueRange{e.addIndex(base, e.index(i)),
+                                           e.addIndex(base, c)});
+      for (int64_t blockRow = 1; blockRow < kChunk / 16; ++blockRow) {
+        int64_t r0 = 16 * blockRow;
+        k.barrier();
+        // M[r][c] = sum_{j < r0} L[r0 + r][j] T[j][c] for c < r0.
+        k.forEachOfBlock(16 * r0, [&](Value idx) {
+          Value r = arith::DivUIOp::create(b, idx, e.index(r0));
+          Value col = arith::RemUIOp::create(b, idx, e.index(r0));
+          Value row = e.addIndex(r, e.index(r0));
+          SmallVector<Value> partial(4, e.f32(0.0f));
+          for (int64_t j0 = 0; j0 < r0; j0 += 4) {
+            Value l = vector::LoadOp::create(b, f32x4, lTile,
+                                             ValueRange{row, e.index(j0)}, false,
+                                             llvm::Align(16));
+            for (int64_t x = 0; x < 4; ++x)
+              partial[x] = math::FmaOp::create(
+                  b, vector::ExtractOp::create(b, l, x),
+                  memref::LoadOp::create(b, tF32, ValueRange{e.index(j0 + x), col}),
+                  partial[x]);
+          }
+          memref::StoreOp::create(b, dot4(partial), mTile, ValueRange{r, col});
+        });
+        k.barrier();
+        // T[r0 + r][c] = -sum_m T[r0 + r][r0 + m] M[m][c] for c < r0.
+        k.forEachOfBlock(16 * r0, [&](Value idx) {
+          Value r = arith::DivUIOp::create(b, idx, e.index(r0));
+          Value col = arith::RemUIOp::create(b, idx, e.index(r0));
+          Value row = e.addIndex(r, e.index(r0));
+          SmallVector<Value> partial(4, e.f32(0.0f));
+          for (int64_t m0 = 0; m0 < 16; m0 += 4) {
+            Value tRow = vector::LoadOp::create(b, f32x4, tF32,
+                                                ValueRange{row, e.index(r0 + m0)},
+                                                false, llvm::Align(16));
+            for (int64_t x = 0; x < 4; ++x)
+              partial[x] = math::FmaOp::create(
+                  b, vector::ExtractOp::create(b, tRow, x),
+                  memref::LoadOp::create(b, mTile, ValueRange{e.index(m0 + x), col}),
+                  partial[x]);
+          }
+          memref::StoreOp::create(b, arith::NegFOp::create(b, dot4(partial)), tF32,
+                                  ValueRange{row, col});
+        });
       }
     }
     k.barrier();

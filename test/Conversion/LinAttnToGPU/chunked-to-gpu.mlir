@@ -18,8 +18,9 @@
 // and 64 output columns per block), for K = V = 128:
 //   ut_transform:     Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x C,
 //                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
-//                     then 64 gates and 64 betas (f32):
-//                     17408 + 16384 + 18432 + 256 + 256 = 52736.
+//                     then 64 gates and 64 betas (f32), then the
+//                     inverse's scratch M (fp32 16 x 48, 3072):
+//                     17408 + 16384 + 18432 + 256 + 256 + 3072 = 55808.
 //   chunk_state_pass: three input stages of W (bf16 for the delta rule:
 //                     C (K + 8) 2 = 17408), K (C (K + 8) 2 = 17408), U
 //                     columns (C (32 + 4) 4 = 9216), gates (256):
@@ -61,10 +62,10 @@
 // CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         %[[UTSMEM:.*]] = arith.constant 52736 : i32
+// CHECK:         %[[UTSMEM:.*]] = arith.constant 55808 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC1]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[UTSMEM]] {
 // CHECK-NEXT:      %[[SM1:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Row gates, betas, key/value tile, T (fp32), L (fp32), T hi, T lo.
+// Row gates, betas, key/value tile, T (fp32), L (fp32), T hi, T lo, M.
 // CHECK:           memref.view %[[SM1]][%c52224{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c52480{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
@@ -72,6 +73,7 @@
 // CHECK:           %[[LTILE:.*]] = memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x64xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c52736{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
 // CHECK:           vector.load %[[KB]]
 // CHECK:           gpu.barrier
 // Fragments by ldmatrix: four 8x8 tiles (an A fragment, or the B fragments
@@ -79,32 +81,50 @@
 // CHECK:           nvgpu.ldmatrix %[[KTILE:.*]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK:           nvvm.mma.sync A[%{{.*}}] B[%{{.*}}] C[%{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-COUNT-63:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
-// Forward substitution, one column of T per lane and no barrier: warp w
-// solves its 16 columns from row 16 w on (T is lower triangular), sum_{j
-// < i} L_ij t_j as fused multiply-adds on L rows read as 4-vectors: warp 0
-// 0 + 1 + ... + 63 = 2016 of them, warp 3 (rows 48..63) 120; every warp
-// stores its whole columns, zeros above row 16 w.
+// T = (I + L)^-1 by 16-row blocks. T is zeroed first (its blocks above
+// the diagonal stay so). Each warp inverts its diagonal block by forward
+// substitution, one column per lane: 0 + 1 + ... + 15 = 120 fused
+// multiply-adds on L rows read as 4-vectors, 16 stores. Then block rows 1,
+// 2, 3 in turn, each behind a barrier: M = L[I, :16 I] T[:16 I, :16 I]
+// (16 I multiply-adds per element), a barrier, T[I, :16 I] = -T_II M (16
+// per element), in block-strided loops over the 16 x 16 I elements.
+// CHECK:           scf.for
+// CHECK:             vector.store %{{.*}}, %[[TF32]]{{.*}} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK:           gpu.barrier
-// CHECK:           scf.if
-// CHECK-NOT:         gpu.barrier
-// CHECK:             vector.load %[[LTILE]][%c1{{[_0-9]*}}, %c0{{[_0-9]*}}] {alignment = 16 : i64} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK-COUNT-2016:  math.fma
-// CHECK-NOT:         math.fma
-// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
-// CHECK-NEXT:      }
-// CHECK:           scf.if
-// CHECK-COUNT-1128:  math.fma
-// CHECK-NOT:         math.fma
-// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
-// CHECK-NEXT:      }
-// CHECK:           scf.if
-// CHECK-COUNT-496:   math.fma
-// CHECK:           scf.if
-// CHECK-COUNT-120:   math.fma
-// CHECK-NOT:         math.fma
-// CHECK-COUNT-64:    memref.store %{{.*}}, %[[TF32]]
-// CHECK-NEXT:      }
+// CHECK-NOT:       gpu.barrier
+// CHECK:           vector.load %[[LTILE]]
+// CHECK-COUNT-120: math.fma
+// CHECK-NOT:       math.fma
+// CHECK-COUNT-16:  memref.store %{{.*}}, %[[TF32]]
 // CHECK-NEXT:      gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-16:    math.fma
+// CHECK-NOT:         math.fma
+// CHECK:             memref.store %{{.*}}, %[[MTILE]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-16:    math.fma
+// CHECK:             arith.negf
+// CHECK-NEXT:        memref.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-32:    math.fma
+// CHECK-NOT:         math.fma
+// CHECK:             memref.store %{{.*}}, %[[MTILE]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-16:    math.fma
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-48:    math.fma
+// CHECK-NOT:         math.fma
+// CHECK:             memref.store %{{.*}}, %[[MTILE]]
+// CHECK:           gpu.barrier
+// CHECK:           scf.for
+// CHECK-COUNT-16:    math.fma
+// CHECK-NOT:         math.fma
+// CHECK:             memref.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
 // W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
 // CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
