@@ -66,6 +66,22 @@ public:
         })[0];
   }
 
+  /// dst[i, j, k, l] = round(src[i, j, k, l]) over `sizes`: a 16-bit
+  /// result from the fp32 working copy it was computed in.
+  void storeRounded(Value src, Value dst, ArrayRef<Value> sizes) {
+    e.forEach(sizes[0], [&](Value i) {
+      e.forEach(sizes[1], [&](Value j) {
+        e.forEach(sizes[2], [&](Value k) {
+          e.forEach(sizes[3], [&](Value l) {
+            e.storeFromF32(
+                memref::LoadOp::create(b, src, ValueRange{i, j, k, l}), dst,
+                {i, j, k, l});
+          });
+        });
+      });
+    });
+  }
+
   ImplicitLocOpBuilder b;
   LoopEmitter e;
   int64_t chunkSize;
@@ -215,17 +231,7 @@ void lowerUTTransform(UTTransformOp op) {
     });
   });
   if (narrowW)
-    e.forEach(batch, [&](Value bIdx) {
-      e.forEach(seqLen, [&](Value t) {
-        e.forEach(e.index(numVHeads), [&](Value hv) {
-          e.forEach(e.index(K), [&](Value d) {
-            e.storeFromF32(memref::LoadOp::create(e.b, wWork,
-                                                  ValueRange{bIdx, t, hv, d}),
-                           w, {bIdx, t, hv, d});
-          });
-        });
-      });
-    });
+    l.storeRounded(wWork, w, wSizes);
   op.getW().replaceAllUsesWith(e.toTensor(w, op.getW().getType()));
   op.getU().replaceAllUsesWith(e.toTensor(u, op.getU().getType()));
   op.erase();
@@ -369,17 +375,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
     });
   });
   if (narrowDelta)
-    e.forEach(batch, [&](Value bIdx) {
-      e.forEach(seqLen, [&](Value t) {
-        e.forEach(hvDim, [&](Value hv) {
-          e.forEach(vDim, [&](Value c) {
-            e.storeFromF32(memref::LoadOp::create(e.b, deltaWork,
-                                                  ValueRange{bIdx, t, hv, c}),
-                           delta, {bIdx, t, hv, c});
-          });
-        });
-      });
-    });
+    l.storeRounded(deltaWork, delta, deltaSizes);
   op.getNewValues().replaceAllUsesWith(
       e.toTensor(delta, op.getNewValues().getType()));
   op.getChunkStates().replaceAllUsesWith(
