@@ -966,7 +966,14 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     // 4. W = (T diag(c exp(G))) K, then U = (T diag(beta)) V: the column
     //    scaling goes into T (split over L), so the keys and values stay
     //    exact.
-    auto product = [&](int64_t cols, Value dst, Value tile,
+    //    Each product's result leaves through shared memory when its
+    //    staging tile fits (`stageOffset` >= 0): the warps store their
+    //    accumulator pairs there, then the block copies whole rows out in
+    //    16-byte pieces (coalesced: 8-16 stores per thread instead of 32
+    //    scattered pairs). W's tile overlays the T hi/lo tiles (T's fp32
+    //    copy is still needed for U); U's the fp32 T as well, which is
+    //    dead by then.
+    auto product = [&](int64_t cols, Value dst, Value tile, int64_t stageOffset,
                        function_ref<Value(Value)> columnScale) {
       k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
         SmallVector<Value> scales;
@@ -979,14 +986,50 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
       k.barrier();
       SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
       k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
+      if (stageOffset < 0) {
+        for (int64_t nt = 0; nt < cols / 8; ++nt)
+          k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+            k.storePair(out[nt][i], out[nt][i + 1], dst,
+                        {bIdx, e.addIndex(rows.t0, r), hv, c}, k.ult(r, rows.valid));
+          });
+        k.barrier();
+        return;
+      }
+      Type dstElem = cast<MemRefType>(dst.getType()).getElementType();
+      Value stage = k.tile(stageOffset, kChunk, cols + kPad, dstElem);
+      k.barrier(); // every warp is done reading the T tiles
       for (int64_t nt = 0; nt < cols / 8; ++nt)
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
-          k.storePair(out[nt][i], out[nt][i + 1], dst,
-                      {bIdx, e.addIndex(rows.t0, r), hv, c}, k.ult(r, rows.valid));
+          k.storePair(out[nt][i], out[nt][i + 1], stage, {r, c}, Value());
         });
       k.barrier();
+      int64_t perCopy = 128 / dstElem.getIntOrFloatBitWidth();
+      int64_t perRow = cols / perCopy;
+      auto vecType = VectorType::get({perCopy}, dstElem);
+      k.forEachOfBlock(kChunk * perRow, [&](Value idx) {
+        Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                             e.index(perCopy));
+        auto ifOp = scf::IfOp::create(b, k.ult(r, rows.valid), false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        Value x = vector::LoadOp::create(b, vecType, stage, ValueRange{r, c},
+                                         false, llvm::Align(16));
+        vector::StoreOp::create(b, x, dst,
+                                ValueRange{bIdx, e.addIndex(rows.t0, r), hv, c},
+                                false, llvm::Align(16));
+      });
+      k.barrier();
     };
-    product(K, w, keyTile, [&](Value c) {
+    // Staging tiles: W's in R (the T hi/lo tiles), U's in X and R.
+    auto stageBytes = [&](int64_t cols, Value dst) {
+      return kChunk * (cols + kPad) *
+             int64_t(cast<MemRefType>(dst.getType()).getElementTypeBitWidth() / 8);
+    };
+    int64_t rBytes = gOffset - rOffset;
+    int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
+    int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
+    product(K, w, keyTile, wStage, [&](Value c) {
       Value g = memref::LoadOp::create(b, gShared, c);
       Value betaC = memref::LoadOp::create(b, betaShared, c);
       return e.mul(e.mul(e.f32(rank1Scale), betaC), e.exp(g));
@@ -994,7 +1037,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
     });
-    product(V, u, valueTile, [&](Value c) {
+    product(V, u, valueTile, uStage, [&](Value c) {
       return memref::LoadOp::create(b, betaShared, c).getResult();
     });
   });

@@ -127,8 +127,29 @@
 // CHECK:           gpu.barrier
 // W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
 // CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
-// CHECK-COUNT-256: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-COUNT-128: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// W leaves through shared memory: the warps' bf16 pairs into a staging
+// tile over the T hi/lo tiles (behind a barrier: every warp is done with
+// them), then whole rows to global memory in 16-byte pieces.
 // CHECK-NOT:       nvvm.mma.sync
+// CHECK:           %[[WSTAGE:.*]] = memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-32:  vector.store %{{.*}}, %[[WSTAGE]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           scf.for
+// CHECK:             scf.if
+// CHECK-NEXT:          vector.load %[[WSTAGE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          vector.store %{{.*}}, %[[W]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// U likewise, in fp32 over T's fp32 copy and the T hi/lo tiles.
+// CHECK-COUNT-128: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           %[[USTAGE:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-32:  vector.store %{{.*}}, %[[USTAGE]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x136xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.load %[[USTAGE]]{{.*}} vector<4xf32>
+// CHECK-NEXT:        arith.addi
+// CHECK-NEXT:        vector.store %{{.*}}, %[[U]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xf32>, vector<4xf32>
 // CHECK:           gpu.terminator
 // CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
 // CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
