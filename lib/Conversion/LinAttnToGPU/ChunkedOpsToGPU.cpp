@@ -918,45 +918,46 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
         memref::StoreOp::create(b, t[i], tF32,
                                 ValueRange{e.addIndex(base, e.index(i)),
                                            e.addIndex(base, c)});
+      // sum_{x < n} a[aRow][aCol0 + x] bt[x][col]: a's row read as
+      //    4-vectors (the same address in the lanes of a row), bt's column
+      //    element by element (consecutive columns in consecutive lanes).
+      auto rowTimesColumn = [&](Value a, Value aRow, int64_t aCol0, Value bt,
+                                int64_t n, Value col) {
+        SmallVector<Value> partial(4, e.f32(0.0f));
+        for (int64_t x0 = 0; x0 < n; x0 += 4) {
+          Value aRow4 = vector::LoadOp::create(b, f32x4, a,
+                                               ValueRange{aRow, e.index(aCol0 + x0)},
+                                               false, llvm::Align(16));
+          for (int64_t x = 0; x < 4; ++x)
+            partial[x] = math::FmaOp::create(
+                b, vector::ExtractOp::create(b, aRow4, x),
+                memref::LoadOp::create(b, bt, ValueRange{e.index(x0 + x), col}),
+                partial[x]);
+        }
+        return dot4(partial);
+      };
       for (int64_t blockRow = 1; blockRow < kChunk / 16; ++blockRow) {
         int64_t r0 = 16 * blockRow;
+        // body(r, col, row = r0 + r) for the block row's 16 x r0 elements
+        // left of its diagonal block, a few per thread.
+        auto forEachElement = [&](function_ref<void(Value, Value, Value)> body) {
+          k.forEachOfBlock(16 * r0, [&](Value idx) {
+            Value r = arith::DivUIOp::create(b, idx, e.index(r0));
+            Value col = arith::RemUIOp::create(b, idx, e.index(r0));
+            body(r, col, e.addIndex(r, e.index(r0)));
+          });
+        };
         k.barrier();
         // M[r][c] = sum_{j < r0} L[r0 + r][j] T[j][c] for c < r0.
-        k.forEachOfBlock(16 * r0, [&](Value idx) {
-          Value r = arith::DivUIOp::create(b, idx, e.index(r0));
-          Value col = arith::RemUIOp::create(b, idx, e.index(r0));
-          Value row = e.addIndex(r, e.index(r0));
-          SmallVector<Value> partial(4, e.f32(0.0f));
-          for (int64_t j0 = 0; j0 < r0; j0 += 4) {
-            Value l = vector::LoadOp::create(b, f32x4, lTile,
-                                             ValueRange{row, e.index(j0)}, false,
-                                             llvm::Align(16));
-            for (int64_t x = 0; x < 4; ++x)
-              partial[x] = math::FmaOp::create(
-                  b, vector::ExtractOp::create(b, l, x),
-                  memref::LoadOp::create(b, tF32, ValueRange{e.index(j0 + x), col}),
-                  partial[x]);
-          }
-          memref::StoreOp::create(b, dot4(partial), mTile, ValueRange{r, col});
+        forEachElement([&](Value r, Value col, Value row) {
+          memref::StoreOp::create(b, rowTimesColumn(lTile, row, 0, tF32, r0, col),
+                                  mTile, ValueRange{r, col});
         });
         k.barrier();
         // T[r0 + r][c] = -sum_m T[r0 + r][r0 + m] M[m][c] for c < r0.
-        k.forEachOfBlock(16 * r0, [&](Value idx) {
-          Value r = arith::DivUIOp::create(b, idx, e.index(r0));
-          Value col = arith::RemUIOp::create(b, idx, e.index(r0));
-          Value row = e.addIndex(r, e.index(r0));
-          SmallVector<Value> partial(4, e.f32(0.0f));
-          for (int64_t m0 = 0; m0 < 16; m0 += 4) {
-            Value tRow = vector::LoadOp::create(b, f32x4, tF32,
-                                                ValueRange{row, e.index(r0 + m0)},
-                                                false, llvm::Align(16));
-            for (int64_t x = 0; x < 4; ++x)
-              partial[x] = math::FmaOp::create(
-                  b, vector::ExtractOp::create(b, tRow, x),
-                  memref::LoadOp::create(b, mTile, ValueRange{e.index(m0 + x), col}),
-                  partial[x]);
-          }
-          memref::StoreOp::create(b, arith::NegFOp::create(b, dot4(partial)), tF32,
+        forEachElement([&](Value, Value col, Value row) {
+          Value sum = rowTimesColumn(tF32, row, r0, mTile, 16, col);
+          memref::StoreOp::create(b, arith::NegFOp::create(b, sum), tF32,
                                   ValueRange{row, col});
         });
       }
@@ -1418,9 +1419,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K], K [64][K], then S [K][32] and D [64][32]
-  // (each split if f32; 16-bit ones are operands as they are; both read
-  // transposed by ldmatrix .trans); 64 row gates.
+  // Shared memory: Q [64][K], K [64][K], then S [K][kOutputColumns] and D
+  // [64][kOutputColumns] (each split if f32; 16-bit ones are operands as
+  // they are; both read transposed by ldmatrix .trans); 64 row gates.
   // Everything is loaded at once, so the block waits on global memory
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
