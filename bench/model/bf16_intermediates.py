@@ -30,30 +30,31 @@ def bf16(x):
     return u.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def recurrence(q, k, v, g, beta, s0, scale):
+def recurrence(q, k, v, g, beta, s0, scale, c):
+    """c: the rank-1 factor, beta (or 2 beta for negeig)."""
     S, o = s0.copy(), np.zeros_like(v)
     for t in range(q.shape[0]):
         S *= np.exp(g[t])
-        S += beta[t] * np.outer(k[t], v[t] - k[t] @ S)
+        S += np.outer(k[t], beta[t] * v[t] - c[t] * (k[t] @ S))
         o[t] = scale * q[t] @ S
     return o, S
 
 
-def chunked(q, k, v, g, beta, s0, scale, rounded, C=64):
+def chunked(q, k, v, g, beta, s0, scale, c, rounded, C=64):
     r = lambda name, x: bf16(x) if name in rounded else x
     S, o = s0.copy(), np.zeros_like(v)
     for c0 in range(0, q.shape[0], C):
         sl = slice(c0, min(q.shape[0], c0 + C))
-        qc, kc, vc, bc = q[sl], k[sl], v[sl], beta[sl]
+        qc, kc, vc, bc, cc = q[sl], k[sl], v[sl], beta[sl], c[sl]
         G = np.cumsum(g[sl])
-        L = np.tril((bc[:, None] * (kc @ kc.T)) * np.exp(G[:, None] - G[None, :]), -1)
+        L = np.tril((cc[:, None] * (kc @ kc.T)) * np.exp(G[:, None] - G[None, :]), -1)
         T = np.linalg.inv(np.eye(len(G)) + L)
-        W = r("W", T @ (bc[:, None] * np.exp(G)[:, None] * kc))
+        W = r("W", T @ (cc[:, None] * np.exp(G)[:, None] * kc))
         U = r("U", T @ (bc[:, None] * vc))
-        D = U - W @ S
+        D = U - W @ r("Sw", S)
         P = np.tril((qc @ kc.T) * np.exp(G[:, None] - G[None, :]))
         o[sl] = scale * (np.exp(G)[:, None] * (qc @ r("S", S)) + r("P", P) @ r("Do", D))
-        S = np.exp(G[-1]) * S + kc.T @ (np.exp(G[-1] - G)[:, None] * D)
+        S = np.exp(G[-1]) * S + kc.T @ r("Dk", np.exp(G[-1] - G)[:, None] * D)
     return o, S
 
 
@@ -69,8 +70,9 @@ def inputs(rng, T, kind, hard, K=128, V=128):
     if kind == "gated_delta":
         g = -5 - 15 * rng.random(T) if hard else -np.log1p(np.exp(-rng.standard_normal(T)))
     beta = 0.97 + 0.03 * rng.random(T) if hard else 1 / (1 + np.exp(-rng.standard_normal(T)))
+    c = 2 * beta if kind == "negeig_delta" else beta
     s0 = 0.1 * rng.standard_normal((K, V))
-    return bf16(q), bf16(k), bf16(v), g, beta, s0
+    return bf16(q), bf16(k), bf16(v), g, beta, s0, c
 
 
 def main():
@@ -79,15 +81,21 @@ def main():
     err = lambda x, ref: np.linalg.norm(x - ref) / np.linalg.norm(ref)
     variants = [("exact", ()), ("S", ("S",)), ("W", ("W",)), ("U", ("U",)),
                 ("WU", ("W", "U")), ("S+Do", ("S", "Do")),
-                ("SW", ("S", "W")), ("SWDoP", ("S", "W", "Do", "P"))]
+                ("SW", ("S", "W")), ("SWDoP", ("S", "W", "Do", "P")),
+                ("SWDo", ("S", "W", "Do")), ("SWDoSw", ("S", "W", "Do", "Sw")),
+                ("SWDoDk", ("S", "W", "Do", "Dk")),
+                ("SWDoSwDk", ("S", "W", "Do", "Sw", "Dk"))]
+    kinds = sys.argv[3].split(",") if len(sys.argv) > 3 else ["delta", "gated_delta"]
     with np.errstate(over="ignore"):  # exp(G_i - G_j) above the diagonal
-        for kind in ("delta", "gated_delta"):
+        for kind in kinds:
             for hard in (False, True):
-                args = inputs(rng, T, kind, hard)
-                ro, rs = recurrence(*args, 128 ** -0.5)
+                q, k, v, g, beta, s0, c = inputs(rng, T, kind, hard)
+                ro, rs = recurrence(q, k, v, g, beta, s0, 128 ** -0.5, c)
                 for name, rounded in variants:
-                    o, s = chunked(*args, 128 ** -0.5, rounded)
-                    print(f"{kind:11s} hard={int(hard)} {name:5s} "
+                    if kind == "negeig_delta" and "W" in rounded:
+                        rounded = tuple(x for x in rounded if x != "W")  # f32 W
+                    o, s = chunked(q, k, v, g, beta, s0, 128 ** -0.5, c, rounded)
+                    print(f"{kind:12s} hard={int(hard)} {name:8s} "
                           f"o {err(bf16(o), ro):.2e}  state {err(s, rs):.2e}")
 
 

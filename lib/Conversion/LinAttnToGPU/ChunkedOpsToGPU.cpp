@@ -35,6 +35,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::linattn {
 #define GEN_PASS_DEF_CONVERTLINATTNCHUNKEDTOGPU
@@ -288,6 +289,58 @@ public:
       return pair;
     return vector::ExtractOp::create(
         b, vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), pair), 0);
+  }
+
+  /// An fp32 pair rounded to a 16-bit type as one 32-bit register (x0 in the
+  /// low half), the form stmatrix takes.
+  Value packPair(Value x0, Value x1, Type narrowElem) {
+    Value pair = vector::FromElementsOp::create(
+        b, VectorType::get({2}, b.getF32Type()), ValueRange{x0, x1});
+    Value narrow = arith::TruncFOp::create(b, VectorType::get({2}, narrowElem), pair);
+    return vector::ExtractOp::create(
+        b, vector::BitCastOp::create(b, VectorType::get({1}, b.getI32Type()), narrow),
+        0);
+  }
+
+  /// Stores four 8x8 16-bit matrices M_0..M_3 transposed by one stmatrix
+  /// .trans: regs[t] holds M_t in the accumulator-pair layout (lane 4 g + q:
+  /// M_t[g][2q], M_t[g][2q + 1]) and, for t = 2 a + h,
+  ///   buf[row0 + 8 a + j][col0 + 8 h + i] = M_t[i][j].
+  /// For accumulator tiles of X^T (rows along buf's columns) this writes X
+  /// in buf's row-major layout, 16 bytes per row and matrix, where one
+  /// thread's pair (two rows of X) could only be stored element by element.
+  void stmatrix4Transposed(Value buf, Value row0, Value col0, ArrayRef<Value> regs) {
+    assert(regs.size() == 4 && "stmatrix .x4 takes four registers");
+    // Lane l gives the address of row l % 8 of matrix l / 8.
+    Value ptr = sharedPointer(buf, e.addIndex(e.addIndex(row0, tileHi), tileRow),
+                              e.addIndex(col0, tileLo));
+    SmallVector<Value> sources(regs);
+    NVVM::StMatrixOp::create(
+        b, ptr, sources, NVVM::MMALayout::col,
+        NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
+        NVVM::LdStMatrixEltType::B16);
+  }
+
+  /// The shared-memory pointer (!llvm.ptr<3>) of buf[row][col], for the
+  /// NVVM ops that take one (nvgpu has no stmatrix).
+  Value sharedPointer(Value buf, Value row, Value col) {
+    auto type = cast<MemRefType>(buf.getType());
+    int64_t bytes = type.getElementTypeBitWidth() / 8;
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, buf);
+    Value element = e.addIndex(e.mulIndex(row, e.index(type.getDimSize(1))), col);
+    Value address = arith::IndexCastOp::create(
+        b, b.getI64Type(), e.addIndex(base, e.mulIndex(element, e.index(bytes))));
+    return LLVM::IntToPtrOp::create(
+        b, LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3), address);
+  }
+
+  /// exp(x) = 2^(x log2 e) by ex2.approx (a few ulp) instead of libdevice's
+  /// expf (about eight instructions): the kernels take one per element of
+  /// a decayed tile. The product's rounding adds |x| 2^-24 of relative
+  /// error; the gate differences a kernel exponentiates stay within one
+  /// chunk's cumulative decay.
+  Value exp(Value x) {
+    return math::Exp2Op::create(b, e.mul(x, e.f32(llvm::numbers::log2ef)));
   }
 
   /// The (hi, lo) operand registers of an fp32 pair (vector<2xf32>).
@@ -858,7 +911,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
         Value gc = memref::LoadOp::create(b, gShared, c);
         Value cr = e.mul(e.f32(rank1Scale),
                          memref::LoadOp::create(b, betaShared, r));
-        Value l = e.mul(e.mul(acc[nt][i], cr), e.exp(e.sub(gr, gc)));
+        Value l = e.mul(e.mul(acc[nt][i], cr), k.exp(e.sub(gr, gc)));
         Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, rows.valid));
         memref::StoreOp::create(b, k.select(keep, l, e.f32(0.0f)), lTile,
                                 ValueRange{r, c});
@@ -1033,7 +1086,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     product(K, w, keyTile, wStage, [&](Value c) {
       Value g = memref::LoadOp::create(b, gShared, c);
       Value betaC = memref::LoadOp::create(b, betaShared, c);
-      return e.mul(e.mul(e.f32(rank1Scale), betaC), e.exp(g));
+      return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
     });
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
@@ -1075,8 +1128,14 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value hvDim = e.index(numVHeads);
-  Value newValues = e.allocFor(op.getNewValues().getType(),
-                               {batch, seqLen, hvDim, e.index(V)});
+  // Without W, D = U - W S is U: where their types agree the new values
+  // are u itself, and the kernel writes no copy of it.
+  Type uElem = elementOf(op.getU()), valueElem = elementOf(op.getNewValues());
+  bool forwardValues = !wBuf && valueElem == uElem;
+  Value newValues = forwardValues
+                        ? Value()
+                        : e.allocFor(op.getNewValues().getType(),
+                                     {batch, seqLen, hvDim, e.index(V)});
   Value states = e.allocFor(op.getChunkStates().getType(),
                             {batch, numChunks, hvDim, e.index(K), e.index(V)});
   Value finalState = e.allocFor(op.getFinalState().getType(),
@@ -1089,7 +1148,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   // K like every ldmatrix tile (an f32 W by 32 bytes: lanes of a half-warp
   // read 8-byte pairs of rows 8 apart), U by 16 bytes (lanes read rows 2
   // apart).
-  Type kElem = elementOf(op.getK()), uElem = elementOf(op.getU());
+  Type kElem = elementOf(op.getK());
   Type wElem = wBuf ? elementOf(op.getW()) : Type();
   auto bytesOf = [](Type t) { return int64_t(t.getIntOrFloatBitWidth() / 8); };
   bool kIsOperand = kElem == elem; // else f32 keys (an l2norm result)
@@ -1107,22 +1166,39 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   int64_t keysPerWarp = K / kStateKeySplit;
   static_assert(64 % (16 * kStateKeySplit) == 0,
                 "every K the geometry check admits splits into 16-key k-steps");
+  static_assert((kChunk / 8) % (2 * kStateKeySplit) == 0,
+                "the key parts stage D's row tiles in pairs");
   int64_t keyTiles = keysPerWarp / 8, rowTiles = kChunk / 8;
   // Partial W S^T products of the warps, as held in registers: tile rt of
   // warp w at [w][rt][lane] (16 bytes each).
   bool exchange = wBuf && kStateKeySplit > 1;
   int64_t xchgBytes = exchange ? kStateWarps * rowTiles * 32 * 16 : 0;
+  // 16-bit chunk states and new values leave through shared memory: a
+  // warp's S^T and D^T accumulator tiles go in by stmatrix .trans (four
+  // 8x8 tiles per instruction) as rows of the block's 32 columns, and the
+  // next iteration, past its barrier, copies the rows out in 16-byte
+  // pieces; two buffers alternate. Stored straight from the accumulators
+  // they would take one 2-byte store per element. fp32 results (without
+  // narrow-intermediates) keep those direct stores.
+  auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
+  bool stageStates = is16Bit(elementOf(op.getChunkStates()));
+  bool stageValues = newValues && is16Bit(valueElem);
+  int64_t outStride = kStateColumns + kPad;
+  int64_t stateOutBytes = stageStates ? K * outStride * 2 : 0;
+  int64_t valueOutBytes = stageValues ? kChunk * outStride * 2 : 0;
+  int64_t outBytes = 2 * (stateOutBytes + valueOutBytes);
   int64_t stages = kStateStages;
-  if (stages * stageBytes + xchgBytes > kMaxSharedBytes)
+  if (stages * stageBytes + xchgBytes + outBytes > kMaxSharedBytes)
     stages = 2;
   int64_t xchgOffset = stages * stageBytes;
-  if (xchgOffset + xchgBytes > kMaxSharedBytes)
-    return op.emitOpError() << "GPU state pass needs " << xchgOffset + xchgBytes
+  int64_t outOffset = xchgOffset + xchgBytes;
+  if (outOffset + outBytes > kMaxSharedBytes)
+    return op.emitOpError() << "GPU state pass needs " << outOffset + outBytes
                             << " bytes of shared memory, more than the "
                             << kMaxSharedBytes << " a block may have";
 
   emitLaunch(b, {e.index(V / kStateColumns), hvDim, batch},
-             xchgOffset + xchgBytes, elem, [&](KernelEmitter &k) {
+             outOffset + outBytes, elem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value vTile = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
@@ -1134,6 +1210,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
     Value vLocal = e.mulIndex(columnGroup, e.index(16));
     Value vGlobal = e.addIndex(e.mulIndex(vTile, e.index(kStateColumns)), vLocal);
     Value key0 = e.mulIndex(keyPart, e.index(keysPerWarp));
+    Value v0 = e.mulIndex(vTile, e.index(kStateColumns));
     Type f32 = b.getF32Type();
 
     struct Stage {
@@ -1158,7 +1235,6 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       auto [t0, valid] = chunkRows(e, n, seqLen);
       Stage st = stageAt(n);
       Value zero = e.index(0);
-      Value v0 = e.mulIndex(vTile, e.index(kStateColumns));
       if (wBuf)
         k.copyRowsAsync(st.w, zero, K, t0, valid, seqLen, wBuf,
                         [&](Value t, Value c) -> SmallVector<Value> {
@@ -1203,6 +1279,66 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         }
     };
 
+    // The output buffers of chunk n: S_n ([K][32] of the block's columns)
+    // then D_n ([64][32]), in the states' and new values' types.
+    Type stateElem = elementOf(op.getChunkStates());
+    auto outputsAt = [&](Value n) -> std::pair<Value, Value> {
+      Value parity = arith::RemUIOp::create(b, n, e.index(2));
+      Value base = e.addIndex(e.index(outOffset),
+                              e.mulIndex(parity, e.index(outBytes / 2)));
+      return {stageStates ? k.tile(base, K, outStride, stateElem) : Value(),
+              stageValues ? k.tile(e.addIndex(base, e.index(stateOutBytes)),
+                                   kChunk, outStride, valueElem)
+                          : Value()};
+    };
+    // Copies chunk m's staged S_m and D_m (its rows below `valid`) out,
+    // 8 elements per thread and step.
+    auto flushOutputs = [&](Value m) {
+      constexpr int64_t kPiece = 8;
+      int64_t perRow = kStateColumns / kPiece;
+      auto copyRows = [&](Value src, int64_t rows, Value valid, Value dst,
+                          function_ref<SmallVector<Value>(Value, Value)> dstIndices) {
+        auto type = VectorType::get({kPiece}, elementOf(src));
+        k.forEachOfBlock(rows * perRow, [&](Value idx) {
+          Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+          Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                               e.index(kPiece));
+          OpBuilder::InsertionGuard guard(b);
+          if (valid)
+            b.setInsertionPointToStart(
+                scf::IfOp::create(b, k.ult(r, valid), false).thenBlock());
+          Value x = vector::LoadOp::create(b, type, src, ValueRange{r, c},
+                                           false, llvm::Align(16));
+          vector::StoreOp::create(b, x, dst, dstIndices(r, c), false,
+                                  llvm::Align(16));
+        });
+      };
+      auto [sOut, dOut] = outputsAt(m);
+      if (sOut)
+        copyRows(sOut, K, Value(), states, [&](Value r, Value c) -> SmallVector<Value> {
+          return {bIdx, m, hv, r, e.addIndex(v0, c)};
+        });
+      if (dOut) {
+        auto [t0, valid] = chunkRows(e, m, seqLen);
+        copyRows(dOut, kChunk, valid, newValues,
+                 [&](Value r, Value c) -> SmallVector<Value> {
+          return {bIdx, e.addIndex(t0, r), hv, e.addIndex(v0, c)};
+        });
+      }
+    };
+    // Accumulator tiles 2 j .. 2 j + 1 of X^T (16 columns by 8 rows each)
+    // into rows [row0, row0 + 16) of buffer `out`: X's rows as they are
+    // laid out in memory.
+    auto stageTilePair = [&](Value out, ValueRange tile0, ValueRange tile1,
+                             Value row0) {
+      Type outElem = elementOf(out);
+      SmallVector<Value> regs;
+      for (ValueRange tile : {tile0, tile1})
+        for (int64_t half : {0, 2})
+          regs.push_back(k.packPair(tile[half], tile[half + 1], outElem));
+      k.stmatrix4Transposed(out, row0, vLocal, regs);
+    };
+
     Value firstGroup = prefetch(e.index(0));
     for (int64_t ahead = 1; ahead + 1 < stages; ++ahead)
       prefetch(e.index(ahead));
@@ -1216,7 +1352,21 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       k.barrier();
       prefetch(e.addIndex(n, e.index(stages - 1)));
       Stage st = stageAt(n);
-      storeState(flat, states, {bIdx, n, hv});
+      if (stageStates || stageValues) {
+        // Chunk n - 1's outputs, staged before the barrier.
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(
+            scf::IfOp::create(b, k.ult(e.index(0), n), false).thenBlock());
+        flushOutputs(e.subIndex(n, e.index(1)));
+      }
+      if (stageStates) {
+        Value sOut = outputsAt(n).first;
+        for (int64_t kt = 0; kt < keyTiles; kt += 2)
+          stageTilePair(sOut, flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
+                        e.addIndex(key0, e.index(8 * kt)));
+      } else {
+        storeState(flat, states, {bIdx, n, hv});
+      }
 
       // a. D^T = U^T - S^T W^T for the warp's 16 columns and the chunk's
       //    64 rows (rowTiles tiles of 8 rows): each warp of the column
@@ -1224,20 +1374,34 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       //    comes split from the state registers, B = W^T by ldmatrix from
       //    W's staged rows (an f32 W split as its fragments are loaded);
       //    rows past T are staged zeros, so D is 0 there.
-      SmallVector<SmallVector<Value>> d;
-      Value onU = exchange ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                                   keyPart, e.index(0))
-                                 .getResult()
-                           : Value();
-      for (int64_t rt = 0; rt < rowTiles; ++rt) {
-        SmallVector<Value> tile;
-        for (int64_t i = 0; i < 4; ++i) {
-          Value u = e.loadF32(st.u, {k.accCol(8 * rt, i),
-                                     e.addIndex(vLocal, k.accRow(e.index(0), i))});
-          tile.push_back(exchange ? k.select(onU, u, e.f32(0.0f)) : u);
-        }
-        d.push_back(tile);
+      auto loadU = [&] {
+        SmallVector<Value> u;
+        for (int64_t rt = 0; rt < rowTiles; ++rt)
+          for (int64_t i = 0; i < 4; ++i)
+            u.push_back(e.loadF32(st.u, {k.accCol(8 * rt, i),
+                                         e.addIndex(vLocal, k.accRow(e.index(0), i))}));
+        return u;
+      };
+      SmallVector<Value> dFlat;
+      if (exchange) {
+        // Key part 0 starts from U, the others from zero: a warp-uniform
+        // branch instead of a select per element.
+        auto ifOp = scf::IfOp::create(
+            b, SmallVector<Type>(rowTiles * 4, f32),
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart, e.index(0)),
+            /*withElseRegion=*/true);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        scf::YieldOp::create(b, loadU());
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, SmallVector<Value>(rowTiles * 4, e.f32(0.0f)));
+        dFlat.append(ifOp.getResults().begin(), ifOp.getResults().end());
+      } else {
+        dFlat = loadU();
       }
+      SmallVector<SmallVector<Value>> d;
+      for (int64_t rt = 0; rt < rowTiles; ++rt)
+        d.push_back(SmallVector<Value>(ArrayRef(dFlat).slice(4 * rt, 4)));
       if (wBuf) {
         for (int64_t ks = 0; ks < keysPerWarp / 16; ++ks) {
           SmallVector<Value> s0Tile(flat.slice(8 * ks, 4));
@@ -1275,7 +1439,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       }
       if (exchange) {
         // D = sum of the group's partials in key-part order, the same sum
-        // (bit for bit) in every warp of the group.
+        // (bit for bit) in every warp of the group: each warp reads its
+        // own partial back too rather than choosing it by a select.
         auto f32x4 = VectorType::get({4}, f32);
         Value xchg = k.tile(xchgOffset, kStateWarps * rowTiles * 32, 4, f32);
         auto slot = [&](Value w, int64_t rt) {
@@ -1293,15 +1458,13 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         SmallVector<SmallVector<Value>> sum;
         for (int64_t part = 0; part < kStateKeySplit; ++part) {
           Value w = e.addIndex(firstWarp, e.index(part));
-          Value mine = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, w, k.warp);
           for (int64_t rt = 0; rt < rowTiles; ++rt) {
             Value x = vector::LoadOp::create(b, f32x4, xchg,
                                              ValueRange{slot(w, rt), e.index(0)},
                                              false, llvm::Align(16));
             SmallVector<Value> p;
             for (int64_t i = 0; i < 4; ++i)
-              p.push_back(k.select(mine, d[rt][i],
-                                   vector::ExtractOp::create(b, x, i)));
+              p.push_back(vector::ExtractOp::create(b, x, i));
             if (part == 0) {
               sum.push_back(p);
               continue;
@@ -1314,8 +1477,25 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       }
 
       // b. The new values D, for rows below `valid`; the warps of a
-      //    column group take turns by row tile.
-      for (int64_t rt = 0; rt < rowTiles; ++rt)
+      //    column group take turns by row tile (staged: key part p stages
+      //    the p-th run of row tiles).
+      int64_t tilesPerPart = rowTiles / kStateKeySplit;
+      if (stageValues) {
+        Value dOut = outputsAt(n).second;
+        for (int64_t part = 0; part < kStateKeySplit; ++part) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(
+              scf::IfOp::create(b,
+                                arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                      keyPart, e.index(part)),
+                                false)
+                  .thenBlock());
+          for (int64_t rt = part * tilesPerPart; rt < (part + 1) * tilesPerPart;
+               rt += 2)
+            stageTilePair(dOut, d[rt], d[rt + 1], e.index(8 * rt));
+        }
+      }
+      for (int64_t rt = 0; newValues && !stageValues && rt < rowTiles; ++rt)
         for (int64_t odd = 0; odd < 2; ++odd) {
           Value t = k.accCol(8 * rt, odd);
           Value store = k.ult(t, rows.valid);
@@ -1345,14 +1525,14 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
           for (int64_t odd = 0; odd < 2; ++odd) {
             Value t = k.accCol(8 * rt, odd);
             Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
-            Value decay = e.exp(e.sub(gLast, gt));
+            Value decay = k.exp(e.sub(gLast, gt));
             Value keep = k.ult(t, rows.valid);
             for (int64_t i : {odd, odd + 2})
               d[rt][i] = k.select(keep, e.mul(d[rt][i], decay), e.f32(0.0f));
           }
       }
       SmallVector<SmallVector<Value>> acc;
-      Value stateDecay = gates ? e.exp(gLast) : Value();
+      Value stateDecay = gates ? k.exp(gLast) : Value();
       for (int64_t kt = 0; kt < keyTiles; ++kt) {
         SmallVector<Value> tile(flat.slice(4 * kt, 4));
         if (stateDecay)
@@ -1380,12 +1560,21 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
         next.append(tile.begin(), tile.end());
       return next;
     });
-    // The prefetches past the final chunk (all zero-size) drain.
+    // The prefetches past the final chunk (all zero-size) drain; the last
+    // chunk's staged outputs leave.
     k.waitCopies(firstGroup, 0);
+    if (stageStates || stageValues) {
+      k.barrier();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(e.index(0), numChunks), false).thenBlock());
+      flushOutputs(e.subIndex(numChunks, e.index(1)));
+    }
     storeState(final, finalState, {bIdx, hv});
   }, kStateWarps * 32);
   op.replaceAllUsesWith(
-      ValueRange{e.toTensor(newValues, op.getNewValues().getType()),
+      ValueRange{forwardValues ? op.getU()
+                               : e.toTensor(newValues, op.getNewValues().getType()),
                  e.toTensor(states, op.getChunkStates().getType()),
                  e.toTensor(finalState, op.getFinalState().getType())});
   op.erase();
@@ -1484,7 +1673,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
         Value gr = memref::LoadOp::create(b, gShared, r);
         Value gc = memref::LoadOp::create(b, gShared, c);
-        Value x = e.mul(p[nt][i], e.exp(e.sub(gr, gc)));
+        Value x = e.mul(p[nt][i], k.exp(e.sub(gr, gc)));
         Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
         p[nt][i] = k.select(causal, x, e.f32(0.0f));
       }
@@ -1500,7 +1689,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
-        o[nt][i] = e.mul(o[nt][i], e.exp(g));
+        o[nt][i] = e.mul(o[nt][i], k.exp(g));
       }
     for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
       auto [aHi, aLo] = k.splitFragmentA(p[2 * ks], p[2 * ks + 1], /*negate=*/false);

@@ -163,7 +163,9 @@
 //    bf16 W exact through ldmatrix) summed over the two warps through
 //    shared memory (a second barrier), then S^T += D'^T K (4 k-steps x 8
 //    key tiles x 2, D' split, K exact through ldmatrix .trans): 64 + 64 =
-//    128 products.
+//    128 products. The bf16 chunk state S_n and new values D_n go into
+//    a shared output buffer by stmatrix .trans (four 8x8 tiles each) and
+//    leave in 16-byte rows in the next iteration, after its barrier.
 // CHECK:         bufferization.to_buffer %[[K]] read_only
 // CHECK:         bufferization.to_buffer %[[UT]] read_only
 // CHECK:         bufferization.to_buffer %[[WT]] read_only
@@ -172,12 +174,13 @@
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xbf16>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
-// CHECK:         %[[SPSMEM:.*]] = arith.constant 149248 : i32
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 179968 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
 // CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // Three stages of 44288 bytes (W and K padded like every ldmatrix tile, the
-// block's 32 U columns padded by 16 bytes, row gates), then the 16 KiB
-// exchange of the partial products. The
+// block's 32 U columns padded by 16 bytes, row gates), the 16 KiB
+// exchange of the partial products, then two output buffers of 15360
+// bytes (S_n [128][32 + 8] and D_n [64][32 + 8] in bf16). The
 // prologue starts chunks 0 and 1 (16-byte cp.async, rows past T
 // zero-filled: source size 0).
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
@@ -197,21 +200,48 @@
 // CHECK-NEXT:        gpu.barrier
 // CHECK-COUNT-4:     nvgpu.device_async_copy
 // CHECK:             nvgpu.device_async_create_group
-// CHECK-COUNT-32:    memref.store %{{.*}}, %[[STATES]]
+// Chunk n - 1's outputs leave (from n = 1 on): 4 x 8 state elements per
+// thread, and D's rows below the chunk's valid ones.
+// CHECK:             scf.if
+// CHECK:               vector.load %{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          vector.store %{{.*}}, %[[STATES]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128x128xbf16>, vector<8xbf16>
+// CHECK:               scf.if
+// CHECK-NEXT:            vector.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:                 vector.store %{{.*}}, %[[D]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// CHECK-NOT:         memref.store %{{.*}}, %[[STATES]]
+// CHECK-COUNT-4:     nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
+// Key part 0 starts D from U, key part 1 from zero (a warp-uniform branch).
+// CHECK:             scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-COUNT-32:      memref.load
+// CHECK:               scf.yield
+// CHECK:             } else {
+// CHECK-NEXT:          %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:          scf.yield %[[ZERO]], %[[ZERO]],
 // CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-COUNT-8:     vector.store %{{.*}}, %[[XCHG:.*]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1024x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-NEXT:        gpu.barrier
 // CHECK-COUNT-16:    vector.load %[[XCHG]]
+// CHECK-NOT:         arith.select
+// Each key part stages half of D's row tiles.
 // CHECK:             scf.if
-// CHECK:               memref.store %{{.*}}, %[[D]]
-// CHECK:             math.exp
+// CHECK-COUNT-2:       nvvm.stmatrix
+// CHECK:             scf.if
+// CHECK-COUNT-2:       nvvm.stmatrix
+// CHECK-NOT:         memref.store %{{.*}}, %[[D]]
+// CHECK:             math.exp2
 // CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:         nvvm.mma.sync
 // CHECK-NOT:         gpu.barrier
 // CHECK:             scf.yield
 // CHECK:           nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           scf.if
+// CHECK:             vector.store %{{.*}}, %[[STATES]]
+// CHECK:             vector.store %{{.*}}, %[[D]]
+// CHECK:           }
 // CHECK-COUNT-32:  memref.store %{{.*}}, %[[FINAL]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[DT:.*]] = bufferization.to_tensor %[[D]] restrict writable
@@ -263,7 +293,10 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // Shared memory for K = V = 64: state pass three input stages of K
 // (64 (64 + 8) 2 = 9216), the block's 32 V columns (bf16, padded by 16
 // bytes: 64 (32 + 8) 2 = 5120) and gates (256) = 43776, no exchange (no
-// W S product: every warp starts from its own U^T); output (one block of
+// W S product: every warp starts from its own U^T), two output buffers
+// of chunk states (64 (32 + 8) 2 = 5120 each) = 54016. Without W the
+// new values are U = v itself: no D buffer is written, and the output
+// kernel reads v. Output (one block of
 // 64 columns per chunk) 2 * 9216 + 64 (64 + 8) 2 + 64 (64 + 8) 2 + 256 =
 // 37120 (bf16 chunk states and new values, no split).
 
@@ -282,13 +315,17 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK:           gpu.terminator
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only
-// CHECK:         %[[RSP:.*]] = arith.constant 43776 : i32
+// CHECK-NOT:     memref.alloc({{.*}}) : memref<?x?x2x64xbf16>
+// CHECK:         %[[RSP:.*]] = arith.constant 54016 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
 // CHECK:           gpu.barrier
 // CHECK-COUNT-32:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
+// CHECK:         bufferization.to_buffer %arg0 read_only
+// CHECK-NEXT:    bufferization.to_buffer %arg1 read_only
+// CHECK-NEXT:    bufferization.to_buffer %arg2 read_only
 // CHECK:         %[[ROUT:.*]] = arith.constant 37120 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[ROUT]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
