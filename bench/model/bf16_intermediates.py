@@ -16,7 +16,16 @@ Rounded intermediates per row: exact (none: o's error is its own bf16
 rounding), S (the chunk states the output reads), W, U, WU, S+Do (the chunk
 states and the new values the output reads), SW (what the kernels round
 since c15), SWDoP (SW, the new values the output reads and the output's
-intra-chunk matrix P). bench/NOTES.md c14/c15 cite it.
+intra-chunk matrix P), SWDo (the kernels since c16), and on top of it Sw
+(S as the state pass's W S product reads it), Dk (D' = decayed D as the
+state update K^T D' reads it) and both. Kinds (third argument, comma
+separated; default delta,gated_delta): delta, gated_delta, negeig_delta
+(rank-1 factor 2 beta; its f32 W is never rounded), scalar_gate (no
+rank-1 term: W = 0, U = v), weak_gated_delta (gated delta with log gates
+in (-0.01, 0], outside bench/gpu/check.py's inputs). bench/NOTES.md c14/c15/c20 cite it.
+
+    /usr/bin/python3 bench/model/bf16_intermediates.py 4096 0 \
+        delta,gated_delta,negeig_delta,scalar_gate
 """
 import sys
 
@@ -67,10 +76,14 @@ def inputs(rng, T, kind, hard, K=128, V=128):
         k = nrm(rng.standard_normal((T, K)))
     v = rng.standard_normal((T, V)) * (3 if hard else 1)
     g = np.zeros(T)
-    if kind == "gated_delta":
+    if kind in ("gated_delta", "scalar_gate"):
         g = -5 - 15 * rng.random(T) if hard else -np.log1p(np.exp(-rng.standard_normal(T)))
+    if kind == "weak_gated_delta":  # decays in (0.99, 1]: nearly the delta rule
+        g = -0.01 * rng.random(T)
     beta = 0.97 + 0.03 * rng.random(T) if hard else 1 / (1 + np.exp(-rng.standard_normal(T)))
     c = 2 * beta if kind == "negeig_delta" else beta
+    if kind == "scalar_gate":  # no rank-1 term: W = 0, U = v
+        beta, c = np.ones(T), np.zeros(T)
     s0 = 0.1 * rng.standard_normal((K, V))
     return bf16(q), bf16(k), bf16(v), g, beta, s0, c
 
@@ -86,7 +99,9 @@ def main():
                 ("SWDoDk", ("S", "W", "Do", "Dk")),
                 ("SWDoSwDk", ("S", "W", "Do", "Sw", "Dk"))]
     kinds = sys.argv[3].split(",") if len(sys.argv) > 3 else ["delta", "gated_delta"]
-    with np.errstate(over="ignore"):  # exp(G_i - G_j) above the diagonal
+    # exp(G_i - G_j) above the diagonal overflows (and meets c = 0 for
+    # scalar_gate); np.tril drops it.
+    with np.errstate(over="ignore", invalid="ignore"):
         for kind in kinds:
             for hard in (False, True):
                 q, k, v, g, beta, s0, c = inputs(rng, T, kind, hard)
