@@ -185,16 +185,18 @@ public:
     return select(ult(r, valid), load(clamped), zero);
   }
 
-  /// Starts cp.async copies of a [64][cols] slab into rows [dstRow0, + 64)
-  /// of `dst`: dst(dstRow0 + r, c) = src(srcIndices(t0 + r, c)) for r <
-  /// valid, zero for the other rows (copied with a source size of 0 from a
-  /// clamped, in-bounds row). Each copy moves 16 bytes (or one element when
+  /// Starts cp.async copies of a [rows][cols] slab (a chunk's 64 rows
+  /// unless given) into rows [dstRow0, + rows) of `dst`: dst(dstRow0 + r,
+  /// c) = src(srcIndices(t0 + r, c)) for r < valid, zero for the other
+  /// rows (copied with a source size of 0 from row min(t0 + r, seqLen -
+  /// 1), in bounds). Each copy moves 16 bytes (or one element when
   /// a row is narrower), so a tile is in flight after a few instructions
   /// and lands while the block computes; `waitCopies` then a barrier makes
   /// it visible.
   void copyRowsAsync(Value dst, Value dstRow0, int64_t cols, Value t0,
                      Value valid, Value seqLen, Value src,
-                     function_ref<SmallVector<Value>(Value, Value)> srcIndices) {
+                     function_ref<SmallVector<Value>(Value, Value)> srcIndices,
+                     int64_t rows = kChunk) {
     auto srcType = cast<MemRefType>(src.getType());
     int64_t perCopy =
         std::min<int64_t>(cols, 128 / srcType.getElementTypeBitWidth());
@@ -210,7 +212,7 @@ public:
           b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, c),
           b.getIndexAttr(perCopy), n, full ? b.getUnitAttr() : UnitAttr());
     };
-    int64_t total = kChunk * perRow;
+    int64_t total = rows * perRow;
     if (total % threads == 0)
       return forEachOfBlock(total, body);
     auto ifOp = scf::IfOp::create(b, ult(tid, e.index(total)), false);
@@ -302,21 +304,30 @@ public:
         0);
   }
 
-  /// Stores four 8x8 16-bit matrices M_0..M_3 transposed by one stmatrix
-  /// .trans: regs[t] holds M_t in the accumulator-pair layout (lane 4 g + q:
-  /// M_t[g][2q], M_t[g][2q + 1]) and, for t = 2 a + h,
-  ///   buf[row0 + 8 a + j][col0 + 8 h + i] = M_t[i][j].
-  /// For accumulator tiles of X^T (rows along buf's columns) this writes X
-  /// in buf's row-major layout, 16 bytes per row and matrix, where one
-  /// thread's pair (two rows of X) could only be stored element by element.
-  void stmatrix4Transposed(Value buf, Value row0, Value col0, ArrayRef<Value> regs) {
+  /// Stores a 16x16 16-bit block X by one stmatrix: two adjacent
+  /// accumulator tiles (columns 0..7 and 8..15) as packed pairs, regs =
+  /// (tile0 rows 0..7, tile0 rows 8..15, tile1 rows 0..7, tile1 rows
+  /// 8..15), each 8x8 part in the accumulator-pair layout (lane 4 g + q:
+  /// elements (g, 2q), (g, 2q + 1)). Writes
+  ///   buf[row0 + r][col0 + c] = X[r][c], or with `transposed` (stmatrix
+  ///   .trans) buf[row0 + c][col0 + r] = X[r][c],
+  /// 16 bytes per stored row: one instruction for what a thread's pairs
+  /// would take eight 4-byte stores (two rows of X per pair and
+  /// `transposed`: element by element).
+  void stmatrix4(Value buf, Value row0, Value col0, ArrayRef<Value> regs,
+                 bool transposed) {
     assert(regs.size() == 4 && "stmatrix .x4 takes four registers");
-    // Lane l gives the address of row l % 8 of matrix l / 8.
-    Value ptr = sharedPointer(buf, e.addIndex(e.addIndex(row0, tileHi), tileRow),
-                              e.addIndex(col0, tileLo));
+    // Lane l gives the address of stored row l % 8 of part l / 8 = 2 a + h
+    // (tile a, row half h; tileHi = 8 a, tileLo = 8 h): a row of X, or
+    // with `transposed` a column.
+    Value ptr = transposed
+                    ? sharedPointer(buf, e.addIndex(e.addIndex(row0, tileHi), tileRow),
+                                    e.addIndex(col0, tileLo))
+                    : sharedPointer(buf, e.addIndex(e.addIndex(row0, tileLo), tileRow),
+                                    e.addIndex(col0, tileHi));
     SmallVector<Value> sources(regs);
     NVVM::StMatrixOp::create(
-        b, ptr, sources, NVVM::MMALayout::col,
+        b, ptr, sources, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
         NVVM::LdStMatrixEltType::B16);
   }
@@ -1343,7 +1354,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
       for (ValueRange tile : {tile0, tile1})
         for (int64_t half : {0, 2})
           regs.push_back(k.packPair(tile[half], tile[half + 1], outElem));
-      k.stmatrix4Transposed(out, row0, vLocal, regs);
+      k.stmatrix4(out, row0, vLocal, regs, /*transposed=*/true);
     };
 
     Value firstGroup = prefetch(e.index(0));
@@ -1665,21 +1676,46 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
                            : k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value gShared = k.vec(gOffset, kChunk, f32);
 
-    // 1. Q and K of the chunk, S_n and D of the block's columns (split if f32),
-    //    row gates.
-    k.fillTile(qTile, kChunk, K, rows.valid, [&](Value r, Value c) {
-      return k.load8(qBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    // 1. Q and K of the chunk, S_n and D of the block's columns, row
+    //    gates. Operand-typed tiles arrive by cp.async, straight into
+    //    shared memory (rows past T as zeros); f32 ones (l2norm results,
+    //    fp32 states or new values) through registers, rounded or split.
+    Value zero = e.index(0);
+    bool async = false;
+    auto chunkTile = [&](Value dst, Value dstLo, int64_t cols, Value src,
+                         function_ref<SmallVector<Value>(Value, Value)> at) {
+      if (elementOf(src) == elem) {
+        async = true;
+        return k.copyRowsAsync(dst, zero, cols, rows.t0, rows.valid, seqLen, src, at);
+      }
+      k.fillTile(dst, kChunk, cols, rows.valid, [&](Value r, Value c) {
+        return k.load8(src, at(e.addIndex(rows.t0, r), c));
+      }, dstLo);
+    };
+    chunkTile(qTile, Value(), K, qBuf, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, h, c};
     });
-    k.fillTile(kTile, kChunk, K, rows.valid, [&](Value r, Value c) {
-      return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    chunkTile(kTile, Value(), K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, h, c};
     });
-    k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
-      return k.load8(states, {bIdx, n, hv, r, e.addIndex(v0, c)});
-    }, sLo);
-    k.fillTile(dHi, kChunk, kOutputColumns, rows.valid, [&](Value r, Value c) {
-      return k.load8(dBuf, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)});
-    }, dLo);
+    auto stateAt = [&](Value r, Value c) -> SmallVector<Value> {
+      return {bIdx, n, hv, r, e.addIndex(v0, c)};
+    };
+    if (sIsOperand) {
+      async = true;
+      k.copyRowsAsync(sHi, zero, kOutputColumns, zero, e.index(K), e.index(K),
+                      states, stateAt, /*rows=*/K);
+    } else {
+      k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
+        return k.load8(states, stateAt(r, c));
+      }, sLo);
+    }
+    chunkTile(dHi, dLo, kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, hv, e.addIndex(v0, c)};
+    });
     fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    if (async)
+      k.waitCopies(k.commitCopies(), 0);
     k.barrier();
 
     // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows,
@@ -1726,12 +1762,50 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
         }
       }
     }
-    for (int64_t nt = 0; nt < nTiles; ++nt)
-      k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
-        k.storePair(e.mul(o[nt][i], e.f32(scale)), e.mul(o[nt][i + 1], e.f32(scale)),
-                    out, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
-                    k.ult(r, rows.valid));
-      });
+    for (SmallVector<Value> &tile : o)
+      for (Value &x : tile)
+        x = e.mul(x, e.f32(scale));
+    Type outElem = elementOf(out);
+    if (outElem != elem) {
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePair(o[nt][i], o[nt][i + 1], out,
+                      {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
+                      k.ult(r, rows.valid));
+        });
+      return;
+    }
+    // 4. O leaves through the warp's own 16 rows of the Q tile (no other
+    //    warp reads them): stmatrix, then 16-byte row pieces, 8 rows of
+    //    128 bytes per instruction instead of 4-byte pairs.
+    Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    for (int64_t nt = 0; nt < nTiles; nt += 2) {
+      SmallVector<Value> regs;
+      for (int64_t j = 0; j < 2; ++j)
+        for (int64_t half : {0, 2})
+          regs.push_back(k.packPair(o[nt + j][half], o[nt + j][half + 1], elem));
+      k.stmatrix4(qTile, m0, e.index(8 * nt), regs, /*transposed=*/false);
+    }
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    constexpr int64_t kPiece = 8;
+    int64_t perRow = kOutputColumns / kPiece;
+    auto pieceType = VectorType::get({kPiece}, elem);
+    for (int64_t it = 0; it < 16 * perRow / 32; ++it) {
+      Value idx = e.addIndex(k.lane, e.index(32 * it));
+      Value r = e.addIndex(m0, arith::DivUIOp::create(b, idx, e.index(perRow)));
+      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                           e.index(kPiece));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(r, rows.valid), false).thenBlock());
+      Value x = vector::LoadOp::create(b, pieceType, qTile, ValueRange{r, c},
+                                       false, llvm::Align(16));
+      vector::StoreOp::create(b, x, out,
+                              ValueRange{bIdx, e.addIndex(rows.t0, r), hv,
+                                         e.addIndex(v0, c)},
+                              false, llvm::Align(16));
+    }
   });
   op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
   op.erase();

@@ -263,18 +263,32 @@
 // CHECK:         %[[OUTSMEM:.*]] = arith.constant 62720 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
 // CHECK-NEXT:      %[[SM3:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Q, K, S, D, row gates, all filled before the one barrier;
-// P = Q K^T stays in registers and is the A operand of P D.
-// CHECK:           memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// Q, K, S, D by cp.async (16 bytes each), row gates, all waited for
+// before the one barrier; P = Q K^T stays in registers and is the A
+// operand of P D.
+// CHECK:           %[[QTILE:.*]] = memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c53248{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c62464{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK:           gpu.barrier
+// CHECK-COUNT-2:   nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128x128xbf16> to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
 // CHECK-NOT:       gpu.barrier
 // CHECK-COUNT-192: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
-// CHECK:           vector.store %{{.*}}, %[[O]][{{.*}}] {alignment = 4 : i64} : memref<?x?x2x128xbf16>, vector<2xbf16>
+// O goes through the warp's own Q rows: stmatrix (4 per warp), then 16-byte
+// pieces of the rows below T.
+// CHECK:           nvvm.bar.warp.sync
+// CHECK-COUNT-4:   nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.load %[[QTILE]]
+// CHECK-NEXT:        arith.addi
+// CHECK-NEXT:        arith.addi
+// CHECK-NEXT:        vector.store %{{.*}}, %[[O]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
 // CHECK:           gpu.terminator
 // CHECK:         %[[OT:.*]] = bufferization.to_tensor %[[O]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
 // CHECK-NOT:     gpu.launch
