@@ -147,6 +147,39 @@ public:
     });
   }
 
+  /// Copies rows [row0, row0 + rows) of a staged shared tile out in
+  /// 16-byte pieces: dst(dstIndices(r, c)) = src[r][c .. c + 16 bytes)
+  /// for r < valid (every row without `valid`), spread over the block's
+  /// threads, or with `byWarp` over the lanes of the calling warp (its
+  /// own rows). Whole rows per instruction, where accumulator pairs
+  /// would write 4 or 8 bytes 8 rows apart.
+  void copyRowsOut(Value src, Value row0, int64_t rows, int64_t cols,
+                   Value valid, Value dst,
+                   function_ref<SmallVector<Value>(Value, Value)> dstIndices,
+                   bool byWarp = false) {
+    Type elem = cast<MemRefType>(src.getType()).getElementType();
+    int64_t perPiece = 128 / elem.getIntOrFloatBitWidth();
+    int64_t perRow = cols / perPiece;
+    auto type = VectorType::get({perPiece}, elem);
+    auto body = [&](Value idx) {
+      Value r = e.addIndex(row0, arith::DivUIOp::create(b, idx, e.index(perRow)));
+      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                           e.index(perPiece));
+      OpBuilder::InsertionGuard guard(b);
+      if (valid)
+        b.setInsertionPointToStart(
+            scf::IfOp::create(b, ult(r, valid), false).thenBlock());
+      Value x = vector::LoadOp::create(b, type, src, ValueRange{r, c}, false,
+                                       llvm::Align(16));
+      vector::StoreOp::create(b, x, dst, dstIndices(r, c), false, llvm::Align(16));
+    };
+    if (!byWarp)
+      return forEachOfBlock(rows * perRow, body);
+    assert(rows * perRow % 32 == 0 && "a warp's rows split into whole lane steps");
+    for (int64_t it = 0; it < rows * perRow / 32; ++it)
+      body(e.addIndex(lane, e.index(32 * it)));
+  }
+
   /// Fills a [rows, cols] 16-bit tile from rows [0, valid) of a source,
   /// 8 columns per thread and step: dst(r, c..c+7) = load(r, c) (a
   /// vector<8xf32>), one 16-byte store per step; rows at or past `valid`
@@ -1075,21 +1108,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
           k.storePair(out[nt][i], out[nt][i + 1], stage, {r, c}, Value());
         });
       k.barrier();
-      int64_t perCopy = 128 / dstElem.getIntOrFloatBitWidth();
-      int64_t perRow = cols / perCopy;
-      auto vecType = VectorType::get({perCopy}, dstElem);
-      k.forEachOfBlock(kChunk * perRow, [&](Value idx) {
-        Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
-        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
-                             e.index(perCopy));
-        auto ifOp = scf::IfOp::create(b, k.ult(r, rows.valid), false);
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(ifOp.thenBlock());
-        Value x = vector::LoadOp::create(b, vecType, stage, ValueRange{r, c},
-                                         false, llvm::Align(16));
-        vector::StoreOp::create(b, x, dst,
-                                ValueRange{bIdx, e.addIndex(rows.t0, r), hv, c},
-                                false, llvm::Align(16));
+      k.copyRowsOut(stage, e.index(0), kChunk, cols, rows.valid, dst,
+                    [&](Value r, Value c) -> SmallVector<Value> {
+        return {bIdx, e.addIndex(rows.t0, r), hv, c};
       });
       k.barrier();
     };
@@ -1309,37 +1330,19 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
                                    kChunk, outStride, valueElem)
                           : Value()};
     };
-    // Copies chunk m's staged S_m and D_m (its rows below `valid`) out,
-    // 8 elements per thread and step.
+    // Copies chunk m's staged S_m and D_m (its rows below `valid`) out.
     auto flushOutputs = [&](Value m) {
-      constexpr int64_t kPiece = 8;
-      int64_t perRow = kStateColumns / kPiece;
-      auto copyRows = [&](Value src, int64_t rows, Value valid, Value dst,
-                          function_ref<SmallVector<Value>(Value, Value)> dstIndices) {
-        auto type = VectorType::get({kPiece}, elementOf(src));
-        k.forEachOfBlock(rows * perRow, [&](Value idx) {
-          Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
-          Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
-                               e.index(kPiece));
-          OpBuilder::InsertionGuard guard(b);
-          if (valid)
-            b.setInsertionPointToStart(
-                scf::IfOp::create(b, k.ult(r, valid), false).thenBlock());
-          Value x = vector::LoadOp::create(b, type, src, ValueRange{r, c},
-                                           false, llvm::Align(16));
-          vector::StoreOp::create(b, x, dst, dstIndices(r, c), false,
-                                  llvm::Align(16));
-        });
-      };
       auto [sOut, dOut] = outputsAt(m);
+      Value zero = e.index(0);
       if (sOut)
-        copyRows(sOut, K, Value(), states, [&](Value r, Value c) -> SmallVector<Value> {
+        k.copyRowsOut(sOut, zero, K, kStateColumns, Value(), states,
+                      [&](Value r, Value c) -> SmallVector<Value> {
           return {bIdx, m, hv, r, e.addIndex(v0, c)};
         });
       if (dOut) {
         auto [t0, valid] = chunkRows(e, m, seqLen);
-        copyRows(dOut, kChunk, valid, newValues,
-                 [&](Value r, Value c) -> SmallVector<Value> {
+        k.copyRowsOut(dOut, zero, kChunk, kStateColumns, valid, newValues,
+                      [&](Value r, Value c) -> SmallVector<Value> {
           return {bIdx, e.addIndex(t0, r), hv, e.addIndex(v0, c)};
         });
       }
@@ -1788,24 +1791,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
       k.stmatrix4(qTile, m0, e.index(8 * nt), regs, /*transposed=*/false);
     }
     NVVM::SyncWarpOp::create(b, fullWarp);
-    constexpr int64_t kPiece = 8;
-    int64_t perRow = kOutputColumns / kPiece;
-    auto pieceType = VectorType::get({kPiece}, elem);
-    for (int64_t it = 0; it < 16 * perRow / 32; ++it) {
-      Value idx = e.addIndex(k.lane, e.index(32 * it));
-      Value r = e.addIndex(m0, arith::DivUIOp::create(b, idx, e.index(perRow)));
-      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
-                           e.index(kPiece));
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(r, rows.valid), false).thenBlock());
-      Value x = vector::LoadOp::create(b, pieceType, qTile, ValueRange{r, c},
-                                       false, llvm::Align(16));
-      vector::StoreOp::create(b, x, out,
-                              ValueRange{bIdx, e.addIndex(rows.t0, r), hv,
-                                         e.addIndex(v0, c)},
-                              false, llvm::Align(16));
-    }
+    k.copyRowsOut(qTile, m0, 16, kOutputColumns, rows.valid, out,
+                  [&](Value r, Value c) -> SmallVector<Value> {
+      return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
+    }, /*byWarp=*/true);
   });
   op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
   op.erase();
