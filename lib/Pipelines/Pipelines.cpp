@@ -135,7 +135,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // Chunked-state ops become tensor-core kernels; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
-  pm.addNestedPass<func::FuncOp>(createConvertLinAttnChunkedToGPU());
+  pm.addNestedPass<func::FuncOp>(
+      createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   addBufferization(pm);

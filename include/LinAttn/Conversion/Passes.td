@@ -54,9 +54,10 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
 
     - `ut_transform`, one block per (chunk, value head, sequence):
       `A = K K^T` on tensor cores, `L = StrictLower(diag(c) A * exp(G_i -
-      G_j))`, `T = (I + L)^-1` in fp32 by forward substitution one column
-      per lane (the columns are independent: no barrier), then
-      `W = (T diag(c exp(G))) K` and `U = (T diag(beta)) V`.
+      G_j))`, `T = (I + L)^-1` in fp32 by 16-row blocks (each warp
+      inverts a diagonal block, then the block rows below), then
+      `W = (T diag(c exp(G))) K` and `U = (T diag(beta)) V`, staged
+      through shared memory and written as 16-byte row pieces.
     - `chunk_state_pass`, one block per (32 state columns, value head,
       sequence): each warp carries `S^T` for 16 columns and half the keys
       in its accumulators across a sequential loop over chunks (the mma C
@@ -65,11 +66,17 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       products summed through shared memory; a 16-bit W goes to the
       tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
-      `cp.async` (three stages) while chunk n is computed.
-    - `chunk_output`, one block per (chunk x 32 columns, value head,
+      `cp.async` (three stages) while chunk n is computed. 16-bit chunk
+      states and new values leave by `stmatrix` through shared memory;
+      without W the new values are `u` itself.
+    - `chunk_output`, one block per (chunk x 64 columns, value head,
       sequence): `O = scale (diag(exp(G)) Q S + P D)` with `P =
       Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand
-      (16-bit chunk states go to the tensor cores as they are).
+      (16-bit chunk states and new values go to the tensor cores as they
+      are; their tiles arrive by `cp.async`, O leaves by `stmatrix`).
+
+    `stmatrix` needs sm_90: for an older `chip` the kernels store their
+    results from the accumulators directly.
 
     Chunks are 64 tokens; K and V are 64 or 128 (divisible by 64 and at
     most 128). An op outside that envelope (f32 operands, per-key gates in
@@ -87,6 +94,11 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     "mlir::NVVM::NVVMDialect",
     "mlir::scf::SCFDialect",
     "mlir::vector::VectorDialect",
+  ];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The target GPU (sm_XY[a]): from sm_90 on, results leave through "
+           "shared memory by stmatrix">,
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,

@@ -1144,7 +1144,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
 // linattn.chunk_state_pass
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
+LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
+                                  bool hasStMatrix) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
@@ -1218,10 +1219,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
   // next iteration, past its barrier, copies the rows out in 16-byte
   // pieces; two buffers alternate. Stored straight from the accumulators
   // they would take one 2-byte store per element. fp32 results (without
-  // narrow-intermediates) keep those direct stores.
+  // narrow-intermediates) and chips before sm_90 keep those direct stores.
   auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
-  bool stageStates = is16Bit(elementOf(op.getChunkStates()));
-  bool stageValues = newValues && is16Bit(valueElem);
+  bool stageStates = hasStMatrix && is16Bit(elementOf(op.getChunkStates()));
+  bool stageValues = hasStMatrix && newValues && is16Bit(valueElem);
   int64_t outStride = kStateColumns + kPad;
   int64_t stateOutBytes = stageStates ? K * outStride * 2 : 0;
   int64_t valueOutBytes = stageValues ? kChunk * outStride * 2 : 0;
@@ -1618,7 +1619,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType) {
 // linattn.chunk_output
 //===----------------------------------------------------------------------===//
 
-LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
+LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix) {
   std::optional<Type> mmaElem = mmaType;
   if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
     return op.emitOpError()
@@ -1768,8 +1769,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
     for (SmallVector<Value> &tile : o)
       for (Value &x : tile)
         x = e.mul(x, e.f32(scale));
-    Type outElem = elementOf(out);
-    if (outElem != elem) {
+    if (!hasStMatrix || elementOf(out) != elem) {
       for (int64_t nt = 0; nt < nTiles; ++nt)
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
           k.storePair(o[nt][i], o[nt][i + 1], out,
@@ -1801,9 +1801,30 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType) {
   return success();
 }
 
+/// The compute capability of a chip name "sm_XY" or "sm_XYa" (90 for
+/// sm_90a), or none.
+std::optional<int> smVersion(StringRef chip) {
+  int version;
+  if (!chip.consume_front("sm_"))
+    return std::nullopt;
+  chip.consume_back("a");
+  if (chip.getAsInteger(10, version))
+    return std::nullopt;
+  return version;
+}
+
 struct ConvertLinAttnChunkedToGPU
     : impl::ConvertLinAttnChunkedToGPUBase<ConvertLinAttnChunkedToGPU> {
+  using Base::Base;
   void runOnOperation() override {
+    std::optional<int> sm = smVersion(chip);
+    if (!sm) {
+      getOperation()->emitError()
+          << "convert-linattn-chunked-to-gpu: chip '" << chip
+          << "' is not a CUDA chip name (sm_XY or sm_XYa)";
+      return signalPassFailure();
+    }
+    bool hasStMatrix = *sm >= 90;
     SmallVector<Operation *> ops;
     getOperation()->walk([&](Operation *op) {
       if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
@@ -1836,9 +1857,11 @@ struct ConvertLinAttnChunkedToGPU
               .Case([](ChunkCumsumOp o) { return lowerChunkCumsum(o); })
               .Case([&](UTTransformOp o) { return lowerUTTransform(o, mma); })
               .Case([&](ChunkStatePassOp o) {
-                return lowerChunkStatePass(o, mma);
+                return lowerChunkStatePass(o, mma, hasStMatrix);
               })
-              .Case([&](ChunkOutputOp o) { return lowerChunkOutput(o, mma); });
+              .Case([&](ChunkOutputOp o) {
+                return lowerChunkOutput(o, mma, hasStMatrix);
+              });
       if (failed(result))
         return signalPassFailure();
       ++numKernels;
