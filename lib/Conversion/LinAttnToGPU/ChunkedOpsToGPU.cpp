@@ -337,19 +337,24 @@ public:
         0);
   }
 
-  /// Stores a 16x16 16-bit block X by one stmatrix: two adjacent
-  /// accumulator tiles (columns 0..7 and 8..15) as packed pairs, regs =
-  /// (tile0 rows 0..7, tile0 rows 8..15, tile1 rows 0..7, tile1 rows
-  /// 8..15), each 8x8 part in the accumulator-pair layout (lane 4 g + q:
-  /// elements (g, 2q), (g, 2q + 1)). Writes
+  /// Stores a 16x16 block X held as two adjacent fp32 accumulator tiles
+  /// (tile0: columns 0..7, tile1: 8..15) by one stmatrix, rounded to
+  /// buf's 16-bit type. The registers are the tiles' pairs (tile0 rows
+  /// 0..7, tile0 rows 8..15, tile1 rows 0..7, tile1 rows 8..15), each 8x8
+  /// part in the accumulator-pair layout (lane 4 g + q: elements (g, 2q),
+  /// (g, 2q + 1)). Writes
   ///   buf[row0 + r][col0 + c] = X[r][c], or with `transposed` (stmatrix
   ///   .trans) buf[row0 + c][col0 + r] = X[r][c],
   /// 16 bytes per stored row: one instruction for what a thread's pairs
   /// would take eight 4-byte stores (two rows of X per pair and
   /// `transposed`: element by element).
-  void stmatrix4(Value buf, Value row0, Value col0, ArrayRef<Value> regs,
-                 bool transposed) {
-    assert(regs.size() == 4 && "stmatrix .x4 takes four registers");
+  void stmatrix4(Value buf, Value row0, Value col0, ValueRange tile0,
+                 ValueRange tile1, bool transposed) {
+    Type elem = cast<MemRefType>(buf.getType()).getElementType();
+    SmallVector<Value> regs;
+    for (ValueRange tile : {tile0, tile1})
+      for (int64_t half : {0, 2})
+        regs.push_back(packPair(tile[half], tile[half + 1], elem));
     // Lane l gives the address of stored row l % 8 of part l / 8 = 2 a + h
     // (tile a, row half h; tileHi = 8 a, tileLo = 8 h): a row of X, or
     // with `transposed` a column.
@@ -358,9 +363,8 @@ public:
                                     e.addIndex(col0, tileLo))
                     : sharedPointer(buf, e.addIndex(e.addIndex(row0, tileLo), tileRow),
                                     e.addIndex(col0, tileHi));
-    SmallVector<Value> sources(regs);
     NVVM::StMatrixOp::create(
-        b, ptr, sources, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
+        b, ptr, regs, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row,
         NVVM::LdStMatrixShapeAttr::get(b.getContext(), 8, 8),
         NVVM::LdStMatrixEltType::B16);
   }
@@ -1348,18 +1352,6 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         });
       }
     };
-    // Accumulator tiles 2 j .. 2 j + 1 of X^T (16 columns by 8 rows each)
-    // into rows [row0, row0 + 16) of buffer `out`: X's rows as they are
-    // laid out in memory.
-    auto stageTilePair = [&](Value out, ValueRange tile0, ValueRange tile1,
-                             Value row0) {
-      Type outElem = elementOf(out);
-      SmallVector<Value> regs;
-      for (ValueRange tile : {tile0, tile1})
-        for (int64_t half : {0, 2})
-          regs.push_back(k.packPair(tile[half], tile[half + 1], outElem));
-      k.stmatrix4(out, row0, vLocal, regs, /*transposed=*/true);
-    };
 
     Value firstGroup = prefetch(e.index(0));
     for (int64_t ahead = 1; ahead + 1 < stages; ++ahead)
@@ -1382,10 +1374,13 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         flushOutputs(e.subIndex(n, e.index(1)));
       }
       if (stageStates) {
+        // The warp's S^T accumulator tiles, transposed: S's rows (keys)
+        // as they are laid out in memory.
         Value sOut = outputsAt(n).first;
         for (int64_t kt = 0; kt < keyTiles; kt += 2)
-          stageTilePair(sOut, flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
-                        e.addIndex(key0, e.index(8 * kt)));
+          k.stmatrix4(sOut, e.addIndex(key0, e.index(8 * kt)), vLocal,
+                      flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
+                      /*transposed=*/true);
       } else {
         storeState(flat, states, {bIdx, n, hv});
       }
@@ -1517,7 +1512,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                   .thenBlock());
           for (int64_t rt = part * tilesPerPart; rt < (part + 1) * tilesPerPart;
                rt += 2)
-            stageTilePair(dOut, d[rt], d[rt + 1], e.index(8 * rt));
+            k.stmatrix4(dOut, e.index(8 * rt), vLocal, d[rt], d[rt + 1],
+                        /*transposed=*/true);
         }
       }
       for (int64_t rt = 0; newValues && !stageValues && rt < rowTiles; ++rt)
@@ -1783,13 +1779,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     //    128 bytes per instruction instead of 4-byte pairs.
     Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
     NVVM::SyncWarpOp::create(b, fullWarp);
-    for (int64_t nt = 0; nt < nTiles; nt += 2) {
-      SmallVector<Value> regs;
-      for (int64_t j = 0; j < 2; ++j)
-        for (int64_t half : {0, 2})
-          regs.push_back(k.packPair(o[nt + j][half], o[nt + j][half + 1], elem));
-      k.stmatrix4(qTile, m0, e.index(8 * nt), regs, /*transposed=*/false);
-    }
+    for (int64_t nt = 0; nt < nTiles; nt += 2)
+      k.stmatrix4(qTile, m0, e.index(8 * nt), o[nt], o[nt + 1],
+                  /*transposed=*/false);
     NVVM::SyncWarpOp::create(b, fullWarp);
     k.copyRowsOut(qTile, m0, 16, kOutputColumns, rows.valid, out,
                   [&](Value r, Value c) -> SmallVector<Value> {
