@@ -3,9 +3,11 @@
 #   bench/gpu/prepare.sh [OUT_DIR=.carry/gpu]
 # One object per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32 K=V=64},
 # H = HV = 8, dynamic B and T, each strategy with a GPU mapping: recurrent for
-# all, chunked (tensor cores) for the 16-bit specs of every family whose
-# gates are per head (key_gate's chunk_state_pass and chunk_output have no
-# GPU kernels yet).
+# all; scan (the token scan, one thread per state element) for the families
+# with diagonal transitions; chunked (tensor cores) and segment-scan (the
+# chunk states by a scan, the chunk kernels around it) for the 16-bit specs
+# of every family whose gates are per head (key_gate's chunk_state_pass and
+# chunk_output have no GPU kernels yet).
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
 # is Gated DeltaNet with {qk_l2norm}, gated_deltanet_f16_128 the example in
 # f16.
@@ -41,7 +43,12 @@ for spec in "$out"/specs/*.mlir; do
   build/bin/linattn-compile "$spec" -o "$out/${base}_recurrent.o" --strategy=recurrent
   case "$base" in
     gla_*|*_f32_*) ;;
-    *) build/bin/linattn-compile "$spec" -o "$out/${base}_chunked.o" --strategy=chunked ;;
+    *) build/bin/linattn-compile "$spec" -o "$out/${base}_chunked.o" --strategy=chunked
+       build/bin/linattn-compile "$spec" -o "$out/${base}_segment-scan.o" --strategy=segment-scan ;;
+  esac
+  case "$base" in
+    linear_attention_*|retnet_*|simple_gla_*|gla_*)
+      build/bin/linattn-compile "$spec" -o "$out/${base}_scan.o" --strategy=scan ;;
   esac
 done
 cp test/lib/linattn_ref.py "$out/"

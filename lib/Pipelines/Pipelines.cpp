@@ -137,9 +137,14 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // anything canonicalises the parallel nests together.
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
+  // Elementwise tensor math (casts of the scan forms) to linalg, and after
+  // bufferization every host linalg op to a mapped loop nest.
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
   addBufferization(pm);
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnLinalgToGPU());
   // (convert-linattn-to-gpu frees the device intermediates.)
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));

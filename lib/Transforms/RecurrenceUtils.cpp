@@ -31,19 +31,27 @@ Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
   }
   if (op.getKind() != TransitionKind::ConstantDecay)
     return Value();
+  // log gamma of head hv by a chain of selects on hv, not by a constant
+  // table: bufferized, a table is a host global, which a GPU kernel
+  // computing this tensor cannot read.
   int64_t numVHeads = op.getNumVHeads();
-  SmallVector<Attribute> logGammas;
-  for (int64_t hv = 0; hv < numVHeads; ++hv)
-    logGammas.push_back(b.getF32FloatAttr(std::log(op.getDecayForHead(hv))));
-  auto tableType = RankedTensorType::get({numVHeads}, b.getF32Type());
-  Value table = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(tableType, logGammas));
   auto gateType = RankedTensorType::get(
       {op.getBatchSize(), op.getSeqLen(), numVHeads}, b.getF32Type());
   return tensor::GenerateOp::create(
       b, loc, gateType, batchAndSeqSizes(b, op),
       [&](OpBuilder &nested, Location l, ValueRange ivs) {
-        Value g = tensor::ExtractOp::create(nested, l, table, ivs[2]);
+        auto logGamma = [&](int64_t hv) -> Value {
+          return arith::ConstantOp::create(
+              nested, l,
+              nested.getF32FloatAttr(std::log(op.getDecayForHead(hv))));
+        };
+        Value g = logGamma(numVHeads - 1);
+        for (int64_t hv = numVHeads - 2; hv >= 0; --hv) {
+          Value isHead = arith::CmpIOp::create(
+              nested, l, arith::CmpIPredicate::eq, ivs[2],
+              arith::ConstantIndexOp::create(nested, l, hv));
+          g = arith::SelectOp::create(nested, l, isHead, logGamma(hv), g);
+        }
         tensor::YieldOp::create(nested, l, g);
       });
 }

@@ -105,6 +105,76 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
   ];
 }
 
+def ConvertLinAttnScanToGPU : Pass<"convert-linattn-scan-to-gpu"> {
+  let summary = "linattn.scan to a GPU kernel, one thread per independent position";
+  let description = [{
+    Rewrites every `linattn.scan` into a `gpu.launch` on memrefs
+    (`bufferization.to_buffer` of the operands, fresh buffers for the
+    results), before bufferization. The combiner's element dimensions fall
+    into classes of indices that are always equal (an elementwise op's
+    operands and result, the operand dimensions one `linalg.generic` loop
+    indexes, a carry and its yield):
+
+    - a class without a reduction is a thread coordinate: one thread per
+      (batch index, coordinates), 256 threads per block;
+    - the other classes are held: each thread keeps its slice of every
+      carry along them in registers (a vector of static size, at most
+      `max-held` elements) and evaluates the combiner's ops on it, summing
+      reductions in order.
+
+    Each thread walks the scan dimension in order (reversed for `reverse`),
+    reading the next element from memory where an op needs it and writing
+    the scanned results and carries of its position. A carry whose results
+    are unused and that no used carry reads is not computed. The token
+    scans of the diagonal-transition kinds are fully parallel (the state
+    (h, i, j) meets only (h, i, j)); the segment scan's `M S + B` with a
+    K x K transition holds a state column of K values per thread.
+
+    A combiner op other than elementwise arith/math, `linalg.fill`,
+    `linalg.generic` with projected-permutation maps, `tensor.empty` and
+    splat constants, a held dimension of dynamic size, or a slice larger
+    than `max-held` is an error naming it.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
+  ];
+  let options = [
+    Option<"maxHeld", "max-held", "int64_t", /*default=*/"256",
+           "Most elements of one value a thread holds along the dimensions "
+           "the combiner sums over">,
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Scans made GPU kernels">,
+  ];
+}
+
+def ConvertLinAttnLinalgToGPU : Pass<"convert-linattn-linalg-to-gpu"> {
+  let summary = "Host linalg ops on buffers to GPU-mapped parallel loops";
+  let description = [{
+    Runs on bufferized IR, before `convert-linattn-to-gpu`. Every linalg op
+    on buffers outside a kernel (what the scan forms leave: the outer
+    products a token scan folds, the contraction `o_t = S_t^T q_t`,
+    fills, casts, a `tensor.generate`'s `linalg.map`) becomes upstream's
+    `scf.parallel` nest over its parallel dimensions (reductions stay
+    sequential inside it), collapsed into one dimension and tiled by 256,
+    the tiles mapped to blocks and their elements to threads: one thread
+    per output element.
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::scf::SCFDialect",
+  ];
+  let statistics = [
+    Statistic<"numMapped", "num-mapped", "Linalg ops mapped to GPU loops">,
+  ];
+}
+
 def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
   let summary = "Turn lowered LinAttn algorithms into GPU kernels on device buffers";
   let description = [{

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
@@ -139,9 +140,12 @@ struct ConvertLinAttnToGPU
 
     // 2. Nothing else on the host may touch a buffer's contents.
     WalkResult walk = module.walk([&](Operation *op) {
-      if (!isa<memref::LoadOp, memref::StoreOp, affine::AffineLoadOp,
-               affine::AffineStoreOp>(op) ||
-          insideKernel(op))
+      bool touchesBuffers =
+          isa<memref::LoadOp, memref::StoreOp, affine::AffineLoadOp,
+              affine::AffineStoreOp>(op) ||
+          (isa<linalg::LinalgOp>(op) &&
+           llvm::any_of(op->getOperandTypes(), llvm::IsaPred<MemRefType>));
+      if (!touchesBuffers || insideKernel(op))
         return WalkResult::advance();
       op->emitOpError()
           << "runs on the host but reads or writes device memory: this part "

@@ -39,6 +39,29 @@ public:
     });
   }
 
+  /// scf.parallel over `outer` around an scf.parallel over [0, inner):
+  /// blocks and threads on a GPU (gpu-map-parallel-loops), plain loops on
+  /// the CPU. body(outer indices, inner index).
+  void parallelNest(ArrayRef<Value> outer, Value inner,
+                    function_ref<void(ValueRange, Value)> body) {
+    SmallVector<Value> zeros(outer.size(), e.index(0)),
+        ones(outer.size(), e.index(1));
+    auto blocks = scf::ParallelOp::create(b, zeros, outer, ones);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(blocks.getBody()->getTerminator());
+    auto threads = scf::ParallelOp::create(b, ValueRange{e.index(0)},
+                                           ValueRange{inner},
+                                           ValueRange{e.index(1)});
+    b.setInsertionPoint(threads.getBody()->getTerminator());
+    body(blocks.getInductionVars(), threads.getInductionVars()[0]);
+  }
+
+  /// The bounds [t0, t1) of chunk n.
+  std::pair<Value, Value> chunkBounds(Value n, Value seqLen) {
+    Value t0 = e.mulIndex(n, e.index(chunkSize));
+    return {t0, e.minIndex(e.addIndex(t0, e.index(chunkSize)), seqLen)};
+  }
+
   /// The cumulative log gate at (b, t, hv[, key]), or 0 without gates.
   Value gateAt(Value gates, Value bIdx, Value t, Value hv, Value key) {
     if (!gates)
@@ -466,6 +489,8 @@ void lowerChunkOutput(ChunkOutputOp op) {
 // With Kd_t = k_t exp(G_C - G_t) over the tokens t of chunk n:
 //   WY form:  M_n = exp(G_C) I - Kd^T W,   B_n = Kd^T U
 //   else:     log M_n = G_C,                B_n = Kd^T u
+// Every element is independent: parallel over (b, n, hv x row) and the
+// columns.
 void lowerChunkTransitions(ChunkTransitionsOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -484,55 +509,64 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
   Value offsets = e.allocFor(op.getOffsets().getType(),
                              {batch, numChunks, hvDim, kDim, vDim});
 
-  e.forEach(batch, [&](Value bIdx) {
-    e.forEach(hvDim, [&](Value hv) {
-      Value h = e.qkHead(hv, numVHeads, numQKHeads);
-      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
-        Value tLast = e.subIndex(t1, e.index(1));
-        auto kd = [&](Value t, Value r) {
-          Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
-          Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
-          return e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
-        };
-        e.forEach(kDim, [&](Value r) {
-          e.forEach(vDim, [&](Value c) {
-            Value acc = l.sumRange(t0, t1, [&](Value t) {
-              return e.mul(kd(t, r), e.loadF32(u, {bIdx, t, hv, c}));
-            });
-            memref::StoreOp::create(e.b, acc, offsets,
-                                    ValueRange{bIdx, n, hv, r, c});
-          });
-        });
-        if (!w) {
-          if (perKey) {
-            e.forEach(kDim, [&](Value r) {
-              memref::StoreOp::create(e.b, l.gateAt(gates, bIdx, tLast, hv, r),
-                                      transitions, ValueRange{bIdx, n, hv, r});
-            });
-          } else {
-            memref::StoreOp::create(
-                e.b, l.gateAt(gates, bIdx, tLast, hv, Value()), transitions,
-                ValueRange{bIdx, n, hv});
-          }
-          return;
-        }
-        Value decay = e.exp(l.gateAt(gates, bIdx, tLast, hv, Value()));
-        e.forEach(kDim, [&](Value r) {
-          e.forEach(kDim, [&](Value c) {
-            Value kw = l.sumRange(t0, t1, [&](Value t) {
-              return e.mul(kd(t, r), e.loadF32(w, {bIdx, t, hv, c}));
-            });
-            Value diagonal =
-                arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, c);
-            Value identity =
-                arith::SelectOp::create(e.b, diagonal, decay, e.f32(0.0f));
-            memref::StoreOp::create(e.b, e.sub(identity, kw), transitions,
-                                    ValueRange{bIdx, n, hv, r, c});
-          });
-        });
-      });
+  // Kd[t, r] of chunk n, and the sum over the chunk of Kd[t, r] x[t, c].
+  auto kd = [&](Value bIdx, Value n, Value hv, Value t, Value r) {
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
+    Value tLast = e.subIndex(l.chunkBounds(n, seqLen).second, e.index(1));
+    Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
+    Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
+    return e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
+  };
+  auto kdTimes = [&](Value x, Value bIdx, Value n, Value hv, Value r,
+                     Value c) {
+    auto [t0, t1] = l.chunkBounds(n, seqLen);
+    return l.sumRange(t0, t1, [&](Value t) {
+      return e.mul(kd(bIdx, n, hv, t, r), e.loadF32(x, {bIdx, t, hv, c}));
     });
+  };
+  // (b, n, hv x row) blocks, one thread per column.
+  auto forEachRow = [&](Value columns,
+                        function_ref<void(Value, Value, Value, Value, Value)>
+                            body) {
+    l.parallelNest({batch, numChunks, e.mulIndex(hvDim, kDim)}, columns,
+                   [&](ValueRange block, Value c) {
+                     Value hv = arith::DivUIOp::create(e.b, block[2], kDim);
+                     Value r = arith::RemUIOp::create(e.b, block[2], kDim);
+                     body(block[0], block[1], hv, r, c);
+                   });
+  };
+
+  forEachRow(vDim, [&](Value bIdx, Value n, Value hv, Value r, Value c) {
+    memref::StoreOp::create(e.b, kdTimes(u, bIdx, n, hv, r, c), offsets,
+                            ValueRange{bIdx, n, hv, r, c});
   });
+  if (w) {
+    forEachRow(kDim, [&](Value bIdx, Value n, Value hv, Value r, Value c) {
+      Value tLast = e.subIndex(l.chunkBounds(n, seqLen).second, e.index(1));
+      Value decay = e.exp(l.gateAt(gates, bIdx, tLast, hv, Value()));
+      Value diagonal =
+          arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, c);
+      Value identity =
+          arith::SelectOp::create(e.b, diagonal, decay, e.f32(0.0f));
+      memref::StoreOp::create(e.b,
+                              e.sub(identity, kdTimes(w, bIdx, n, hv, r, c)),
+                              transitions, ValueRange{bIdx, n, hv, r, c});
+    });
+  } else {
+    // The log transition: G_C per head, or per key.
+    l.parallelNest({batch, numChunks, hvDim}, perKey ? kDim : e.index(1),
+                   [&](ValueRange block, Value r) {
+                     Value bIdx = block[0], n = block[1], hv = block[2];
+                     Value tLast = e.subIndex(
+                         l.chunkBounds(n, seqLen).second, e.index(1));
+                     Value g = l.gateAt(gates, bIdx, tLast, hv,
+                                        perKey ? r : Value());
+                     SmallVector<Value> at = {bIdx, n, hv};
+                     if (perKey)
+                       at.push_back(r);
+                     memref::StoreOp::create(e.b, g, transitions, at);
+                   });
+  }
   op.getTransitions().replaceAllUsesWith(
       e.toTensor(transitions, op.getTransitions().getType()));
   op.getOffsets().replaceAllUsesWith(
@@ -540,7 +574,8 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
   op.erase();
 }
 
-// D_t = u_t - W_t^T S_n (WY form) or u_t, for t in chunk n.
+// D_t = u_t - W_t^T S_n (WY form) or u_t, for t in chunk n: parallel over
+// (b, n, hv) and the columns, the chunk's tokens in order.
 void lowerChunkNewValues(ChunkNewValuesOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -551,28 +586,26 @@ void lowerChunkNewValues(ChunkNewValuesOp op) {
   Value batch = e.dim(u, 0), seqLen = e.dim(u, 1);
   Value delta = e.allocFor(op.getNewValues().getType(),
                            {batch, seqLen, e.index(numVHeads), e.index(V)});
-  e.forEach(batch, [&](Value bIdx) {
-    e.forEach(e.index(numVHeads), [&](Value hv) {
-      l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+  l.parallelNest(
+      {batch, l.numChunks(seqLen), e.index(numVHeads)}, e.index(V),
+      [&](ValueRange block, Value c) {
+        Value bIdx = block[0], n = block[1], hv = block[2];
+        auto [t0, t1] = l.chunkBounds(n, seqLen);
         e.forRange(t0, t1, [&](Value t) {
-          e.forEach(e.index(V), [&](Value c) {
-            Value d = e.loadF32(u, {bIdx, t, hv, c});
-            if (w)
-              d = e.sub(d, l.dot(
-                               K,
-                               [&](Value r) {
-                                 return e.loadF32(w, {bIdx, t, hv, r});
-                               },
-                               [&](Value r) {
-                                 return memref::LoadOp::create(
-                                     e.b, states, ValueRange{bIdx, n, hv, r, c});
-                               }));
-            memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
-          });
+          Value d = e.loadF32(u, {bIdx, t, hv, c});
+          if (w)
+            d = e.sub(d, l.dot(
+                             K,
+                             [&](Value r) {
+                               return e.loadF32(w, {bIdx, t, hv, r});
+                             },
+                             [&](Value r) {
+                               return memref::LoadOp::create(
+                                   e.b, states, ValueRange{bIdx, n, hv, r, c});
+                             }));
+          memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
         });
       });
-    });
-  });
   op.getNewValues().replaceAllUsesWith(
       e.toTensor(delta, op.getNewValues().getType()));
   op.erase();

@@ -1,14 +1,28 @@
-// An algorithm whose loops have no GPU mapping yet is refused with a message
-// that names the host op touching device memory and what to use instead.
-// (strategy=chunked is mapped: convert-linattn-chunked-to-gpu, tested in
-// chunked-to-gpu.mlir and test/Pipelines/linattn-to-nvvm-chunked.test; the
-// segment scan's chunk_transitions and scan are not. K = V = 64 so that its
-// ut_transform, which is mapped, passes the kernel's size limits.)
-// RUN: not linattn-opt %s --linattn-to-nvvm='format=isa strategy=segment-scan' -o /dev/null 2>&1 | FileCheck %s
+// convert-linattn-to-gpu refuses host code that touches a buffer's contents
+// outside a kernel (a load, a store, a linalg op on buffers), naming the op:
+// the part of the algorithm that produced it has no GPU mapping.
+// RUN: split-file %s %t
+// RUN: not linattn-opt %t/load.mlir --convert-linattn-to-gpu 2>&1 | FileCheck %s --check-prefix=LOAD
+// RUN: not linattn-opt %t/linalg.mlir --convert-linattn-to-gpu 2>&1 | FileCheck %s --check-prefix=LINALG
+// (convert-linattn-linalg-to-gpu, which the pipeline runs first, maps the
+// linalg op: then nothing is left on the host.)
+// RUN: linattn-opt %t/linalg.mlir --convert-linattn-linalg-to-gpu --convert-linattn-to-gpu | FileCheck %s --check-prefix=MAPPED
 
-// CHECK: error: 'memref.{{load|store}}' op runs on the host but reads or writes device memory: this part of the algorithm has no GPU mapping yet (on the GPU, use strategy=recurrent)
-func.func @deltanet(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
-  %o, %s = linattn.recurrence delta q(%q) k(%q) v(%v) beta(%beta) state(%s0)
-      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
-  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+//--- load.mlir
+// LOAD: error: 'memref.load' op runs on the host but reads or writes device memory: this part of the algorithm has no GPU mapping yet (on the GPU, use strategy=recurrent)
+func.func @sum(%x: memref<4xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %v = memref.load %x[%c0] : memref<4xf32>
+  return %v : f32
+}
+
+//--- linalg.mlir
+// LINALG: error: 'linalg.fill' op runs on the host but reads or writes device memory
+// MAPPED-LABEL: func.func @zero
+// MAPPED: gpu.launch
+// MAPPED-NOT: linalg.fill
+func.func @zero(%x: memref<?x8xf32>) {
+  %z = arith.constant 0.0 : f32
+  linalg.fill ins(%z : f32) outs(%x : memref<?x8xf32>)
+  return
 }
