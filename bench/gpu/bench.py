@@ -35,13 +35,22 @@ def algorithm_flops(kind, strategy, K, V, C=64):
     Q K^T and P D: 2 C K + 2 C V, Q K^T once per 32 output columns), and for
     delta rules the UT transform (K K^T, W, U: 2 C (2 K + V), the inverse
     C^2 / 3) and W S (2 K V).
+    scan (token scan): the outer product k v^T (K V), the fold a S + X
+    (2 K V) and o_t = S_t^T q_t (2 K V).
+    segment-scan: chunked's work, plus the chunk transitions (Kd^T U: 2 K V,
+    and Kd^T W: 2 K K for delta rules) and the scan's M S per chunk
+    (2 K K V / C for delta rules).
     """
     delta = kind in ("delta", "gated_delta", "negeig_delta")
     if strategy == "recurrent":
         return K * V * (8 if delta else 6)
+    if strategy == "scan":
+        return 5 * K * V
     flops = 2 * K * V + 2 * K * V + 2 * C * K * (V // 32) + 2 * C * V
     if delta:
         flops += 2 * C * (2 * K + V) + C * C // 3 + 2 * K * V
+    if strategy == "segment-scan":
+        flops += 2 * K * V + (2 * K * K + 2 * K * K * V // C if delta else 0)
     return flops
 
 

@@ -7,6 +7,8 @@
 //
 // so every S_t is an inclusive scan of the token maps from the carry-in
 // (0, S_0), and o_t = scale S_t^T q_t a contraction of the scanned states.
+// A constant decay gamma is scanned as it is, (m1 m2, m2 B1 + B2) from
+// (1, S_0).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,16 +85,26 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
             })
             .getResult(0);
 
-    // The scan: elements (g, kv) or, without a gate, kv alone.
-    Value logGate = buildLogGate(rewriter, op);
+    // The scan: elements (g, kv) with the log gate g, (gamma, kv) for
+    // constant decays (exact as given: exp(log gamma) is not, and its
+    // rounding compounds over the 1 / (1 - gamma) tokens a state remembers)
+    // or, without a gate, kv alone.
+    bool constantDecay = op.getKind() == TransitionKind::ConstantDecay;
+    Value gate = constantDecay ? buildConstantDecays(rewriter, op)
+                               : buildLogGate(rewriter, op);
+    DecayForm form = !gate          ? DecayForm::None
+                     : constantDecay ? DecayForm::Multiplicative
+                                     : DecayForm::Log;
     SmallVector<Value> inputs, inits;
-    if (logGate) {
-      auto gateType = cast<RankedTensorType>(logGate.getType());
+    if (gate) {
+      auto gateType = cast<RankedTensorType>(gate.getType());
       SmallVector<int64_t> carryShape = {batch, numVHeads};
       if (gateType.getRank() == 4)
         carryShape.push_back(K);
-      inputs.push_back(logGate);
-      inits.push_back(buildZeros(rewriter, loc, carryShape, bOnly));
+      inputs.push_back(gate);
+      // The identity map: log gate 0, or decay 1.
+      inits.push_back(buildZeros(rewriter, loc, carryShape, bOnly,
+                                 constantDecay ? 1.0f : 0.0f));
     }
     inputs.push_back(kv);
     inits.push_back(op.getInitialState());
@@ -104,7 +116,7 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
     auto scan = ScanOp::create(rewriter, loc, resultTypes, inputs, inits,
                                rewriter.getI64IntegerAttr(1),
                                /*exclusive=*/nullptr, /*reverse=*/nullptr);
-    buildLogDecayCombiner(rewriter, scan, logGate != nullptr);
+    buildDecayCombiner(rewriter, scan, form);
     rewriter.setInsertionPointAfter(scan);
 
     // o[b, t, hv, j] = scale * sum_i S[b, t, hv, i, j] q[b, t, hv / G, i]

@@ -20,6 +20,32 @@ SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op) {
   return sizes;
 }
 
+/// f(hv) on every token, [B, T, HV] f32: a chain of selects on hv, not a
+/// constant table, since bufferized a table is a host global, which a GPU
+/// kernel computing this tensor cannot read.
+static Value buildPerHeadConstant(OpBuilder &b, RecurrenceOp op,
+                                  function_ref<float(int64_t)> f) {
+  int64_t numVHeads = op.getNumVHeads();
+  auto type = RankedTensorType::get(
+      {op.getBatchSize(), op.getSeqLen(), numVHeads}, b.getF32Type());
+  return tensor::GenerateOp::create(
+      b, op.getLoc(), type, batchAndSeqSizes(b, op),
+      [&](OpBuilder &nested, Location l, ValueRange ivs) {
+        auto at = [&](int64_t hv) -> Value {
+          return arith::ConstantOp::create(nested, l,
+                                           nested.getF32FloatAttr(f(hv)));
+        };
+        Value g = at(numVHeads - 1);
+        for (int64_t hv = numVHeads - 2; hv >= 0; --hv) {
+          Value isHead = arith::CmpIOp::create(
+              nested, l, arith::CmpIPredicate::eq, ivs[2],
+              arith::ConstantIndexOp::create(nested, l, hv));
+          g = arith::SelectOp::create(nested, l, isHead, at(hv), g);
+        }
+        tensor::YieldOp::create(nested, l, g);
+      });
+}
+
 Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
   Location loc = op.getLoc();
   if (Value gate = op.getGate()) {
@@ -31,29 +57,13 @@ Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
   }
   if (op.getKind() != TransitionKind::ConstantDecay)
     return Value();
-  // log gamma of head hv by a chain of selects on hv, not by a constant
-  // table: bufferized, a table is a host global, which a GPU kernel
-  // computing this tensor cannot read.
-  int64_t numVHeads = op.getNumVHeads();
-  auto gateType = RankedTensorType::get(
-      {op.getBatchSize(), op.getSeqLen(), numVHeads}, b.getF32Type());
-  return tensor::GenerateOp::create(
-      b, loc, gateType, batchAndSeqSizes(b, op),
-      [&](OpBuilder &nested, Location l, ValueRange ivs) {
-        auto logGamma = [&](int64_t hv) -> Value {
-          return arith::ConstantOp::create(
-              nested, l,
-              nested.getF32FloatAttr(std::log(op.getDecayForHead(hv))));
-        };
-        Value g = logGamma(numVHeads - 1);
-        for (int64_t hv = numVHeads - 2; hv >= 0; --hv) {
-          Value isHead = arith::CmpIOp::create(
-              nested, l, arith::CmpIPredicate::eq, ivs[2],
-              arith::ConstantIndexOp::create(nested, l, hv));
-          g = arith::SelectOp::create(nested, l, isHead, logGamma(hv), g);
-        }
-        tensor::YieldOp::create(nested, l, g);
-      });
+  return buildPerHeadConstant(
+      b, op, [&](int64_t hv) { return std::log(op.getDecayForHead(hv)); });
+}
+
+Value buildConstantDecays(OpBuilder &b, RecurrenceOp op) {
+  return buildPerHeadConstant(
+      b, op, [&](int64_t hv) { return op.getDecayForHead(hv); });
 }
 
 std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op) {
@@ -69,10 +79,10 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op) {
 }
 
 Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                 ValueRange dynamicSizes) {
+                 ValueRange dynamicSizes, float value) {
   auto type = RankedTensorType::get(shape, b.getF32Type());
   Value empty = tensor::EmptyOp::create(b, loc, type, dynamicSizes);
-  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+  Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
   return linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty})
       .getResult(0);
 }
@@ -88,20 +98,22 @@ static Block *createCombinerBlock(OpBuilder &b, ScanOp scan) {
                        SmallVector<Location>(2 * n, scan.getLoc()));
 }
 
-void buildLogDecayCombiner(OpBuilder &b, ScanOp scan, bool gated) {
+void buildDecayCombiner(OpBuilder &b, ScanOp scan, DecayForm form) {
   using utils::IteratorType;
   OpBuilder::InsertionGuard guard(b);
   Location loc = scan.getLoc();
   Block *body = createCombinerBlock(b, scan);
-  if (!gated) {
+  if (form == DecayForm::None) {
     Value sum = arith::AddFOp::create(b, loc, body->getArgument(0),
                                       body->getArgument(1));
     YieldOp::create(b, loc, ValueRange{sum});
     return;
   }
+  bool logSpace = form == DecayForm::Log;
   Value g1 = body->getArgument(0), b1 = body->getArgument(1);
   Value g2 = body->getArgument(2), b2 = body->getArgument(3);
-  Value g = arith::AddFOp::create(b, loc, g1, g2);
+  Value g = logSpace ? arith::AddFOp::create(b, loc, g1, g2).getResult()
+                     : arith::MulFOp::create(b, loc, g1, g2).getResult();
   auto bType = cast<RankedTensorType>(b1.getType());
   int64_t rank = bType.getRank();
   int64_t gateRank = cast<RankedTensorType>(g2.getType()).getRank();
@@ -117,7 +129,9 @@ void buildLogDecayCombiner(OpBuilder &b, ScanOp scan, bool gated) {
           ArrayRef<AffineMap>{gateMap, id, id, id},
           SmallVector<IteratorType>(rank, IteratorType::parallel),
           [&](OpBuilder &nb, Location l, ValueRange args) {
-            Value decay = math::ExpOp::create(nb, l, args[0]);
+            Value decay =
+                logSpace ? math::ExpOp::create(nb, l, args[0]).getResult()
+                         : args[0];
             Value s = arith::MulFOp::create(nb, l, decay, args[1]);
             Value sum = arith::AddFOp::create(nb, l, s, args[2]);
             linalg::YieldOp::create(nb, l, sum);

@@ -25,18 +25,30 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op);
 /// Dynamic sizes of the [B, T] prefix of q, for building [B, T, ...] tensors.
 SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op);
 
-/// Builds the combiner of a scan of affine maps whose transition is a decay
-/// kept in log space: (g1, B1) then (g2, B2) = (g1 + g2, exp(g2) B1 + B2),
-/// g broadcast over B's trailing dims; without gates (one input), B1 + B2.
-void buildLogDecayCombiner(OpBuilder &b, ScanOp scan, bool gated);
+/// constant_decay's gamma_hv on every token ([B, T, HV] f32).
+Value buildConstantDecays(OpBuilder &b, RecurrenceOp op);
+
+/// How a scan element holds a diagonal transition.
+enum class DecayForm {
+  None,          ///< no transition: the identity
+  Log,           ///< its log g (gates given in log space)
+  Multiplicative ///< the decay m itself (constant decays, exact as given)
+};
+
+/// Builds the combiner of a scan of affine maps whose transition is a
+/// decay, broadcast over B's trailing dims:
+///   Log:             (g1, B1) then (g2, B2) = (g1 + g2, exp(g2) B1 + B2),
+///   Multiplicative:  (m1, B1) then (m2, B2) = (m1 m2,   m2 B1 + B2),
+///   None (one input): B1 + B2.
+void buildDecayCombiner(OpBuilder &b, ScanOp scan, DecayForm form);
 
 /// Builds the combiner of a scan of dense affine maps, per head:
 /// (M1, B1) then (M2, B2) = (M2 M1, M2 B1 + B2).
 void buildDenseAffineCombiner(OpBuilder &b, ScanOp scan);
 
-/// A zero-filled f32 tensor of `shape`.
+/// An f32 tensor of `shape` filled with `value` (zeros by default).
 Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-                 ValueRange dynamicSizes);
+                 ValueRange dynamicSizes, float value = 0.0f);
 
 } // namespace mlir::linattn
 

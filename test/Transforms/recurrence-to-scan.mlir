@@ -55,3 +55,32 @@ func.func @deltanet(%q: tensor<1x5x1x4xf32>, %v: tensor<1x5x1x4xf32>, %beta: ten
       : (tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x1x4xf32>, tensor<1x5x1xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x5x1x4xf32>, tensor<1x1x4x4xf32>)
   return %o, %s : tensor<1x5x1x4xf32>, tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// RetNet: the constant decay gamma is scanned as it is, from the identity
+// (1, S_0), composing multiplicatively: exp(log gamma) would round, and the
+// rounding would compound over the 1 / (1 - gamma) tokens a state remembers.
+
+// CHECK-LABEL: func.func @retnet
+// CHECK-DAG:     %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-DAG:     %[[GAMMA0:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG:     %[[GAMMA1:.*]] = arith.constant 2.500000e-01 : f32
+// CHECK:         %[[DECAYS:.*]] = tensor.generate
+// CHECK:           %[[HEAD0:.*]] = arith.cmpi eq, %{{.*}}, %c0
+// CHECK:           %[[GAMMA:.*]] = arith.select %[[HEAD0]], %[[GAMMA0]], %[[GAMMA1]] : f32
+// CHECK:           tensor.yield %[[GAMMA]]
+// CHECK:         %[[M0:.*]] = linalg.fill ins(%[[ONE]] : f32) outs(%{{.*}} : tensor<?x2xf32>)
+// CHECK:         linattn.scan dimension(1) ins(%[[DECAYS]], %{{.*}} : tensor<?x?x2xf32>, tensor<?x?x2x4x4xf32>) init(%[[M0]], %arg3 :
+// CHECK:         ^bb0(%[[M1:.*]]: tensor<2xf32>, %[[B1:.*]]: tensor<2x4x4xf32>, %[[M2:.*]]: tensor<2xf32>, %[[B2:.*]]: tensor<2x4x4xf32>):
+// CHECK:           %[[M:.*]] = arith.mulf %[[M1]], %[[M2]] : tensor<2xf32>
+// CHECK:           %[[B:.*]] = linalg.generic {{.*}} ins(%[[M2]], %[[B1]], %[[B2]] :
+// CHECK-NOT:         math.exp
+// CHECK:             arith.mulf
+// CHECK:             arith.addf
+// CHECK:           linattn.yield %[[M]], %[[B]]
+func.func @retnet(%q: tensor<?x?x2x4xf32>, %k: tensor<?x?x2x4xf32>, %v: tensor<?x?x2x4xf32>, %s0: tensor<?x2x4x4xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x2x4x4xf32>) {
+  %o, %s = linattn.recurrence constant_decay q(%q) k(%k) v(%v) state(%s0) {decay = array<f32: 0.5, 0.25>}
+      : (tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x?x2x4xf32>, tensor<?x2x4x4xf32>) -> (tensor<?x?x2x4xf32>, tensor<?x2x4x4xf32>)
+  return %o, %s : tensor<?x?x2x4xf32>, tensor<?x2x4x4xf32>
+}
