@@ -192,8 +192,9 @@ def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
       copies declare no memory effects); one leaving its block through a
       region's yield, or reaching an op that may alias it without being a
       view, is an error;
-    - any other host access to a buffer (a load or store outside a kernel)
-      is an error naming the op: that algorithm has no GPU mapping yet.
+    - any other host access to a buffer (a load, a store or a linalg op
+      outside a kernel) is an error naming the op: that algorithm has no
+      GPU mapping yet.
   }];
   let options = [
     Option<"maxUnroll", "max-unroll", "int64_t", /*default=*/"256",
