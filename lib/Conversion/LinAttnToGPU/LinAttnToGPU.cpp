@@ -9,6 +9,8 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
+#include "KernelUtils.h"
+
 #include "mlir/Conversion/SCFToGPU/SCFToGPU.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,11 +29,6 @@ namespace mlir::linattn {
 #include "LinAttn/Conversion/Passes.h.inc"
 
 namespace {
-
-bool insideKernel(Operation *op) {
-  return op->getParentOfType<gpu::LaunchOp>() ||
-         op->getParentOfType<gpu::GPUModuleOp>();
-}
 
 /// Frees host-allocated buffers that the function does not return: a
 /// `memref.dealloc` after the last op of the allocation's block that uses

@@ -14,6 +14,8 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
+#include "KernelUtils.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -32,11 +34,6 @@ namespace mlir::linattn {
 namespace {
 
 constexpr int64_t kThreadsPerBlock = 256;
-
-bool insideKernel(Operation *op) {
-  return op->getParentOfType<gpu::LaunchOp>() ||
-         op->getParentOfType<gpu::GPUModuleOp>();
-}
 
 /// The parallel loop `op` becomes: collapsed to one dimension, then tiles of
 /// kThreadsPerBlock mapped to blocks, their elements to threads.

@@ -108,6 +108,9 @@ private:
   Value read(Value v, ArrayRef<Value> at);
   /// A slice of `v`'s type built by `scalarAt` (dimension indices -> scalar).
   Value buildSlice(Value v, function_ref<Value(ArrayRef<Value>)> scalarAt);
+  /// Indices of `v`'s dimensions with this thread's coordinates filled in
+  /// (null at the held dimensions).
+  SmallVector<Value> threadPoint(Value v);
   /// For each point of `v`'s held dimensions: body(dimension indices).
   void forEachHeld(Value v, function_ref<void(ArrayRef<Value>)> body);
   /// The slice of `v` as data (reads the next element or a splat if it is
@@ -392,13 +395,19 @@ Value ScanLowering::read(Value v, ArrayRef<Value> at) {
   return vector::ExtractOp::create(b, s.data, position);
 }
 
-void ScanLowering::forEachHeld(Value v,
-                               function_ref<void(ArrayRef<Value>)> bodyFn) {
+SmallVector<Value> ScanLowering::threadPoint(Value v) {
   auto type = cast<RankedTensorType>(v.getType());
   SmallVector<Value> at(type.getRank());
   for (int64_t d = 0; d < type.getRank(); ++d)
     if (isParallel(classOf(v, d)))
       at[d] = coords[coordIndex[classOf(v, d)]];
+  return at;
+}
+
+void ScanLowering::forEachHeld(Value v,
+                               function_ref<void(ArrayRef<Value>)> bodyFn) {
+  auto type = cast<RankedTensorType>(v.getType());
+  SmallVector<Value> at = threadPoint(v);
   SmallVector<int64_t> held = heldDims(v);
   std::function<void(unsigned)> nest = [&](unsigned k) {
     if (k == held.size())
@@ -416,18 +425,12 @@ Value ScanLowering::buildSlice(Value v,
   ImplicitLocOpBuilder &b = *builder;
   Type type = sliceType(v);
   auto vectorType = dyn_cast<VectorType>(type);
-  if (!vectorType) {
-    SmallVector<Value> at;
-    forEachHeld(v, [&](ArrayRef<Value> point) { at.assign(point.begin(), point.end()); });
-    return scalarAt(at);
-  }
+  if (!vectorType) // No held dimension: the thread's one element.
+    return scalarAt(threadPoint(v));
   // The vector is carried through the loops over the held dimensions.
   auto tensorType = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> held = heldDims(v);
-  SmallVector<Value> at(tensorType.getRank());
-  for (int64_t d = 0; d < tensorType.getRank(); ++d)
-    if (isParallel(classOf(v, d)))
-      at[d] = coords[coordIndex[classOf(v, d)]];
+  SmallVector<Value> at = threadPoint(v);
   Value zero = arith::ConstantOp::create(
       b, vectorType, b.getZeroAttr(vectorType));
   std::function<Value(unsigned, Value)> nest = [&](unsigned k,

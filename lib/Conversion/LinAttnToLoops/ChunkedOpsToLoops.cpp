@@ -31,10 +31,8 @@ public:
   /// Calls body(t0, t1) for every chunk [t0, t1) of [0, T) of sequence/
   /// head loop variables already in scope.
   void forEachChunk(Value seqLen, function_ref<void(Value, Value, Value)> body) {
-    Value c = e.index(chunkSize);
     e.forEach(numChunks(seqLen), [&](Value n) {
-      Value t0 = e.mulIndex(n, c);
-      Value t1 = e.minIndex(e.addIndex(t0, c), seqLen);
+      auto [t0, t1] = chunkBounds(n, seqLen);
       body(n, t0, t1);
     });
   }
