@@ -21,8 +21,8 @@ SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op) {
 }
 
 /// f(hv) on every token, [B, T, HV] f32: a chain of selects on hv, not a
-/// constant table, since bufferized a table is a host global, which a GPU
-/// kernel computing this tensor cannot read.
+/// constant table, which bufferized is a host global that every GPU call
+/// would first copy to the device.
 static Value buildPerHeadConstant(OpBuilder &b, RecurrenceOp op,
                                   function_ref<float(int64_t)> f) {
   int64_t numVHeads = op.getNumVHeads();

@@ -46,8 +46,9 @@ func.func @negeig(%q: tensor<2x100x1x8xf32>, %k: tensor<2x100x1x8xf32>, %v: tens
 // -----
 
 // RetNet: a constant log gate log(gamma_hv) per token, generated (selected
-// by value head: no constant table, which would be a host global a GPU
-// kernel cannot read), then accumulated per chunk like any scalar gate.
+// by value head: no constant table, which would be a host global each GPU
+// call copies to the device), then accumulated per chunk like any scalar
+// gate.
 
 // CHECK-LABEL: func.func @retnet
 // CHECK-DAG:     %[[LG0:.*]] = arith.constant -0.693147182 : f32

@@ -183,6 +183,8 @@ def ConvertLinAttnToGPU : Pass<"convert-linattn-to-gpu", "mlir::ModuleOp"> {
 
     - mapped `scf.parallel` nests become `gpu.launch` (for the recurrence:
       blocks over (B, HV), threads over the V state columns);
+    - a host global a kernel reads (a bufferized constant tensor) is
+      copied into a device buffer, which the kernel reads instead;
     - host buffers become device buffers: `memref.alloc` / `dealloc` /
       `copy` outside kernels become `gpu.alloc` / `gpu.dealloc` /
       `gpu.memcpy` (the function's memref arguments are device pointers);

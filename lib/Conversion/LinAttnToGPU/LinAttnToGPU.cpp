@@ -153,7 +153,27 @@ struct ConvertLinAttnToGPU
     if (walk.wasInterrupted())
       return signalPassFailure();
 
-    // 3. Host buffers -> device buffers, each freed after its last use.
+    // 3. A host global (a bufferized constant tensor) has a host address:
+    //    kernels read a copy of it, which the next step makes a device
+    //    buffer filled from the global.
+    SmallVector<memref::GetGlobalOp> globals;
+    module.walk([&](memref::GetGlobalOp get) {
+      if (!insideKernel(get) &&
+          llvm::any_of(get->getUsers(),
+                       [](Operation *user) { return insideKernel(user); }))
+        globals.push_back(get);
+    });
+    for (memref::GetGlobalOp get : globals) {
+      OpBuilder b(get.getContext());
+      b.setInsertionPointAfter(get);
+      auto copy = memref::AllocOp::create(b, get.getLoc(), get.getType());
+      memref::CopyOp::create(b, get.getLoc(), get.getResult(), copy);
+      get.getResult().replaceUsesWithIf(copy, [](OpOperand &use) {
+        return insideKernel(use.getOwner());
+      });
+    }
+
+    // 4. Host buffers -> device buffers, each freed after its last use.
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(freeTemporaries(func)))
         return signalPassFailure();

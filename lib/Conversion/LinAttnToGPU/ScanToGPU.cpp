@@ -77,18 +77,18 @@ private:
   /// into parallel (thread coordinates) and held.
   LogicalResult classify();
 
-  unsigned slot(Value v, int64_t d) {
-    auto [it, inserted] =
-        slotIds.try_emplace({v.getAsOpaquePointer(), d}, slotIds.size());
+  /// The slot of dimension d of a value or of loop d of a generic.
+  unsigned slotOf(const void *owner, int64_t d) {
+    auto [it, inserted] = slotIds.try_emplace({owner, d}, slotIds.size());
     if (inserted)
       classes.insert(it->second);
     return it->second;
   }
+  unsigned slot(Value v, int64_t d) {
+    return slotOf(v.getAsOpaquePointer(), d);
+  }
   unsigned loopSlot(Operation *generic, int64_t l) {
-    auto [it, inserted] = slotIds.try_emplace({generic, l}, slotIds.size());
-    if (inserted)
-      classes.insert(it->second);
-    return it->second;
+    return slotOf(generic, l);
   }
   unsigned classOf(unsigned s) { return classes.getLeaderValue(s); }
   unsigned classOf(Value v, int64_t d) { return classOf(slot(v, d)); }
@@ -101,6 +101,18 @@ private:
   /// The held dimensions of tensor value `v` and its slice's type.
   SmallVector<int64_t> heldDims(Value v);
   Type sliceType(Value v);
+  /// The position in `v`'s slice of the element at dimension indices `at`.
+  SmallVector<OpFoldResult> heldPosition(Value v, ArrayRef<Value> at) {
+    SmallVector<OpFoldResult> position;
+    for (int64_t d : heldDims(v))
+      position.push_back(at[d]);
+    return position;
+  }
+  /// A slice of `v`'s type filled with zeros.
+  Value zeroSlice(Value v) {
+    auto zeros = cast<TypedAttr>(builder->getZeroAttr(sliceType(v)));
+    return arith::ConstantOp::create(*builder, zeros);
+  }
 
   //===--- Emission ------------------------------------------------------===//
 
@@ -116,9 +128,9 @@ private:
   /// The slice of `v` as data (reads the next element or a splat if it is
   /// one).
   Value materialize(Value v);
-  /// Emits the live combiner ops for the next element at `t`; returns the
-  /// yielded slices of the live carries.
-  LogicalResult combine(ArrayRef<Value> carries, Value t,
+  /// Emits the live combiner ops folding the next element (at `nextAt`)
+  /// into `carries`; returns the yielded slices of the live carries.
+  LogicalResult combine(ArrayRef<Value> carries,
                         SmallVectorImpl<Value> &folded);
   LogicalResult emitGeneric(linalg::GenericOp generic);
   /// Stores slice `data` of carry #i's shape to `buffer` at
@@ -137,7 +149,8 @@ private:
   SmallVector<Operation *> liveOps;
   DenseMap<std::pair<const void *, int64_t>, unsigned> slotIds;
   llvm::EquivalenceClasses<unsigned> classes;
-  DenseSet<unsigned> reductionClasses;
+  /// Slots of the loops that sum (their classes are held).
+  DenseSet<unsigned> reductionSlots;
   /// Static size of each class (kDynamic: known only at run time).
   DenseMap<unsigned, int64_t> classSize;
   /// Thread coordinate number of each parallel class, and its order.
@@ -288,12 +301,12 @@ LogicalResult ScanLowering::classify() {
         return generic.getMatchingIndexingMap(&o).isFunctionOfDim(l);
       });
       if (!written)
-        reductionClasses.insert(loopSlot(generic, l));
+        reductionSlots.insert(loopSlot(generic, l));
     }
   }
   // Reductions and sizes per class.
   DenseSet<unsigned> reducing;
-  for (unsigned s : reductionClasses)
+  for (unsigned s : reductionSlots)
     reducing.insert(classOf(s));
   for (Value v : tensors) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -389,10 +402,7 @@ Value ScanLowering::read(Value v, ArrayRef<Value> at) {
   }
   if (!isa<VectorType>(s.data.getType()))
     return s.data;
-  SmallVector<OpFoldResult> position;
-  for (int64_t d : heldDims(v))
-    position.push_back(at[d]);
-  return vector::ExtractOp::create(b, s.data, position);
+  return vector::ExtractOp::create(b, s.data, heldPosition(v, at));
 }
 
 SmallVector<Value> ScanLowering::threadPoint(Value v) {
@@ -431,15 +441,12 @@ Value ScanLowering::buildSlice(Value v,
   auto tensorType = cast<RankedTensorType>(v.getType());
   SmallVector<int64_t> held = heldDims(v);
   SmallVector<Value> at = threadPoint(v);
-  Value zero = arith::ConstantOp::create(
-      b, vectorType, b.getZeroAttr(vectorType));
+  Value zero = zeroSlice(v);
   std::function<Value(unsigned, Value)> nest = [&](unsigned k,
                                                    Value acc) -> Value {
     if (k == held.size()) {
-      SmallVector<OpFoldResult> position;
-      for (int64_t d : held)
-        position.push_back(at[d]);
-      return vector::InsertOp::create(b, scalarAt(at), acc, position);
+      return vector::InsertOp::create(b, scalarAt(at), acc,
+                                      heldPosition(v, at));
     }
     return e->forEachReduce(
         e->index(tensorType.getDimSize(held[k])), {acc},
@@ -467,9 +474,7 @@ LogicalResult ScanLowering::emitGeneric(linalg::GenericOp generic) {
   for (auto [k, init] : llvm::enumerate(generic.getDpsInits())) {
     Value result = generic->getResult(k);
     if (region.getArgument(numInputs + k).use_empty()) {
-      Type type = sliceType(result);
-      results.push_back(arith::ConstantOp::create(
-          b, type, cast<TypedAttr>(b.getZeroAttr(type))));
+      results.push_back(zeroSlice(result));
       continue;
     }
     if (!slices.count(init))
@@ -519,12 +524,9 @@ LogicalResult ScanLowering::emitGeneric(linalg::GenericOp generic) {
       SmallVector<Value> at = indicesOf(init);
       Value result = generic->getResult(k2);
       Value current = acc[k2];
-      if (isa<VectorType>(current.getType())) {
-        SmallVector<OpFoldResult> position;
-        for (int64_t d : heldDims(result))
-          position.push_back(at[d]);
-        current = vector::ExtractOp::create(b, acc[k2], position);
-      }
+      if (isa<VectorType>(current.getType()))
+        current = vector::ExtractOp::create(b, acc[k2],
+                                            heldPosition(result, at));
       scalars.map(region.getArgument(numInputs + k2), current);
       outAt.push_back(at);
     }
@@ -538,10 +540,8 @@ LogicalResult ScanLowering::emitGeneric(linalg::GenericOp generic) {
         next.push_back(scalar);
         continue;
       }
-      SmallVector<OpFoldResult> position;
-      for (int64_t d : heldDims(generic->getResult(k2)))
-        position.push_back(outAt[k2][d]);
-      next.push_back(vector::InsertOp::create(b, scalar, acc[k2], position));
+      next.push_back(vector::InsertOp::create(
+          b, scalar, acc[k2], heldPosition(generic->getResult(k2), outAt[k2])));
     }
     return next;
   };
@@ -551,15 +551,12 @@ LogicalResult ScanLowering::emitGeneric(linalg::GenericOp generic) {
   return success();
 }
 
-LogicalResult ScanLowering::combine(ArrayRef<Value> carries, Value t,
+LogicalResult ScanLowering::combine(ArrayRef<Value> carries,
                                     SmallVectorImpl<Value> &folded) {
   ImplicitLocOpBuilder &b = *builder;
-  nextAt = t;
-  for (unsigned i = 0; i < n; ++i) {
+  for (unsigned i = 0; i < n; ++i)
     if (liveCarry[i])
       slices[body.getArgument(i)].data = carries[i];
-    slices[body.getArgument(n + i)].input = i;
-  }
   for (Operation *inner : liveOps) {
     if (!hasTensors(inner)) {
       b.clone(*inner, scalars);
@@ -626,12 +623,8 @@ void ScanLowering::storeSlice(unsigned i, Value data, Value buffer,
   }
   forEachHeld(element, [&](ArrayRef<Value> at) {
     Value scalar = data;
-    if (isa<VectorType>(data.getType())) {
-      SmallVector<OpFoldResult> position;
-      for (int64_t d : heldDims(element))
-        position.push_back(at[d]);
-      scalar = vector::ExtractOp::create(b, data, position);
-    }
+    if (isa<VectorType>(data.getType()))
+      scalar = vector::ExtractOp::create(b, data, heldPosition(element, at));
     SmallVector<Value> indices(prefix);
     indices.append(at.begin(), at.end());
     memref::StoreOp::create(b, scalar, buffer, indices);
@@ -728,6 +721,10 @@ LogicalResult ScanLowering::run() {
     lead.assign(index.begin(), index.begin() + dim);
     coords.assign(index.begin() + dim, index.end());
 
+    // The next element is read from input #i where the combiner needs it.
+    for (unsigned i = 0; i < n; ++i)
+      slices[body.getArgument(n + i)].input = i;
+
     // The carries start from init, or (inclusive without init) from the
     // first element, taken by the first step.
     SmallVector<Value> carries;
@@ -744,9 +741,7 @@ LogicalResult ScanLowering::run() {
           return memref::LoadOp::create(b, initBuffers[i], indices);
         }));
       } else {
-        Type type = sliceType(element);
-        carries.push_back(arith::ConstantOp::create(
-            b, type, cast<TypedAttr>(b.getZeroAttr(type))));
+        carries.push_back(zeroSlice(element));
       }
     }
     SmallVector<Value> liveInits;
@@ -781,12 +776,13 @@ LogicalResult ScanLowering::run() {
           Value t = op.getReverse()
                         ? e->subIndex(e->subIndex(scanLength, e->index(1)), s)
                         : s;
+          nextAt = t;
           SmallVector<Value> current = unpack(carried);
           if (op.getExclusive())
             storeOutputs(current, t);
           SmallVector<Value> folded;
           if (hasInit) {
-            if (failed(combine(current, t, folded)))
+            if (failed(combine(current, folded)))
               status = failure();
           } else {
             // The first step takes the first element as it is.
@@ -796,20 +792,14 @@ LogicalResult ScanLowering::run() {
                                             isFirst, /*withElseRegion=*/true);
             OpBuilder::InsertionGuard inner(b);
             b.setInsertionPointToStart(branch.thenBlock());
-            nextAt = t;
             SmallVector<Value> firsts;
-            for (unsigned i = 0; i < n; ++i) {
-              if (!liveCarry[i])
-                continue;
-              Value next = body.getArgument(n + i);
-              slices[next] = Slice();
-              slices[next].input = i;
-              firsts.push_back(materialize(next));
-            }
+            for (unsigned i = 0; i < n; ++i)
+              if (liveCarry[i])
+                firsts.push_back(materialize(body.getArgument(n + i)));
             scf::YieldOp::create(b, firsts);
             b.setInsertionPointToStart(branch.elseBlock());
             SmallVector<Value> combined;
-            if (failed(combine(current, t, combined)))
+            if (failed(combine(current, combined)))
               status = failure();
             scf::YieldOp::create(b, pack(combined));
             folded = unpack(branch.getResults());

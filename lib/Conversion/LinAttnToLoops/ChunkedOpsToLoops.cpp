@@ -507,19 +507,19 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
   Value offsets = e.allocFor(op.getOffsets().getType(),
                              {batch, numChunks, hvDim, kDim, vDim});
 
-  // Kd[t, r] of chunk n, and the sum over the chunk of Kd[t, r] x[t, c].
-  auto kd = [&](Value bIdx, Value n, Value hv, Value t, Value r) {
-    Value h = e.qkHead(hv, numVHeads, numQKHeads);
-    Value tLast = e.subIndex(l.chunkBounds(n, seqLen).second, e.index(1));
-    Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
-    Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
-    return e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
-  };
+  // The sum over chunk n of Kd[t, r] x[t, c], Kd[t, r] = k[t, r]
+  // exp(G[tLast, r] - G[t, r]).
   auto kdTimes = [&](Value x, Value bIdx, Value n, Value hv, Value r,
                      Value c) {
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
+    Value key = perKey ? r : Value();
     auto [t0, t1] = l.chunkBounds(n, seqLen);
+    Value gLast = l.gateAt(gates, bIdx, e.subIndex(t1, e.index(1)), hv, key);
     return l.sumRange(t0, t1, [&](Value t) {
-      return e.mul(kd(bIdx, n, hv, t, r), e.loadF32(x, {bIdx, t, hv, c}));
+      Value gT = l.gateAt(gates, bIdx, t, hv, key);
+      Value kd =
+          e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
+      return e.mul(kd, e.loadF32(x, {bIdx, t, hv, c}));
     });
   };
   // (b, n, hv x row) blocks, one thread per column.
