@@ -6,8 +6,7 @@
 # all; scan (the token scan, one thread per state element) for the families
 # with diagonal transitions; chunked (tensor cores) and segment-scan (the
 # chunk states by a scan, the chunk kernels around it) for the 16-bit specs
-# of every family whose gates are per head (key_gate's chunk_state_pass and
-# chunk_output have no GPU kernels yet).
+# of every family.
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
 # is Gated DeltaNet with {qk_l2norm}, gated_deltanet_f16_128 the example in
 # f16.
@@ -42,7 +41,7 @@ for spec in "$out"/specs/*.mlir; do
   base=$(basename "$spec" .mlir)
   build/bin/linattn-compile "$spec" -o "$out/${base}_recurrent.o" --strategy=recurrent
   case "$base" in
-    gla_*|*_f32_*) ;;
+    *_f32_*) ;;
     *) build/bin/linattn-compile "$spec" -o "$out/${base}_chunked.o" --strategy=chunked
        build/bin/linattn-compile "$spec" -o "$out/${base}_segment-scan.o" --strategy=segment-scan ;;
   esac

@@ -189,7 +189,7 @@ constexpr int64_t kGPUChunkSize = 64;
 
 /// Why convert-linattn-chunked-to-gpu has no kernels for `op`'s chunked
 /// form, or "" if it has. Mirrors that conversion's checks (element types,
-/// tile geometry, per-key gates); test/Transforms/select-strategy-gpu.mlir
+/// tile geometry); test/Transforms/select-strategy-gpu.mlir
 /// compiles what this accepts.
 std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
   for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
@@ -200,8 +200,6 @@ std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
   for (int64_t d : {op.getKeyDim(), op.getValueDim()})
     if (d != 64 && d != 128)
       return "the tensor-core kernels need K and V of 64 or 128";
-  if (op.getKind() == TransitionKind::KeyGate)
-    return "per-key gates (key_gate) have no chunked state pass or output kernel";
   return "";
 }
 

@@ -52,9 +52,10 @@ func.func @identity_k32(%q: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %s
 
 // -----
 
+// Per-key gates (GLA) have chunked kernels too.
 // CHECK-LABEL: func.func @gla
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent (no chunked kernels: per-key gates (key_gate) have no chunked state pass or output kernel)
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: chunked C=64 (tensor-core kernels apply)
 func.func @gla(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)

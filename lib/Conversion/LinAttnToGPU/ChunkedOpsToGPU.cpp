@@ -391,6 +391,13 @@ public:
     return math::Exp2Op::create(b, e.mul(x, e.f32(llvm::numbers::log2ef)));
   }
 
+  /// exp of both elements of a vector<2xf32>.
+  Value expPair(Value x) {
+    Value lo = exp(vector::ExtractOp::create(b, x, 0));
+    Value hi = exp(vector::ExtractOp::create(b, x, 1));
+    return vector::FromElementsOp::create(b, x.getType(), ValueRange{lo, hi});
+  }
+
   /// The (hi, lo) operand registers of an fp32 pair (vector<2xf32>).
   std::pair<Value, Value> splitRegister(Value pair) {
     auto [hi, lo] = split(pair, VectorType::get({2}, mmaElem));
@@ -447,6 +454,23 @@ public:
     return regs;
   }
 
+  /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of an
+  /// operand computed in fp32 and rounded once: pair(r, c) is the
+  /// vector<2xf32> of elements (r, c) and (r, c + 1). a0 holds row g, k
+  /// 2q; a1 row g + 8; a2 and a3 the same at k + 8.
+  SmallVector<Value> fragAFromPairs(Value m0, int64_t k0,
+                                    function_ref<Value(Value, Value)> pair) {
+    SmallVector<Value> regs;
+    for (int64_t kHalf : {0, 8})
+      for (int64_t rowHalf : {0, 8}) {
+        Value r = e.addIndex(e.addIndex(m0, group), e.index(rowHalf));
+        Value c = e.addIndex(e.index(k0 + kHalf), e.mulIndex(quad, e.index(2)));
+        regs.push_back(mmaRegister(arith::TruncFOp::create(
+            b, VectorType::get({2}, mmaElem), pair(r, c))));
+      }
+    return regs;
+  }
+
   /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of a view:
   /// tiles (m0, k0), (m0 + 8, k0), (m0, k0 + 8), (m0 + 8, k0 + 8).
   SmallVector<Value> fragA(TileView a, Value m0, int64_t k0) {
@@ -493,20 +517,32 @@ public:
   /// hi*lo and lo*hi products (lo*lo is below fp32 rounding of the sum).
   void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
             Operand bt, int64_t kDim) {
+    gemm(acc, [&](int64_t k0) -> FragmentA {
+      FragmentA frag{fragA(a.hi, m0, k0), {}};
+      if (a.lo)
+        frag.second = fragA(*a.lo, m0, k0);
+      return frag;
+    }, bt, kDim);
+  }
+  /// The same with A's (hi, lo) fragments of k [k0, k0 + 16) given by
+  /// `fragments(k0)` (lo empty for an unsplit A).
+  using FragmentA = std::pair<SmallVector<Value>, SmallVector<Value>>;
+  /// B's columns start at n0.
+  void gemm(SmallVector<SmallVector<Value>> &acc,
+            function_ref<FragmentA(int64_t)> fragments, Operand bt, int64_t kDim,
+            int64_t n0 = 0) {
     assert(acc.size() % 2 == 0 && "B fragments load two n-tiles at a time");
     for (int64_t k0 = 0; k0 < kDim; k0 += 16) {
-      SmallVector<Value> aHi = fragA(a.hi, m0, k0), aLo;
-      if (a.lo)
-        aLo = fragA(*a.lo, m0, k0);
+      auto [aHi, aLo] = fragments(k0);
       for (size_t nt = 0; nt < acc.size(); nt += 2) {
-        SmallVector<Value> bHi = fragB2(bt.hi, 8 * nt, k0), bLo;
+        SmallVector<Value> bHi = fragB2(bt.hi, n0 + 8 * nt, k0), bLo;
         if (bt.lo)
-          bLo = fragB2(*bt.lo, 8 * nt, k0);
+          bLo = fragB2(*bt.lo, n0 + 8 * nt, k0);
         for (size_t j = 0; j < 2; ++j) {
           ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
           if (bt.lo)
             acc[nt + j] = mma(aHi, ArrayRef(bLo).slice(2 * j, 2), acc[nt + j]);
-          if (a.lo)
+          if (!aLo.empty())
             acc[nt + j] = mma(aLo, bHiJ, acc[nt + j]);
           acc[nt + j] = mma(aHi, bHiJ, acc[nt + j]);
         }
@@ -1148,6 +1184,45 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
 // linattn.chunk_state_pass
 //===----------------------------------------------------------------------===//
 
+/// Decays a staged chunk's rows toward reference rows:
+///   dst[r][c] = src[r][c] * exp(G[ref(r)][c] - G[r][c]) for r < valid,
+///   0 beyond,
+/// for [64][cols] tiles src and dst (16-bit or f32; the same tile for an
+/// in-place update) and per-key log gates G ([64][cols] f32), 8 columns
+/// per thread and step. With the in-chunk cumulative G and ref(r) >= r
+/// the factor is <= 1 (gates <= 0), so nothing overflows. Rows past
+/// `valid` are dropped by a select: their gates are staged zeros.
+void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
+               function_ref<Value(Value)> ref, int64_t cols) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  constexpr int64_t kWidth = 8;
+  Type elem = cast<MemRefType>(dst.getType()).getElementType();
+  int64_t perRow = cols / kWidth;
+  k.forEachOfBlock(kChunk * perRow, [&](Value idx) {
+    Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                         e.index(kWidth));
+    Value xs = k.loadWidened(src, {r, c}, kWidth);
+    Value gs = k.loadWidened(g, {r, c}, kWidth);
+    Value gRef = k.loadWidened(g, {ref(r), c}, kWidth);
+    Value keep = k.ult(r, valid);
+    SmallVector<Value> ys;
+    for (int64_t i = 0; i < kWidth; ++i) {
+      Value decay = k.exp(e.sub(vector::ExtractOp::create(b, gRef, i),
+                                vector::ExtractOp::create(b, gs, i)));
+      ys.push_back(k.select(
+          keep, e.mul(vector::ExtractOp::create(b, xs, i), decay), e.f32(0.0f)));
+    }
+    Value y = vector::FromElementsOp::create(
+        b, VectorType::get({kWidth}, b.getF32Type()), ys);
+    if (!elem.isF32())
+      y = arith::TruncFOp::create(b, VectorType::get({kWidth}, elem), y);
+    vector::StoreOp::create(b, y, dst, ValueRange{r, c}, /*nontemporal=*/false,
+                            llvm::Align(16));
+  });
+}
+
 LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                   bool hasStMatrix) {
   if (op.getBeta())
@@ -1158,10 +1233,12 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t numVHeads = dimOf(op.getU(), 2), V = dimOf(op.getU(), 3);
   if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
     return failure();
-  if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
-    return op.emitOpError()
-           << "per-key gates (key_gate) have no GPU chunked state pass yet "
-              "(use strategy=recurrent)";
+  // Per-key gates (key_gate, GLA): G is [B, T, HV, K] and decays keys,
+  // not rows of D (see step c).
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  assert(!(perKey && op.getW()) &&
+         "the verifier admits per-key gates only without a rank-1 term");
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -1205,7 +1282,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t wStageBytes = wBuf ? kChunk * wStride * bytesOf(wElem) : 0;
   int64_t kStageBytes = kChunk * kStride * bytesOf(kElem);
   int64_t uStageBytes = kChunk * uStride * bytesOf(uElem);
-  int64_t gStageBytes = gates ? kChunk * 4 : 0;
+  int64_t gateCols = perKey ? K : 1;
+  int64_t gStageBytes = gates ? kChunk * gateCols * 4 : 0;
   int64_t stageBytes = wStageBytes + kStageBytes + uStageBytes + gStageBytes;
   int64_t keysPerWarp = K / kStateKeySplit;
   static_assert(64 % (16 * kStateKeySplit) == 0,
@@ -1269,8 +1347,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         st.w = k.tile(base, kChunk, wStride, wElem);
       st.k = k.tile(at(wStageBytes), kChunk, kStride, kElem);
       st.u = k.tile(at(wStageBytes + kStageBytes), kChunk, uStride, uElem);
-      if (gates) // [64][1]: gates are [B, T, HV], one 4-byte copy per row.
-        st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), kChunk, 1, f32);
+      if (gates) // [64][1] for gates [B, T, HV] (one 4-byte copy per row),
+                 // [64][K] per key.
+        st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), kChunk,
+                      gateCols, f32);
       return st;
     };
     // Starts the copies of chunk `n` (rows past the sequence, or every row
@@ -1293,8 +1373,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         return {bIdx, t, hv, e.addIndex(v0, c)};
       });
       if (gates)
-        k.copyRowsAsync(st.g, zero, 1, t0, valid, seqLen, gates,
-                        [&](Value t, Value) -> SmallVector<Value> {
+        k.copyRowsAsync(st.g, zero, gateCols, t0, valid, seqLen, gates,
+                        [&](Value t, Value c) -> SmallVector<Value> {
+          if (perKey)
+            return {bIdx, t, hv, c};
           return {bIdx, t, hv};
         });
       return k.commitCopies();
@@ -1366,6 +1448,13 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       k.barrier();
       prefetch(e.addIndex(n, e.index(stages - 1)));
       Stage st = stageAt(n);
+      // Per-key gates: K' = K * exp(G_C - G) in place (step c's B
+      // operand), each element once per block; the barrier before step c
+      // publishes it.
+      if (perKey) {
+        Value last = e.subIndex(rows.valid, e.index(1));
+        decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return last; }, K);
+      }
       if (stageStates || stageValues) {
         // Chunk n - 1's outputs, staged before the barrier.
         OpBuilder::InsertionGuard guard(b);
@@ -1539,7 +1628,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       //    D, so the keys stay exact and only A is split. Rows past T are
       //    dropped before the exp can meet them.
       Value gLast;
-      if (gates) {
+      if (perKey)
+        k.barrier();
+      if (gates && !perKey) {
         gLast = memref::LoadOp::create(
             b, st.g, ValueRange{e.subIndex(rows.valid, e.index(1)), e.index(0)});
         for (int64_t rt = 0; rt < rowTiles; ++rt)
@@ -1553,12 +1644,20 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
           }
       }
       SmallVector<SmallVector<Value>> acc;
-      Value stateDecay = gates ? k.exp(gLast) : Value();
+      Value stateDecay = gates && !perKey ? k.exp(gLast) : Value();
       for (int64_t kt = 0; kt < keyTiles; ++kt) {
         SmallVector<Value> tile(flat.slice(4 * kt, 4));
-        if (stateDecay)
-          for (Value &x : tile)
-            x = e.mul(x, stateDecay);
+        for (int64_t i = 0; i < 4; ++i) {
+          if (stateDecay) {
+            tile[i] = e.mul(tile[i], stateDecay);
+          } else if (perKey) {
+            // Element i of tile kt is S^T[v][key]: exp(G_C[key]).
+            Value key = stateIndex(kt, i).first;
+            Value g = memref::LoadOp::create(
+                b, st.g, ValueRange{e.subIndex(rows.valid, e.index(1)), key});
+            tile[i] = e.mul(tile[i], k.exp(g));
+          }
+        }
         acc.push_back(tile);
       }
       // D' is split where it came out of a rank-1 cancellation. Without
@@ -1615,12 +1714,158 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
 // linattn.chunk_output
 //===----------------------------------------------------------------------===//
 
+/// The widest spread exp(G_first - G_last) of a 16-row diagonal block, per
+/// key, whose factored scores stay in range: the query factor grows up to
+/// e^64 and the key factor shrinks down to e^-64, both far inside bf16's
+/// and fp32's e^+-87 (128-term sums of such products included).
+constexpr float kMaxDiagonalSpread = 64.0f;
+
+/// The diagonal block of the per-key-gate scores, elementwise in fp32:
+///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk)
+/// for the warp's rows i and columns j in [m0, m0 + 16), as two
+/// accumulator tiles (8 values, tile 0 then tile 1). Each lane sums its
+/// own elements over k, two keys per step; the elements above the
+/// diagonal for every lane (rows m0 + g, columns m0 + 8..) are not
+/// computed, the others above it are dropped by the caller's mask.
+SmallVector<Value> diagonalScores(KernelEmitter &k, Value qTile, Value kTile,
+                                  Value g, Value m0, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Value row = e.addIndex(m0, k.group);
+  Value rowIdx[2] = {row, e.addIndex(row, e.index(8))};
+  Value col = e.addIndex(m0, e.mulIndex(k.quad, e.index(2)));
+  Value colIdx[4] = {col, e.addIndex(col, e.index(1)), e.addIndex(col, e.index(8)),
+                     e.addIndex(col, e.index(9))};
+  ValueRange sums = e.forEachReduce(
+      e.index(K / 2), SmallVector<Value>(8, e.f32(0.0f)),
+      [&](Value step, ValueRange acc) -> SmallVector<Value> {
+    Value c = e.mulIndex(step, e.index(2));
+    Value q[2], gq[2], kv[4], gk[4];
+    for (int64_t r = 0; r < 2; ++r) {
+      q[r] = k.loadWidened(qTile, {rowIdx[r], c}, 2);
+      gq[r] = k.loadWidened(g, {rowIdx[r], c}, 2);
+    }
+    for (int64_t j = 0; j < 4; ++j) {
+      kv[j] = k.loadWidened(kTile, {colIdx[j], c}, 2);
+      gk[j] = k.loadWidened(g, {colIdx[j], c}, 2);
+    }
+    SmallVector<Value> next(acc);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t j = 0; j < 4; ++j) {
+        if (r == 0 && j >= 2)
+          continue;
+        // Accumulator element (tile j / 2, index 2 r + j % 2).
+        Value term = e.mul(e.mul(q[r], kv[j]), k.expPair(e.sub(gq[r], gk[j])));
+        int64_t slot = 4 * (j / 2) + 2 * r + j % 2;
+        for (int64_t x = 0; x < 2; ++x)
+          next[slot] = e.add(next[slot], vector::ExtractOp::create(b, term, x));
+      }
+    return next;
+  });
+  return llvm::to_vector(sums);
+}
+
+/// The per-key-gate scores before the causal mask, for the warp's rows
+/// [m0, m0 + 16) and the chunk's 64 columns as 8 accumulator tiles:
+///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk).
+/// Column block b (rows [16 b, 16 b + 16)) factors the decay around its
+/// last valid row L_b, P = (q_i exp(G_i - G_L)) (k_j exp(G_L - G_j))^T; the
+/// second factor is K' (`kdTile`, staged by the caller), the first is
+/// built in registers. Below the diagonal (rows i > L_b) both factors are
+/// <= 1, so strong gates only underflow what is negligible anyway. On the
+/// diagonal block the query factor is >= 1, up to exp(G_{m0} - G_L): where
+/// that spread exceeds kMaxDiagonalSpread for some key (strong gates), the
+/// warp computes the block elementwise in fp32 instead, as
+/// flash-linear-attention does for every diagonal block. Blocks above the
+/// diagonal, and warps whose rows are all past T, are zero.
+SmallVector<SmallVector<Value>> perKeyScores(KernelEmitter &k, Value qTile,
+                                             Value kTile, Value kdTile, Value g,
+                                             Value m0, Value valid, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Type f32 = b.getF32Type();
+  Value last = e.subIndex(valid, e.index(1));
+  auto lastOf = [&](Value row0) {
+    return e.minIndex(e.addIndex(row0, e.index(15)), last);
+  };
+  // Every lane tests keys lane, lane + 32, ...; the warp votes.
+  Value ownLast = lastOf(m0);
+  Value narrow = arith::ConstantOp::create(b, b.getBoolAttr(true));
+  for (int64_t c0 = 0; c0 < K; c0 += 32) {
+    Value c = e.addIndex(k.lane, e.index(c0));
+    Value spread = e.sub(e.loadF32(g, {m0, c}), e.loadF32(g, {ownLast, c}));
+    narrow = arith::AndIOp::create(
+        b, narrow,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, spread,
+                              e.f32(kMaxDiagonalSpread)));
+  }
+  Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+  Value factorDiagonal = NVVM::VoteSyncOp::create(
+      b, b.getI1Type(), fullWarp, narrow, NVVM::VoteSyncKind::all);
+  Value active = k.ult(m0, valid);
+  SmallVector<Type> tileTypes(8, f32);
+  SmallVector<Value> zeros(8, e.f32(0.0f));
+
+  // The elementwise diagonal block, once (its code is long): zero where
+  // the factored form applies.
+  auto elementwiseIf = scf::IfOp::create(
+      b, tileTypes,
+      arith::AndIOp::create(
+          b, active,
+          arith::XOrIOp::create(b, factorDiagonal,
+                                arith::ConstantOp::create(b, b.getBoolAttr(true)))),
+      true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(elementwiseIf.thenBlock());
+    scf::YieldOp::create(b, diagonalScores(k, qTile, kTile, g, m0, K));
+    b.setInsertionPointToStart(elementwiseIf.elseBlock());
+    scf::YieldOp::create(b, zeros);
+  }
+
+  SmallVector<SmallVector<Value>> p;
+  for (int64_t block = 0; block < kChunk / 16; ++block) {
+    Value row0 = e.index(16 * block);
+    Value below = k.ult(row0, m0);
+    Value diagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row0, m0);
+    Value factored = arith::AndIOp::create(
+        b, active,
+        arith::OrIOp::create(b, below,
+                             arith::AndIOp::create(b, diagonal, factorDiagonal)));
+    auto factoredIf = scf::IfOp::create(b, tileTypes, factored, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(factoredIf.thenBlock());
+      Value ref = lastOf(row0);
+      SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
+      k.gemm(acc, [&](int64_t k0) -> KernelEmitter::FragmentA {
+        return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+          Value q = k.loadWidened(qTile, {r, c}, 2);
+          Value decay = e.sub(k.loadWidened(g, {r, c}, 2),
+                              k.loadWidened(g, {ref, c}, 2));
+          return e.mul(q, k.expPair(decay));
+        }), {}};
+      }, Operand{{kdTile}, std::nullopt}, K, /*n0=*/16 * block);
+      scf::YieldOp::create(b, llvm::to_vector(llvm::concat<Value>(acc[0], acc[1])));
+
+      // Not factored: the elementwise diagonal, or a block above it.
+      b.setInsertionPointToStart(factoredIf.elseBlock());
+      SmallVector<Value> elementwise;
+      for (Value x : elementwiseIf.getResults())
+        elementwise.push_back(k.select(diagonal, x, zeros.front()));
+      scf::YieldOp::create(b, elementwise);
+    }
+    ValueRange tiles = factoredIf.getResults();
+    p.push_back(SmallVector<Value>(tiles.take_front(4)));
+    p.push_back(SmallVector<Value>(tiles.drop_front(4)));
+  }
+  return p;
+}
+
 LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix) {
   std::optional<Type> mmaElem = mmaType;
-  if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
-    return op.emitOpError()
-           << "per-key gates (key_gate) have no GPU chunked output kernel yet "
-              "(use strategy=recurrent)";
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
   int64_t numQKHeads = dimOf(op.getQ(), 2), K = dimOf(op.getQ(), 3);
   int64_t numVHeads = dimOf(op.getNewValues(), 2);
   int64_t V = dimOf(op.getNewValues(), 3);
@@ -1638,9 +1883,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K], K [64][K], then S [K][kOutputColumns] and D
-  // [64][kOutputColumns] (each split if f32; 16-bit ones are operands as
-  // they are; both read transposed by ldmatrix .trans); 64 row gates.
+  // Shared memory: Q [64][K], K [64][K] (per-key gates: and the decayed
+  // keys K' [64][K]), then S [K][kOutputColumns] and D [64][kOutputColumns]
+  // (each split if f32; 16-bit ones are operands as they are; both read
+  // transposed by ldmatrix .trans); 64 row gates, or per key [64][K].
   // Everything is loaded at once, so the block waits on global memory
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
@@ -1648,14 +1894,15 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   int64_t qBytes = kChunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
   int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
-  int64_t sOffset = 2 * qBytes;
+  int64_t sOffset = (perKey ? 3 : 2) * qBytes;
   int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
   int64_t gOffset = dOffset + (dIsOperand ? 1 : 2) * dBytes;
+  int64_t gBytes = kChunk * (perKey ? K : 1) * 4;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
 
-  emitLaunch(b, {blocks, e.index(numVHeads), batch}, gOffset + kChunk * 4,
+  emitLaunch(b, {blocks, e.index(numVHeads), batch}, gOffset + gBytes,
              *mmaElem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value n = arith::DivUIOp::create(b, body->getArgument(0), e.index(columnTiles));
@@ -1674,10 +1921,12 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     Value dHi = k.tile(dOffset, kChunk, kOutputColumns + kPad, elem);
     Value dLo = dIsOperand ? Value()
                            : k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
-    Value gShared = k.vec(gOffset, kChunk, f32);
+    Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
+    Value gShared = perKey ? k.tile(gOffset, kChunk, K, f32)
+                           : k.vec(gOffset, kChunk, f32);
 
     // 1. Q and K of the chunk, S_n and D of the block's columns, row
-    //    gates. Operand-typed tiles arrive by cp.async, straight into
+    //    gates (per key: the [64][K] gates by cp.async). Operand-typed tiles arrive by cp.async, straight into
     //    shared memory (rows past T as zeros); f32 ones (l2norm results,
     //    fp32 states or new values) through registers, rounded or split.
     Value zero = e.index(0);
@@ -1713,39 +1962,78 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     chunkTile(dHi, dLo, kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, hv, e.addIndex(v0, c)};
     });
-    fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    if (perKey) {
+      async = true;
+      k.copyRowsAsync(gShared, zero, K, rows.t0, rows.valid, seqLen, gates,
+                      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, c};
+      });
+    } else {
+      fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    }
     if (async)
       k.waitCopies(k.commitCopies(), 0);
     k.barrier();
+    if (perKey) {
+      // K' = K * exp(G_L - G) for perKeyScores, L the last valid row of
+      // the key's 16-row block.
+      Value last = e.subIndex(rows.valid, e.index(1));
+      decayRows(k, kTile, kdTile, gShared, rows.valid, [&](Value r) {
+        Value blockLast = e.addIndex(
+            e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16)),
+            e.index(15));
+        return e.minIndex(blockLast, last);
+      }, K);
+      k.barrier();
+    }
 
     // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows,
-    //    kept in its accumulator registers.
+    //    kept in its accumulator registers (per key: perKeyScores).
     Value m0 = e.mulIndex(k.warp, e.index(16));
-    SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
-    k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
+    SmallVector<SmallVector<Value>> p;
+    if (perKey) {
+      p = perKeyScores(k, qTile, kTile, kdTile, gShared, m0, rows.valid, K);
+    } else {
+      p = k.zeroAcc(kChunk / 8);
+      k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
+    }
     for (int64_t nt = 0; nt < kChunk / 8; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
-        Value gr = memref::LoadOp::create(b, gShared, r);
-        Value gc = memref::LoadOp::create(b, gShared, c);
-        Value x = e.mul(p[nt][i], k.exp(e.sub(gr, gc)));
+        Value x = p[nt][i];
+        if (!perKey) {
+          Value gr = memref::LoadOp::create(b, gShared, r);
+          Value gc = memref::LoadOp::create(b, gShared, c);
+          x = e.mul(x, k.exp(e.sub(gr, gc)));
+        }
         Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
         p[nt][i] = k.select(causal, x, e.f32(0.0f));
       }
 
     // 3. O = scale (diag(exp(G)) Q S + P D); P is the A operand straight
     //    from its accumulators (split); S and D come from shared memory,
-    //    split if they are f32.
+    //    split if they are f32. Per key, the A operand of Q S is Q *
+    //    exp(G) itself (<= |q|), rounded once.
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
     Operand sOperand = {{sHi, /*transposed=*/true}};
     if (sLo)
       sOperand.lo = TileView{sLo, true};
-    k.gemm(o, {{qTile}}, m0, sOperand, K);
-    for (int64_t nt = 0; nt < nTiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i) {
-        Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
-        o[nt][i] = e.mul(o[nt][i], k.exp(g));
-      }
+    if (perKey) {
+      k.gemm(o, [&](int64_t k0) -> KernelEmitter::FragmentA {
+        return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+          Value q = k.loadWidened(qTile, {r, c}, 2);
+          Value g = k.loadWidened(gShared, {r, c}, 2);
+          return e.mul(q, k.expPair(g));
+        }), {}};
+      }, sOperand, K);
+    } else {
+      k.gemm(o, {{qTile}}, m0, sOperand, K);
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
+          o[nt][i] = e.mul(o[nt][i], k.exp(g));
+        }
+    }
     for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
       auto [aHi, aLo] = k.fragmentAFromAcc(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
       for (int64_t nt = 0; nt < nTiles; nt += 2) {

@@ -136,26 +136,6 @@ func.func @output_v256(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x256xf32>, %st
 
 // -----
 
-// Per-key gates (key_gate, GLA) have no output kernel.
-func.func @output_per_key_gates(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>, %G: tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op per-key gates (key_gate) have no GPU chunked output kernel yet (use strategy=recurrent)}}
-  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 0.125 : f32}
-      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
-  return %o : tensor<?x?x2x64xbf16>
-}
-
-// -----
-
-// Nor a state pass: the decay of a per-key gate cannot move onto D.
-func.func @state_pass_per_key_gates(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xbf16>, %G: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op per-key gates (key_gate) have no GPU chunked state pass yet (use strategy=recurrent)}}
-  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) gates(%G) state(%s0) {chunk_size = 64 : i64}
-      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
-  return %final : tensor<?x2x64x64xf32>
-}
-
-// -----
-
 // The rank-1 product form of the state pass is lowered to the WY form
 // (linattn-lower-rank1-to-wy) before this pass.
 func.func @state_pass_rank1(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {

@@ -356,6 +356,47 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
   return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
 }
 
+// GLA (key_gate), K = V = 64: per-key gates [B, T, HV, K]. The cumsum runs
+// a thread per key. The state pass stages each chunk's [64][64] gates with
+// its keys (three stages of 9216 + 5120 + 16384 = 30720 bytes, two
+// 5120-byte chunk-state buffers: 102400), decays the staged keys in place,
+// K' = K exp(G_C - G) (eight exp2 per thread and step, one 16-byte store),
+// and a barrier publishes K' before the update's 16 products; the state
+// itself decays per key. The output kernel (Q, K, K' 3 x 9216, S 9216, v
+// 9216, gates 16384: 62464 bytes) votes per warp whether its diagonal
+// block factors, and runs the same 128 products as RetNet's: 32 for the
+// scores (4 blocks x 4 k-steps x 2 n-tiles, factored blocks only), 32 for
+// (Q exp(G)) S, 64 for P v.
+
+// CHECK-LABEL: func.func @gla(
+// CHECK:         gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK:           gpu.terminator
+// CHECK:         %[[GSP:.*]] = arith.constant 102400 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[GSP]] {
+// CHECK:           scf.for
+// CHECK:             nvgpu.device_async_wait
+// CHECK-NEXT:        gpu.barrier
+// CHECK:             scf.for
+// CHECK-COUNT-8:       math.exp2
+// CHECK:               vector.store %{{.*}}, %{{.*}} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:             gpu.barrier
+// CHECK-COUNT-16:    nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK:         %[[GOUT:.*]] = arith.constant 62464 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[GOUT]] {
+// CHECK:           nvvm.vote.sync all
+// CHECK-COUNT-128: nvvm.mma.sync
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @gla(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%k) v(%v) gate(%g) state(%s0)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
+
 // A per-key cumsum (key_gate gates, [B, T, HV, K]) runs one thread per key:
 // threads = K = 128, and the key is the thread index.
 
