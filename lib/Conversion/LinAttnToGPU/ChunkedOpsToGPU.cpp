@@ -1897,7 +1897,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   int64_t sOffset = (perKey ? 3 : 2) * qBytes;
   int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
   int64_t gOffset = dOffset + (dIsOperand ? 1 : 2) * dBytes;
-  int64_t gBytes = kChunk * (perKey ? K : 1) * 4;
+  // Per-key gate rows are padded by 16 bytes: the score operands read
+  // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
+  // (K = 128) puts in the same banks.
+  int64_t gStride = perKey ? K + 4 : 1;
+  int64_t gBytes = kChunk * gStride * 4;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
@@ -1922,7 +1926,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     Value dLo = dIsOperand ? Value()
                            : k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
     Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
-    Value gShared = perKey ? k.tile(gOffset, kChunk, K, f32)
+    Value gShared = perKey ? k.tile(gOffset, kChunk, gStride, f32)
                            : k.vec(gOffset, kChunk, f32);
 
     // 1. Q and K of the chunk, S_n and D of the block's columns, row
