@@ -8,8 +8,8 @@
 # chunk states by a scan, the chunk kernels around it) for the 16-bit specs
 # of every family.
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
-# is Gated DeltaNet with {qk_l2norm}, gated_deltanet_f16_128 the example in
-# f16.
+# and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
+# gated_deltanet_f16_128 the example in f16.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +35,10 @@ done
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
   > "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
+# GLA likewise: per-key gates with f32 keys in the state pass.
+sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
+  > "$out/specs/gla_l2norm_bf16_128.mlir"
+grep -q qk_l2norm "$out/specs/gla_l2norm_bf16_128.mlir"
 # And in f16 (the tensor cores' other 16-bit type).
 sed 's/bf16/f16/g' examples/gated_deltanet.mlir > "$out/specs/gated_deltanet_f16_128.mlir"
 for spec in "$out"/specs/*.mlir; do

@@ -512,6 +512,9 @@ public:
     return d;
   }
 
+  /// An A operand's (hi, lo) fragments; lo is empty for an unsplit A.
+  using FragmentA = std::pair<SmallVector<Value>, SmallVector<Value>>;
+
   /// acc[nt] += A(rows m0.., k < kDim) * B(k < kDim, cols 8 nt ..) for
   /// nt < acc.size(); B given as a view of B^T. Split operands add the
   /// hi*lo and lo*hi products (lo*lo is below fp32 rounding of the sum).
@@ -525,9 +528,7 @@ public:
     }, bt, kDim);
   }
   /// The same with A's (hi, lo) fragments of k [k0, k0 + 16) given by
-  /// `fragments(k0)` (lo empty for an unsplit A).
-  using FragmentA = std::pair<SmallVector<Value>, SmallVector<Value>>;
-  /// B's columns start at n0.
+  /// `fragments(k0)` (lo empty for an unsplit A), and B's columns from n0.
   void gemm(SmallVector<SmallVector<Value>> &acc,
             function_ref<FragmentA(int64_t)> fragments, Operand bt, int64_t kDim,
             int64_t n0 = 0) {
