@@ -75,13 +75,20 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       (16-bit chunk states and new values go to the tensor cores as they
       are; their tiles arrive by `cp.async`, O leaves by `stmatrix`).
 
+    Per-key gates (`key_gate`, GLA; G is [B, T, HV, K]) cannot decay rows
+    of D: the state pass decays its staged keys in place, `K' = K
+    exp(G_C - G)`, and the state per key; the output kernel factors each
+    16-row column block's decay around the block's last row, `(q exp(G_i -
+    G_L)) (k exp(G_L - G_j))^T` (both factors <= 1 below the diagonal),
+    and a warp computes its diagonal block elementwise in fp32 where its
+    gates spread by more than e^64 there.
+
     `stmatrix` needs sm_90: for an older `chip` the kernels store their
     results from the accumulators directly.
 
     Chunks are 64 tokens; K and V are 64 or 128 (divisible by 64 and at
-    most 128). An op outside that envelope (f32 operands, per-key gates in
-    `chunk_state_pass` and `chunk_output`, other chunk sizes) is an error
-    naming the op and the limit.
+    most 128). An op outside that envelope (f32 operands, other chunk
+    sizes) is an error naming the op and the limit.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
