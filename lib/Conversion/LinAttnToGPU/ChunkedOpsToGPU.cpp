@@ -692,6 +692,13 @@ ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen) {
   return {t0, valid};
 }
 
+/// The last valid row of the 16-row block that starts at `row0`: the row
+/// a per-key decay factors around, min(row0 + 15, valid - 1). The output
+/// kernel's K' and its score operands must agree on it.
+Value blockLastRow(LoopEmitter &e, Value row0, Value valid) {
+  return e.minIndex(e.addIndex(row0, e.index(15)), e.subIndex(valid, e.index(1)));
+}
+
 /// Copies per-row gate values G[b, t0 + r, hv] (0 at or past `valid`, and
 /// without gates) into a shared vector of 64.
 void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
@@ -1449,13 +1456,12 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       k.barrier();
       prefetch(e.addIndex(n, e.index(stages - 1)));
       Stage st = stageAt(n);
+      Value lastRow = e.subIndex(rows.valid, e.index(1));
       // Per-key gates: K' = K * exp(G_C - G) in place (step c's B
       // operand), each element once per block; the barrier before step c
       // publishes it.
-      if (perKey) {
-        Value last = e.subIndex(rows.valid, e.index(1));
-        decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return last; }, K);
-      }
+      if (perKey)
+        decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return lastRow; }, K);
       if (stageStates || stageValues) {
         // Chunk n - 1's outputs, staged before the barrier.
         OpBuilder::InsertionGuard guard(b);
@@ -1632,8 +1638,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       if (perKey)
         k.barrier();
       if (gates && !perKey) {
-        gLast = memref::LoadOp::create(
-            b, st.g, ValueRange{e.subIndex(rows.valid, e.index(1)), e.index(0)});
+        gLast = memref::LoadOp::create(b, st.g, ValueRange{lastRow, e.index(0)});
         for (int64_t rt = 0; rt < rowTiles; ++rt)
           for (int64_t odd = 0; odd < 2; ++odd) {
             Value t = k.accCol(8 * rt, odd);
@@ -1648,16 +1653,16 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       Value stateDecay = gates && !perKey ? k.exp(gLast) : Value();
       for (int64_t kt = 0; kt < keyTiles; ++kt) {
         SmallVector<Value> tile(flat.slice(4 * kt, 4));
-        for (int64_t i = 0; i < 4; ++i) {
-          if (stateDecay) {
-            tile[i] = e.mul(tile[i], stateDecay);
-          } else if (perKey) {
-            // Element i of tile kt is S^T[v][key]: exp(G_C[key]).
-            Value key = stateIndex(kt, i).first;
-            Value g = memref::LoadOp::create(
-                b, st.g, ValueRange{e.subIndex(rows.valid, e.index(1)), key});
-            tile[i] = e.mul(tile[i], k.exp(g));
-          }
+        if (stateDecay)
+          for (Value &x : tile)
+            x = e.mul(x, stateDecay);
+        // Per key: elements odd and odd + 2 of tile kt are S^T[v][key] of
+        // one key, decayed by exp(G_C[key]).
+        for (int64_t odd = 0; perKey && odd < 2; ++odd) {
+          Value key = stateIndex(kt, odd).first;
+          Value decay = k.exp(memref::LoadOp::create(b, st.g, ValueRange{lastRow, key}));
+          for (int64_t i : {odd, odd + 2})
+            tile[i] = e.mul(tile[i], decay);
         }
         acc.push_back(tile);
       }
@@ -1785,12 +1790,8 @@ SmallVector<SmallVector<Value>> perKeyScores(KernelEmitter &k, Value qTile,
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
-  Value last = e.subIndex(valid, e.index(1));
-  auto lastOf = [&](Value row0) {
-    return e.minIndex(e.addIndex(row0, e.index(15)), last);
-  };
   // Every lane tests keys lane, lane + 32, ...; the warp votes.
-  Value ownLast = lastOf(m0);
+  Value ownLast = blockLastRow(e, m0, valid);
   Value narrow = arith::ConstantOp::create(b, b.getBoolAttr(true));
   for (int64_t c0 = 0; c0 < K; c0 += 32) {
     Value c = e.addIndex(k.lane, e.index(c0));
@@ -1837,7 +1838,7 @@ SmallVector<SmallVector<Value>> perKeyScores(KernelEmitter &k, Value qTile,
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(factoredIf.thenBlock());
-      Value ref = lastOf(row0);
+      Value ref = blockLastRow(e, row0, valid);
       SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
       k.gemm(acc, [&](int64_t k0) -> KernelEmitter::FragmentA {
         return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
@@ -1982,12 +1983,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     if (perKey) {
       // K' = K * exp(G_L - G) for perKeyScores, L the last valid row of
       // the key's 16-row block.
-      Value last = e.subIndex(rows.valid, e.index(1));
       decayRows(k, kTile, kdTile, gShared, rows.valid, [&](Value r) {
-        Value blockLast = e.addIndex(
-            e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16)),
-            e.index(15));
-        return e.minIndex(blockLast, last);
+        Value row0 =
+            e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+        return blockLastRow(e, row0, rows.valid);
       }, K);
       k.barrier();
     }
