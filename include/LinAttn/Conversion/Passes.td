@@ -83,6 +83,12 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     and a warp computes its diagonal block elementwise in fp32 where its
     gates spread by more than e^64 there.
 
+    `chunk_cumsum` of scalar gates runs a warp per (chunk, head), a
+    shuffle scan over the chunk's 64 gates; per-key gates a thread per
+    key. Where a `ut_transform` is the first reader of a scalar cumsum,
+    its kernel sums the gates itself and writes G for the later readers,
+    and no cumsum kernel runs.
+
     `stmatrix` needs sm_90: for an older `chip` the kernels store their
     results from the accumulators directly.
 
@@ -109,6 +115,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,
+    Statistic<"numCumsumsFused", "num-cumsums-fused",
+               "Scalar chunk_cumsum ops computed by a UT kernel instead">,
   ];
 }
 

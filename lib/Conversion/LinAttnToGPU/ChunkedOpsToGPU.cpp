@@ -787,7 +787,8 @@ LogicalResult lowerL2Norm(L2NormOp op) {
 }
 
 //===----------------------------------------------------------------------===//
-// linattn.chunk_cumsum: one thread per (chunk, head, key).
+// linattn.chunk_cumsum: a warp per (chunk, head) for scalar gates, a
+// thread per (chunk, head, key) for per-key gates.
 //===----------------------------------------------------------------------===//
 
 /// Reads the gate at (b, t, hv[, key]): from its buffer, or, for a gate made
@@ -874,6 +875,79 @@ private:
   Value buffer;
 };
 
+/// One chunk's cumulative scalar log gates, summed by the calling warp:
+///   G_t = sum_{s <= t} g_s   (t within the chunk),
+/// lane l gets (G_{2l}, G_{2l+1}) from its two raw gates (0 at or past
+/// `rows.valid`, which must be at least 1: the last valid row is read in
+/// place of the others). A Hillis-Steele scan over the 32 pair sums
+/// (shuffles up by 1, 2, 4, 8, 16), then each pair's own prefix. The 64
+/// loads are in flight together, where one thread summing a chunk waits
+/// for each add in turn.
+std::pair<Value, Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate,
+                                        Value bIdx, ChunkRows rows, Value hv) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Value r0 = e.mulIndex(k.lane, e.index(2));
+  auto load = [&](Value r) {
+    return k.loadRowOrZero(r, rows.valid, b.getF32Type(), [&](Value row) {
+      return gate.read(b, {bIdx, e.addIndex(rows.t0, row), hv});
+    });
+  };
+  Value g0 = load(r0), g1 = load(e.addIndex(r0, e.index(1)));
+  Value laneI32 = arith::IndexCastOp::create(b, b.getI32Type(), k.lane);
+  // x from lane - offset, 0 for the first `offset` lanes.
+  auto up = [&](Value x, int32_t offset) {
+    Value y = gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::UP)
+                  .getShuffleResult();
+    Value inRange = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::sge, laneI32,
+        arith::ConstantIntOp::create(b, offset, 32));
+    return k.select(inRange, y, e.f32(0.0f));
+  };
+  Value pairSum = e.add(g0, g1);
+  for (int32_t offset = 1; offset < 32; offset *= 2)
+    pairSum = e.add(pairSum, up(pairSum, offset));
+  Value first = e.add(up(pairSum, 1), g0);
+  return {first, e.add(first, g1)};
+}
+
+/// Stores the calling warp's (G_{2l}, G_{2l+1}) of a chunk: into `dst`
+/// at G[b, t0 + r, hv] for rows r below `rows.valid`, and into the shared
+/// vector `rowShared` (when given) at r, 0 at or past `rows.valid`.
+void storeChunkCumsum(KernelEmitter &k, std::pair<Value, Value> sums, Value dst,
+                      Value rowShared, Value bIdx, ChunkRows rows, Value hv) {
+  LoopEmitter &e = k.e;
+  Value r0 = e.mulIndex(k.lane, e.index(2));
+  for (auto [j, sum] : llvm::enumerate(std::array<Value, 2>{sums.first, sums.second})) {
+    Value r = e.addIndex(r0, e.index(j));
+    Value valid = k.ult(r, rows.valid);
+    if (rowShared)
+      memref::StoreOp::create(k.b, k.select(valid, sum, e.f32(0.0f)), rowShared,
+                              ValueRange{r});
+    auto ifOp = scf::IfOp::create(k.b, valid, false);
+    OpBuilder::InsertionGuard guard(k.b);
+    k.b.setInsertionPointToStart(ifOp.thenBlock());
+    memref::StoreOp::create(k.b, sum, dst,
+                            ValueRange{bIdx, e.addIndex(rows.t0, r), hv});
+  }
+}
+
+/// The scalar chunk_cumsum that `op`'s UT kernel can compute on the way:
+/// the producer of its [B, T, HV] gates when every other reader comes
+/// after `op` in its block (the UT kernel runs first, so they may read
+/// what it writes). Null otherwise.
+ChunkCumsumOp cumsumForUTKernel(UTTransformOp op) {
+  auto cumsum = op.getGates() ? op.getGates().getDefiningOp<ChunkCumsumOp>()
+                              : nullptr;
+  if (!cumsum || cast<ShapedType>(cumsum.getType()).getRank() != 3)
+    return nullptr;
+  for (Operation *user : cumsum->getUsers())
+    if (user != op.getOperation() &&
+        (user->getBlock() != op->getBlock() || !op->isBeforeInBlock(user)))
+      return nullptr;
+  return cumsum;
+}
+
 LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
   if (failed(checkChunkGeometry(op, op.getChunkSize(), {})))
     return failure();
@@ -890,7 +964,38 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
     sizes.push_back(gate.size(d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
   Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kChunk));
+  auto finish = [&] {
+    op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
+    op.erase();
+    gate.eraseDeadGenerator();
+    return success();
+  };
 
+  if (!perKey) {
+    // Scalar gates [B, T, HV]: a warp per (chunk, head), up to 8 heads per
+    // block (their gates share 32-byte sectors), by warpChunkCumsum.
+    int64_t numHeads = type.isDynamicDim(2) ? kWarps : type.getDimSize(2);
+    int64_t headsPerBlock = std::min<int64_t>(8, std::max<int64_t>(1, numHeads));
+    Value headBlocks =
+        arith::CeilDivUIOp::create(b, sizes[2], e.index(headsPerBlock));
+    emitLaunch(b, {numChunks, headBlocks, sizes[0]}, /*smemBytes=*/0,
+               b.getF32Type(), [&](KernelEmitter &k) {
+      Block *body = b.getInsertionBlock();
+      Value n = body->getArgument(0), bIdx = body->getArgument(2);
+      Value hv = e.addIndex(e.mulIndex(body->getArgument(1), e.index(headsPerBlock)),
+                            k.warp);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(hv, sizes[2]), false).thenBlock());
+      ChunkRows rows = chunkRows(e, n, sizes[1]);
+      storeChunkCumsum(k, warpChunkCumsum(k, gate, bIdx, rows, hv), out,
+                       Value(), bIdx, rows, hv);
+    }, 32 * headsPerBlock);
+    return finish();
+  }
+
+  // Per-key gates [B, T, HV, K]: a thread per (chunk, head, key), keys
+  // contiguous in memory.
   auto launch = gpu::LaunchOp::create(b, numChunks, sizes[2], sizes[0],
                                       e.index(numKeys), e.index(1), e.index(1));
   {
@@ -907,12 +1012,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
     // waits a full memory latency per row: the stores may alias the gates
     // as far as the compiler knows, so no load moves above them.
     Value lastRow = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
-    auto index = [&](Value t) {
-      SmallVector<Value> idx = {bIdx, t, hv};
-      if (perKey)
-        idx.push_back(key);
-      return idx;
-    };
+    auto index = [&](Value t) { return SmallVector<Value>{bIdx, t, hv, key}; };
     SmallVector<Value> gates, inRange;
     for (int64_t r = 0; r < kChunk; ++r) {
       Value t = e.addIndex(rows.t0, e.index(r));
@@ -932,10 +1032,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
           b, sum, out, index(e.addIndex(rows.t0, e.index(r))));
     }
   }
-  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-  op.erase();
-  gate.eraseDeadGenerator();
-  return success();
+  return finish();
 }
 
 //===----------------------------------------------------------------------===//
@@ -953,8 +1050,21 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
   LoopEmitter e(b);
   Value kBuf = e.toBuffer(op.getK()), vBuf = e.toBuffer(op.getV());
   Value beta = e.toBuffer(op.getBeta());
-  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
+  // Scalar gates G = chunk_cumsum(g) that only later ops read: this kernel,
+  // their first reader, sums g itself (warp 0, warpChunkCumsum) and writes
+  // G for the state pass and the output kernel, so that no cumsum kernel
+  // runs (for Gated DeltaNet at T = 1024 its launch was ~8 of ~96 us).
+  ChunkCumsumOp cumsum = cumsumForUTKernel(op);
+  std::optional<GateReader> rawGates;
+  Value gates, cumulative;
+  if (cumsum) {
+    rawGates.emplace(e, cumsum.getGate());
+    cumulative = e.allocFor(cumsum.getType(),
+                            {batch, seqLen, e.index(numVHeads)});
+  } else if (op.getGates()) {
+    gates = e.toBuffer(op.getGates());
+  }
   Value w = e.allocFor(op.getW().getType(),
                        {batch, seqLen, e.index(numVHeads), e.index(K)});
   Value u = e.allocFor(op.getU().getType(),
@@ -995,7 +1105,15 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
     });
-    fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    if (cumsum) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+      storeChunkCumsum(k, warpChunkCumsum(k, *rawGates, bIdx, rows, hv),
+                       cumulative, gShared, bIdx, rows, hv);
+    } else {
+      fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    }
     fillRowGates(k, betaShared, beta, bIdx, rows, hv);
     k.barrier();
 
@@ -1182,6 +1300,11 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
       return memref::LoadOp::create(b, betaShared, c).getResult();
     });
   });
+  // The cumsum's other readers take G from this kernel; the cumsum is
+  // left without uses, and the pass erases it.
+  if (cumsum)
+    cumsum.getResult().replaceAllUsesWith(
+        e.toTensor(cumulative, cumsum.getType()));
   op.replaceAllUsesWith(ValueRange{e.toTensor(w, op.getW().getType()),
                                    e.toTensor(u, op.getU().getType())});
   op.erase();
@@ -2109,10 +2232,13 @@ struct ConvertLinAttnChunkedToGPU
       return signalPassFailure();
     }
     bool hasStMatrix = *sm >= 90;
-    SmallVector<Operation *> ops;
+    // The cumsums go last: a UT kernel that sums its scalar gates itself
+    // (cumsumForUTKernel) leaves one unread, and then it is not launched.
+    SmallVector<Operation *> ops, cumsums;
     getOperation()->walk([&](Operation *op) {
-      if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-              ChunkOutputOp>(op))
+      if (isa<ChunkCumsumOp>(op))
+        cumsums.push_back(op);
+      else if (isa<L2NormOp, UTTransformOp, ChunkStatePassOp, ChunkOutputOp>(op))
         ops.push_back(op);
     });
     // Tensor-core operand types first, while every operand's producer
@@ -2138,7 +2264,6 @@ struct ConvertLinAttnChunkedToGPU
       LogicalResult result =
           llvm::TypeSwitch<Operation *, LogicalResult>(op)
               .Case([](L2NormOp o) { return lowerL2Norm(o); })
-              .Case([](ChunkCumsumOp o) { return lowerChunkCumsum(o); })
               .Case([&](UTTransformOp o) { return lowerUTTransform(o, mma); })
               .Case([&](ChunkStatePassOp o) {
                 return lowerChunkStatePass(o, mma, hasStMatrix);
@@ -2147,6 +2272,21 @@ struct ConvertLinAttnChunkedToGPU
                 return lowerChunkOutput(o, mma, hasStMatrix);
               });
       if (failed(result))
+        return signalPassFailure();
+      ++numKernels;
+    }
+    for (Operation *op : cumsums) {
+      auto cumsum = cast<ChunkCumsumOp>(op);
+      if (cumsum->use_empty()) {
+        // A constant-gate generator read only by it goes too.
+        auto generator = cumsum.getGate().getDefiningOp<tensor::GenerateOp>();
+        cumsum.erase();
+        if (generator && generator->use_empty())
+          generator->erase();
+        ++numCumsumsFused;
+        continue;
+      }
+      if (failed(lowerChunkCumsum(cumsum)))
         return signalPassFailure();
       ++numKernels;
     }

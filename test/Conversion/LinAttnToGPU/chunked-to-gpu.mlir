@@ -5,8 +5,11 @@
 // gpu.launch on memrefs (bufferization.to_buffer of its operands, a fresh
 // memref.alloc per result, handed on as bufferization.to_tensor), in program
 // order. The tensor-core kernels run 128 threads (4 warps) with dynamic
-// shared memory and nvvm.mma.sync m16n8k16; the cumsum kernel runs one
-// thread per gate column and no shared memory.
+// shared memory and nvvm.mma.sync m16n8k16; the cumsum kernel runs a warp
+// per (chunk, head) for scalar gates, a thread per key for per-key gates,
+// and no shared memory. A UT kernel that is the first reader of a scalar
+// cumsum sums the gates itself and writes them for the others: no cumsum
+// kernel then.
 
 // Nothing of the chunked ops is left, nor the generator of a constant
 // decay (it is inlined into the cumsum kernel).
@@ -33,32 +36,18 @@
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[G:[^:]+]]: tensor<?x?x2xf32>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
 
-// 1. chunk_cumsum: blocks (NC, HV, B), one thread each (scalar gates),
-//    straight-line: the 64 gate loads first (all in flight), then the
-//    running sum, each row stored if it is before T.
-// CHECK:         %[[GBUF:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<?x?x2xf32> to memref<?x?x2xf32>
-// CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
-// CHECK:         %[[NC0:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC0]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
-// CHECK-NOT:       scf.for
-// CHECK-COUNT-64:    memref.load %[[GBUF]]
-// CHECK-NOT:         memref.load
-// CHECK:             arith.select
-// CHECK-NEXT:        arith.addf
-// CHECK-NEXT:        scf.if
-// CHECK:               memref.store %{{.*}}, %[[GCUM]]
-// CHECK-COUNT-63:    memref.store %{{.*}}, %[[GCUM]]
-// CHECK-NOT:       nvvm.mma.sync
-// CHECK:           gpu.terminator
-// CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]] restrict writable : memref<?x?x2xf32> to tensor<?x?x2xf32>
-
-// 2. ut_transform: blocks (NC, HV, B), 128 threads. K K^T (8 k-steps x 8
-//    n-tiles), then W and U as (T hi + T lo) times exact K or V
-//    (2 x 4 k-steps x 16 n-tiles x 2): 64 + 256 = 320 products.
+// 1. No cumsum kernel: the UT kernel (the first reader of G) writes G.
+// CHECK-NOT:     gpu.launch
+// 2. ut_transform: blocks (NC, HV, B), 128 threads. Warp 0 sums the chunk's
+//    raw gates g (two per lane, a shuffle scan) into G, for its own row
+//    gates and for the later kernels. K K^T (8 k-steps x 8 n-tiles), then
+//    W and U as (T hi + T lo) times exact K or V (2 x 4 k-steps x 16
+//    n-tiles x 2): 64 + 256 = 320 products.
 // CHECK:         %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
 // CHECK:         %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
 // CHECK:         %[[BB:.*]] = bufferization.to_buffer %[[BETA]] read_only
-// CHECK:         %[[GB:.*]] = bufferization.to_buffer %[[GT]] read_only
+// CHECK:         %[[GB:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<?x?x2xf32> to memref<?x?x2xf32>
+// CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
 // CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
@@ -75,6 +64,20 @@
 // CHECK:           memref.view %[[SM1]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c52736{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
 // CHECK:           vector.load %[[KB]]
+// CHECK:           scf.if
+// CHECK-COUNT-2:     memref.load %[[GB]]
+// CHECK:             gpu.shuffle up %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c2_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c4_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c8_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c16_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[GCUM]]
+// CHECK:             memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[GCUM]]
 // CHECK:           gpu.barrier
 // Fragments by ldmatrix: four 8x8 tiles (an A fragment, or the B fragments
 // of two n-tiles) per instruction.
@@ -151,7 +154,8 @@
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[U]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xf32>, vector<4xf32>
 // CHECK:           gpu.terminator
-// CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
+// CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]] restrict writable : memref<?x?x2xf32> to tensor<?x?x2xf32>
+// CHECK-NEXT:    %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
 // CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
 
 // 3. chunk_state_pass: blocks (V / 32, HV, B), 128 threads: two column
@@ -318,15 +322,25 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK-LABEL: func.func @retnet(
 // CHECK-NOT:     bufferization.to_buffer %{{.*}} : tensor<?x?x2xf32>
 // CHECK:         %[[RG:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
-// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[HV:[^,]*]], %{{[^)]*}}) in ({{.*}}) threads(%{{.*}}) in (%{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// The cumsum: a warp per (chunk, head), both heads in one block of 64
+// threads; warp w takes head 2 by + w.
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[HB:[^,]*]], %{{[^)]*}}) in ({{.*}}) threads(%[[TID:[^,]*]], %{{[^)]*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
 // CHECK-NOT:       memref.load
-// CHECK:           %[[HEAD0:.*]] = arith.cmpi eq, %[[HV]], %c0{{[_0-9]*}} : index
-// CHECK-NEXT:      %[[LOGG:.*]] = arith.select %[[HEAD0]], %cst, %cst_0 : f32
-// CHECK-NOT:       memref.load
-// CHECK:           %[[G0:.*]] = arith.select %{{.*}}, %[[LOGG]], %{{.*}} : f32
-// CHECK-NEXT:      %[[SUM:.*]] = arith.addf %{{.*}}, %[[G0]] : f32
-// CHECK-NEXT:      scf.if
-// CHECK:             memref.store %[[SUM]], %[[RG]]
+// CHECK:           %[[WARP:.*]] = arith.divui %[[TID]], %c32{{[_0-9]*}} : index
+// CHECK:           %[[HB2:.*]] = arith.muli %[[HB]], %c2{{[_0-9]*}} : index
+// CHECK-NEXT:      %[[HV:.*]] = arith.addi %[[HB2]], %[[WARP]] : index
+// CHECK-NEXT:      %[[INHEADS:.*]] = arith.cmpi ult, %[[HV]], %c2{{[_0-9]*}} : index
+// CHECK-NEXT:      scf.if %[[INHEADS]] {
+// CHECK-NOT:         memref.load
+// CHECK:             %[[HEAD0:.*]] = arith.cmpi eq, %[[HV]], %c0{{[_0-9]*}} : index
+// CHECK-NEXT:        %[[LOGG:.*]] = arith.select %[[HEAD0]], %cst, %cst_0 : f32
+// CHECK-NOT:         memref.load
+// CHECK-COUNT-6:     gpu.shuffle up
+// CHECK-NOT:         gpu.shuffle
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[RG]]
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[RG]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only
@@ -395,6 +409,70 @@ func.func @gla(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<
   %o, %s = linattn.recurrence key_gate q(%q) k(%k) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
   return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// A scalar cumsum that no UT kernel reads (here the caller does) keeps its
+// kernel: blocks (NC, HV / 8, B) of 8 warps, one per head; lane l loads
+// rows 2l and 2l + 1 (rows past T as 0, read from the last valid row) and
+// the warp scans the 32 pair sums.
+
+// CHECK-LABEL: func.func @scalar_cumsum(
+// CHECK-SAME:      %[[SG:[^:]+]]: tensor<?x?x16xf32>)
+// CHECK:         %[[SGB:.*]] = bufferization.to_buffer %[[SG]] read_only
+// CHECK:         %[[SGC:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x16xf32>
+// CHECK:         %[[HBLOCKS:.*]] = arith.ceildivui %c16{{[_0-9]*}}, %c8{{[_0-9]*}} : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %[[HBLOCKS]], %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK-COUNT-2:     memref.load %[[SGB]]
+// CHECK-NOT:         memref.load
+// CHECK-COUNT-6:     gpu.shuffle up
+// CHECK-COUNT-2:     memref.store %{{.*}}, %[[SGC]]
+// CHECK:           gpu.terminator
+// CHECK:         return
+func.func @scalar_cumsum(%g: tensor<?x?x16xf32>) -> tensor<?x?x16xf32> {
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x16xf32> -> tensor<?x?x16xf32>
+  return %G : tensor<?x?x16xf32>
+}
+
+// A UT kernel writes the cumsum for every later reader, the caller
+// included: no cumsum kernel, and the function returns the UT kernel's G.
+
+// CHECK-LABEL: func.func @ut_writes_cumsum(
+// CHECK:         %[[UG:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         gpu.launch
+// CHECK:           memref.store %{{.*}}, %[[UG]]
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         %[[UGT:.*]] = bufferization.to_tensor %[[UG]] restrict writable
+// CHECK-NOT:     gpu.launch
+// CHECK:         return %{{.*}}, %{{.*}}, %[[UGT]]
+func.func @ut_writes_cumsum(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) {
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x2xf32> -> tensor<?x?x2xf32>
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>)
+  return %w, %u, %G : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>
+}
+
+// A cumsum read before the UT transform (here by a state pass) keeps its
+// kernel, and the UT kernel reads G like the others.
+
+// CHECK-LABEL: func.func @cumsum_read_before_ut(
+// CHECK:         %[[EG:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
+// CHECK:           gpu.shuffle up
+// CHECK:         %[[EGT:.*]] = bufferization.to_tensor %[[EG]]
+// CHECK:         bufferization.to_buffer %[[EGT]] read_only
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size
+// CHECK:         bufferization.to_buffer %[[EGT]] read_only
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size
+// CHECK-NOT:       gpu.shuffle
+// CHECK:           gpu.terminator
+func.func @cumsum_read_before_ut(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>) {
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x2xf32> -> tensor<?x?x2xf32>
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>)
+  return %final, %w : tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>
 }
 
 // A per-key cumsum (key_gate gates, [B, T, HV, K]) runs one thread per key:
