@@ -4,7 +4,8 @@
 Runs on the GPU machine. Measures the two ceilings in the same run (device
 copy bandwidth, counting bytes read + written; a bf16 8192^3 matmul), times
 every family's compiled library with linattn-gpu-run --bench (CUDA events,
-3 warm-ups, median of 20, input sets rotated when they fit in L2), and times
+3 warm-ups, median of 20, input sets rotated when they fit in L2; with
+--graph each call replayed from a CUDA graph), and times
 flash-linear-attention's forward ops from CUDA-graph replays (fla_time.py,
 one process per op). Writes one JSON report and prints a table.
 """
@@ -86,6 +87,8 @@ def main():
     p.add_argument("--T", default="128,256,512,1024,2048,4096,8192,16384")
     p.add_argument("--fla-T", default="128,1024,4096,16384")
     p.add_argument("--no-fla", action="store_true")
+    p.add_argument("--graph", action="store_true",
+                   help="replay each call from a CUDA graph (linattn-gpu-run --graph), as fla is timed")
     p.add_argument("--families", default="", help="comma-separated subset of the families")
     p.add_argument("--strategies", default="recurrent,chunked",
                    help="compiled strategies to time (libraries <family>_bf16_128_<strategy>.so)")
@@ -113,7 +116,8 @@ def main():
                 flops = B * T * H * algorithm_flops(kind, strategy, K, V)
                 res_json = os.path.join(work, "bench.json")
                 proc = subprocess.run(cmd + ["--bench", "20", "--warmup", "3", "--bytes", str(nbytes),
-                                             "--flops", str(flops), "--json", res_json],
+                                             "--flops", str(flops), "--json", res_json]
+                                      + (["--graph"] if args.graph else []),
                                       capture_output=True, text=True, timeout=600)
                 row = {"impl": "linattn", "family": name, "kind": kind, "strategy": strategy,
                        "B": B, "T": T, "H": H, "K": K, "V": V, "dtype": "bf16",
@@ -124,7 +128,7 @@ def main():
                     row.update(json.load(open(res_json)))
                     row["floor_ms_bytes"] = nbytes / (copy_tbs * 1e12) * 1e3
                 rows.append(row)
-                print(f"linattn {name:17s} {strategy:10s} T={T:5d} "
+                print(f"linattn {name:17s} {strategy + ('+graph' if args.graph else ''):16s} T={T:5d} "
                       + (f"{row['median_ms']:9.3f} ms  {row['tb_per_s']:.3f} TB/s  "
                          f"{row['tflop_per_s']:.2f} TFLOP/s" if "median_ms" in row
                          else "ERROR " + row["error"]), flush=True)

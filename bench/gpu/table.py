@@ -13,8 +13,11 @@ print(f"Device: {bench['device']}; measured ceilings in the same run: copy "
 Ts = sorted({r["T"] for r in bench["linattn"]})
 fams = list(dict.fromkeys(r["family"] for r in bench["linattn"]))
 for strategy in dict.fromkeys(r.get("strategy", "recurrent") for r in bench["linattn"]):
+    graph = any(r.get("graph") for r in bench["linattn"] if r.get("strategy") == strategy)
+    how = ("each run a replay of the call captured in a CUDA graph" if graph
+           else "each run a call enqueued on one stream")
     print(f"LinAttn, strategy {strategy}, B = 4, H = 8, K = V = 128, bf16: median ms "
-          "(CUDA events, 20 runs after 3 warm-ups)\n")
+          f"(CUDA events, 20 runs after 3 warm-ups; {how})\n")
     print("| family | " + " | ".join(f"T={t}" for t in Ts) + " |")
     print("|---" * (len(Ts) + 1) + "|")
     for f in fams:

@@ -38,6 +38,11 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 /// A stream-ordered memory pool (CUmemoryPool), opaque here.
 using CUmemoryPool = struct CUmemPoolHandle_st *;
+/// A CUDA graph and its instantiation.
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = CUgraphExec_st *;
+/// CUstreamCaptureMode: other threads' unsafe calls are not checked.
+constexpr int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
 
 // CUresult values the runtime treats specially (the rest are only named,
 // through cuGetErrorName).
@@ -191,6 +196,14 @@ struct alignas(128) CUtensorMap {
     CUresult(CUmemoryPool, int, void *))                                      \
   X(cuLaunchKernelEx, "cuLaunchKernelEx",                                     \
     CUresult(const CUlaunchConfig *, CUfunction, void **, void **))           \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2",                         \
+    CUresult(CUstream, int))                                                  \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUresult(CUstream, CUgraph *))  \
+  X(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags",               \
+    CUresult(CUgraphExec *, CUgraph, unsigned long long))                     \
+  X(cuGraphLaunch, "cuGraphLaunch", CUresult(CUgraphExec, CUstream))          \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUresult(CUgraphExec))          \
+  X(cuGraphDestroy, "cuGraphDestroy", CUresult(CUgraph))                      \
   X(cuTensorMapEncodeTiled, "cuTensorMapEncodeTiled",                         \
     CUresult(CUtensorMap *, int, unsigned, void *, const unsigned long long *, \
              const unsigned long long *, const unsigned *, const unsigned *,  \

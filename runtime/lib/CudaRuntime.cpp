@@ -829,6 +829,54 @@ CudaStatus CudaRuntime::elapsedMs(CudaEvent start, CudaEvent end,
 }
 
 //===----------------------------------------------------------------------===//
+// Graphs
+//===----------------------------------------------------------------------===//
+
+CudaStatus CudaRuntime::captureGraph(CudaStream stream,
+                                     const std::function<void()> &enqueue,
+                                     CudaGraphExec &out) {
+  out = nullptr;
+  LINATTN_ENSURE_CURRENT();
+  if (!api_->cuStreamBeginCapture || !api_->cuStreamEndCapture ||
+      !api_->cuGraphInstantiateWithFlags || !api_->cuGraphLaunch ||
+      !api_->cuGraphExecDestroy || !api_->cuGraphDestroy)
+    return CudaStatus::error(CudaErrorKind::Driver,
+                             "capturing a graph on " + formatStream(stream) +
+                                 ": this CUDA driver has no CUDA graphs "
+                                 "(cuStreamBeginCapture_v2 and "
+                                 "cuGraphInstantiateWithFlags, CUDA 11.4+)");
+  LINATTN_CHECK("cuStreamBeginCapture",
+                api_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED),
+                "capturing a graph on " + formatStream(stream));
+  enqueue();
+  // Capture ends even when the enqueued work failed to enqueue, so that
+  // the stream is usable again; that failure is then what ending reports.
+  CUgraph graph = nullptr;
+  LINATTN_CHECK("cuStreamEndCapture", api_->cuStreamEndCapture(stream, &graph),
+                "ending the capture on " + formatStream(stream));
+  CUresult instantiated = api_->cuGraphInstantiateWithFlags(&out, graph, 0);
+  api_->cuGraphDestroy(graph);
+  LINATTN_CHECK("cuGraphInstantiateWithFlags", instantiated,
+                "instantiating the graph captured on " + formatStream(stream));
+  return CudaStatus::success();
+}
+
+CudaStatus CudaRuntime::launchGraph(CudaGraphExec graph, CudaStream stream) {
+  LINATTN_ENSURE_CURRENT();
+  LINATTN_CHECK("cuGraphLaunch", api_->cuGraphLaunch(graph, stream),
+                "launching graph " + formatPointer(graph) + " on " +
+                    formatStream(stream));
+  return CudaStatus::success();
+}
+
+CudaStatus CudaRuntime::destroyGraph(CudaGraphExec graph) {
+  LINATTN_ENSURE_CURRENT();
+  LINATTN_CHECK("cuGraphExecDestroy", api_->cuGraphExecDestroy(graph),
+                "destroying graph " + formatPointer(graph));
+  return CudaStatus::success();
+}
+
+//===----------------------------------------------------------------------===//
 // Tensor maps
 //===----------------------------------------------------------------------===//
 

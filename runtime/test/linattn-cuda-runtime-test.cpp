@@ -194,6 +194,19 @@ int main(int argc, char **argv) {
     return 0;
   }
 
+  // graph: capturing a graph where the driver has none (the fake driver
+  // has no graph entry points) is an error, and nothing is enqueued.
+  if (scenario == "graph") {
+    auto rt = createRuntime();
+    CudaGraphExec graph;
+    bool enqueued = false;
+    CudaStatus status =
+        rt->captureGraph(nullptr, [&] { enqueued = true; }, graph);
+    std::printf("enqueued: %s\n", enqueued ? "yes" : "no");
+    check(status);
+    return 0;
+  }
+
   // tensor-map-misaligned: the alignment check before the driver call.
   if (scenario == "tensor-map-misaligned") {
     auto rt = createRuntime();
@@ -233,6 +246,7 @@ int main(int argc, char **argv) {
   std::fprintf(stderr, "usage: linattn-cuda-runtime-test create [DEVICE] | "
                        "memory | launch KERNEL GX GY GZ BX BY BZ SMEM [CX CY "
                        "CZ] | sync-fault | load KIND | events | "
-                       "tensor-map-misaligned | primary-context | count\n");
+                       "graph | tensor-map-misaligned | primary-context | "
+                       "count\n");
   return 3;
 }

@@ -1,7 +1,8 @@
 //===- linattn-gpu-run.cpp - Run a compiled spec on the GPU ---------------===//
 //
 //   linattn-gpu-run LIB.so --entry NAME --input a.npy ... --output o.npy ...
-//       [--bench N] [--warmup W] [--bytes B] [--flops F] [--json FILE]
+//       [--bench N] [--warmup W] [--graph] [--bytes B] [--flops F]
+//       [--json FILE]
 //
 // The GPU twin of linattn-run, with no MLIR: loads a library made by
 // linattn-compile, checks the .npy inputs against the function's recorded
@@ -14,7 +15,11 @@
 // set fits in L2, and prints ms, TB/s over --bytes and TFLOP/s over
 // --flops. The host enqueues ahead of the GPU, as a model's forward pass
 // does, so the intervals are GPU time (launch latency hidden, as in a CUDA
-// graph replay). See linattn/Abi.h for the functions' C ABI.
+// graph replay). With --graph each input set's call (and the frees of its
+// results) is captured once into a CUDA graph, and the timed runs replay
+// the graphs instead of calling, as a model's captured forward pass does
+// and as fla is timed (bench/gpu/fla_time.py). See linattn/Abi.h for the
+// functions' C ABI.
 //
 //===----------------------------------------------------------------------===//
 
@@ -131,6 +136,7 @@ int main(int argc, char **argv) {
   std::string libPath, entry, jsonPath;
   std::vector<std::string> inputs, outputs;
   int benchRuns = 0, warmup = 5;
+  bool graph = false;
   double bytesMoved = 0, flops = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -144,8 +150,8 @@ int main(int argc, char **argv) {
     };
     if (a == "--help" || a == "-h") {
       std::printf("usage: linattn-gpu-run LIB.so --entry NAME --input a.npy ... "
-                  "--output o.npy ... [--bench N] [--warmup W] [--bytes B] "
-                  "[--flops F] [--json FILE]\n");
+                  "--output o.npy ... [--bench N] [--warmup W] [--graph] "
+                  "[--bytes B] [--flops F] [--json FILE]\n");
       return 0;
     }
     if (a.rfind("--entry", 0) == 0) entry = value("--entry");
@@ -153,6 +159,7 @@ int main(int argc, char **argv) {
     else if (a.rfind("--output", 0) == 0) outputs.push_back(value("--output"));
     else if (a.rfind("--bench", 0) == 0) benchRuns = std::stoi(value("--bench"));
     else if (a.rfind("--warmup", 0) == 0) warmup = std::stoi(value("--warmup"));
+    else if (a == "--graph") graph = true;
     else if (a.rfind("--bytes", 0) == 0) bytesMoved = std::stod(value("--bytes"));
     else if (a.rfind("--flops", 0) == 0) flops = std::stod(value("--flops"));
     else if (a.rfind("--json", 0) == 0) jsonPath = value("--json");
@@ -322,10 +329,26 @@ int main(int argc, char **argv) {
   if (benchRuns == 0)
     return 0;
   check(rt->createStream(benchStream), "creating a stream");
-  for (int i = 0; i < warmup; ++i) {
+  // One timed run: a call and the frees of its results, or the replay of
+  // that, captured once per input set.
+  std::vector<CudaGraphExec> graphs;
+  for (int c = 0; graph && c < copies; ++c) {
+    graphs.push_back(nullptr);
+    check(rt->captureGraph(benchStream, [&] {
+            call(sets[c], benchStream);
+            freeResults(benchStream);
+          }, graphs.back()),
+          "capturing @" + entry + " into a CUDA graph");
+  }
+  auto run = [&](int i) {
+    if (graph)
+      return check(rt->launchGraph(graphs[i % copies], benchStream),
+                   "replaying @" + entry);
     call(sets[i % copies], benchStream);
     freeResults(benchStream);
-  }
+  };
+  for (int i = 0; i < warmup; ++i)
+    run(i);
   check(rt->synchronizeStream(benchStream), "warm-up");
   // events[i] and events[i + 1] bracket timed call i; the frees between
   // calls are stream-ordered bookkeeping, no GPU work.
@@ -334,8 +357,7 @@ int main(int argc, char **argv) {
     check(rt->createEvent(e), "creating an event");
   check(rt->recordEvent(events[0], benchStream), "recording an event");
   for (int i = 0; i < benchRuns; ++i) {
-    call(sets[i % copies], benchStream);
-    freeResults(benchStream);
+    run(i);
     check(rt->recordEvent(events[i + 1], benchStream), "recording an event");
   }
   check(rt->synchronizeStream(benchStream), "running @" + entry);
@@ -347,19 +369,22 @@ int main(int argc, char **argv) {
   }
   for (CudaEvent e : events)
     check(rt->destroyEvent(e), "destroying an event");
+  for (CudaGraphExec g : graphs)
+    check(rt->destroyGraph(g), "destroying a graph");
   check(rt->destroyStream(benchStream), "destroying a stream");
   double med = median(ms);
   double tbs = bytesMoved > 0 ? bytesMoved / (med * 1e-3) / 1e12 : 0;
   double tflops = flops > 0 ? flops / (med * 1e-3) / 1e12 : 0;
-  std::printf("entry=%s runs=%d warmup=%d input_copies=%d median_ms=%.4f "
-              "min_ms=%.4f max_ms=%.4f TB/s=%.3f TFLOP/s=%.3f\n",
-              entry.c_str(), benchRuns, warmup, copies, med,
+  std::printf("entry=%s runs=%d warmup=%d input_copies=%d graph=%d "
+              "median_ms=%.4f min_ms=%.4f max_ms=%.4f TB/s=%.3f TFLOP/s=%.3f\n",
+              entry.c_str(), benchRuns, warmup, copies, int(graph), med,
               *std::min_element(ms.begin(), ms.end()),
               *std::max_element(ms.begin(), ms.end()), tbs, tflops);
   if (!jsonPath.empty()) {
     std::ofstream json(jsonPath);
     json << "{\"entry\": \"" << entry << "\", \"runs\": " << benchRuns
          << ", \"warmup\": " << warmup << ", \"input_copies\": " << copies
+         << ", \"graph\": " << (graph ? "true" : "false")
          << ", \"median_ms\": " << med << ", \"min_ms\": "
          << *std::min_element(ms.begin(), ms.end())
          << ", \"max_ms\": " << *std::max_element(ms.begin(), ms.end())

@@ -41,6 +41,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -52,6 +53,7 @@ struct CUmod_st;
 struct CUfunc_st;
 struct CUstream_st;
 struct CUevent_st;
+struct CUgraphExec_st;
 
 namespace linattn {
 
@@ -64,6 +66,8 @@ using CudaFunction = CUfunc_st *;
 /// Null is the legacy default stream.
 using CudaStream = CUstream_st *;
 using CudaEvent = CUevent_st *;
+/// An instantiated CUDA graph (CUgraphExec).
+using CudaGraphExec = CUgraphExec_st *;
 /// A device address (CUdeviceptr).
 using CudaDevicePtr = unsigned long long;
 
@@ -281,6 +285,20 @@ public:
   CudaStatus synchronizeEvent(CudaEvent event) const;
   /// Milliseconds between two recorded, completed timing events.
   CudaStatus elapsedMs(CudaEvent start, CudaEvent end, float &ms) const;
+
+  //===--- Graphs --------------------------------------------------------===//
+
+  /// Records what `enqueue` puts on `stream` into a CUDA graph and
+  /// instantiates it (cuStreamBeginCapture in relaxed mode,
+  /// cuStreamEndCapture, cuGraphInstantiateWithFlags): replayed by
+  /// launchGraph, as a model's forward pass is. `enqueue` must only
+  /// enqueue (no host synchronisation); an error names the step that
+  /// failed, and a driver without graphs is an error saying so.
+  CudaStatus captureGraph(CudaStream stream,
+                          const std::function<void()> &enqueue,
+                          CudaGraphExec &out);
+  CudaStatus launchGraph(CudaGraphExec graph, CudaStream stream);
+  CudaStatus destroyGraph(CudaGraphExec graph);
 
   //===--- Hopper tensor memory access -----------------------------------===//
 
