@@ -832,19 +832,29 @@ CudaStatus CudaRuntime::elapsedMs(CudaEvent start, CudaEvent end,
 // Graphs
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// Whether the driver has every graph entry point the runtime uses.
+bool hasGraphs(const cuda::DriverApi &api) {
+  return api.cuStreamBeginCapture && api.cuStreamEndCapture &&
+         api.cuGraphInstantiateWithFlags && api.cuGraphLaunch &&
+         api.cuGraphExecDestroy && api.cuGraphDestroy;
+}
+
+CudaStatus noGraphs(const std::string &what) {
+  return CudaStatus::error(CudaErrorKind::Driver,
+                           what + ": this CUDA driver has no CUDA graphs "
+                                  "(cuStreamBeginCapture_v2 and "
+                                  "cuGraphInstantiateWithFlags, CUDA 11.4+)");
+}
+} // namespace
+
 CudaStatus CudaRuntime::captureGraph(CudaStream stream,
                                      const std::function<void()> &enqueue,
                                      CudaGraphExec &out) {
   out = nullptr;
   LINATTN_ENSURE_CURRENT();
-  if (!api_->cuStreamBeginCapture || !api_->cuStreamEndCapture ||
-      !api_->cuGraphInstantiateWithFlags || !api_->cuGraphLaunch ||
-      !api_->cuGraphExecDestroy || !api_->cuGraphDestroy)
-    return CudaStatus::error(CudaErrorKind::Driver,
-                             "capturing a graph on " + formatStream(stream) +
-                                 ": this CUDA driver has no CUDA graphs "
-                                 "(cuStreamBeginCapture_v2 and "
-                                 "cuGraphInstantiateWithFlags, CUDA 11.4+)");
+  if (!hasGraphs(*api_))
+    return noGraphs("capturing a graph on " + formatStream(stream));
   LINATTN_CHECK("cuStreamBeginCapture",
                 api_->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_RELAXED),
                 "capturing a graph on " + formatStream(stream));
@@ -863,6 +873,8 @@ CudaStatus CudaRuntime::captureGraph(CudaStream stream,
 
 CudaStatus CudaRuntime::launchGraph(CudaGraphExec graph, CudaStream stream) {
   LINATTN_ENSURE_CURRENT();
+  if (!hasGraphs(*api_))
+    return noGraphs("launching graph " + formatPointer(graph));
   LINATTN_CHECK("cuGraphLaunch", api_->cuGraphLaunch(graph, stream),
                 "launching graph " + formatPointer(graph) + " on " +
                     formatStream(stream));
@@ -871,6 +883,8 @@ CudaStatus CudaRuntime::launchGraph(CudaGraphExec graph, CudaStream stream) {
 
 CudaStatus CudaRuntime::destroyGraph(CudaGraphExec graph) {
   LINATTN_ENSURE_CURRENT();
+  if (!hasGraphs(*api_))
+    return noGraphs("destroying graph " + formatPointer(graph));
   LINATTN_CHECK("cuGraphExecDestroy", api_->cuGraphExecDestroy(graph),
                 "destroying graph " + formatPointer(graph));
   return CudaStatus::success();

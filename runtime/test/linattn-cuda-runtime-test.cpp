@@ -203,6 +203,7 @@ int main(int argc, char **argv) {
     CudaStatus status =
         rt->captureGraph(nullptr, [&] { enqueued = true; }, graph);
     std::printf("enqueued: %s\n", enqueued ? "yes" : "no");
+    std::printf("%s\n", rt->launchGraph(nullptr, nullptr).message().c_str());
     check(status);
     return 0;
   }

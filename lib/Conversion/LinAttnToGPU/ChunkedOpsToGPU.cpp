@@ -880,9 +880,9 @@ private:
 /// lane l gets (G_{2l}, G_{2l+1}) from its two raw gates (0 at or past
 /// `rows.valid`, which must be at least 1: the last valid row is read in
 /// place of the others). A Hillis-Steele scan over the 32 pair sums
-/// (shuffles up by 1, 2, 4, 8, 16), then each pair's own prefix. The 64
-/// loads are in flight together, where one thread summing a chunk waits
-/// for each add in turn.
+/// (shuffles up by 1, 2, 4, 8, 16), then each pair's own prefix: the 32
+/// lanes share what one thread per chunk did as 64 dependent adds and 64
+/// guarded stores.
 std::pair<Value, Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate,
                                         Value bIdx, ChunkRows rows, Value hv) {
   LoopEmitter &e = k.e;
