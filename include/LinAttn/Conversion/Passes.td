@@ -66,7 +66,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       products summed through shared memory; a 16-bit W goes to the
       tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
-      `cp.async` (three stages) while chunk n is computed. 16-bit chunk
+      `cp.async` (three stages; without W or per-key gates four, chunk n +
+      3's) while chunk n is computed. 16-bit chunk
       states and new values leave by `stmatrix` through shared memory;
       without W the new values are `u` itself.
     - `chunk_output`, one block per (chunk x 64 columns, value head,

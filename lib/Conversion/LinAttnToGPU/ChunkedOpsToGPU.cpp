@@ -63,13 +63,19 @@ static_assert(64 % kOutputColumns == 0,
 /// column group add their partial W S^T products through shared memory.
 /// kStateColumnGroups groups share a block and its staged inputs
 /// (B * HV * V / 32 blocks of 4 warps); kStateStages stages keep two
-/// chunks' copies in flight (two stages, one chunk, where three do not fit:
-/// f32 keys, from linattn.l2norm).
+/// chunks' copies in flight, kStateStagesWithoutW three where there is no
+/// W S product and no per-key gate (fewer where they do not fit: f32 keys,
+/// from linattn.l2norm, or an f32 W).
 constexpr int64_t kStateColumnGroups = 2;
 constexpr int64_t kStateKeySplit = 2;
 constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
 constexpr int64_t kStateColumns = 16 * kStateColumnGroups;
 constexpr int64_t kStateStages = 3;
+/// Without W the chunk loop is short (no W S product, no exchange) and a
+/// fourth stage hides more of the loads' latency: measured -2% (simple
+/// GLA) to -11% (linear attention) at T = 16384; with W it made no
+/// difference (bench/results/state_pass_stages_ab_c24.log, NOTES c24).
+constexpr int64_t kStateStagesWithoutW = 4;
 /// Keys per row of the l2norm kernel: a warp per row, 32 per lane at most.
 constexpr int64_t kMaxL2NormKeys = 1024;
 /// Dynamic shared memory one block may opt in to on sm_90.
@@ -1440,9 +1446,11 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t stateOutBytes = stageStates ? K * outStride * 2 : 0;
   int64_t valueOutBytes = stageValues ? kChunk * outStride * 2 : 0;
   int64_t outBytes = 2 * (stateOutBytes + valueOutBytes);
-  int64_t stages = kStateStages;
-  if (stages * stageBytes + xchgBytes + outBytes > kMaxSharedBytes)
-    stages = 2;
+  // Per-key gates (GLA) stage [64][K] gates besides: their loop is not the
+  // short one, and keeps three.
+  int64_t stages = wBuf || perKey ? kStateStages : kStateStagesWithoutW;
+  while (stages > 2 && stages * stageBytes + xchgBytes + outBytes > kMaxSharedBytes)
+    --stages;
   int64_t xchgOffset = stages * stageBytes;
   int64_t outOffset = xchgOffset + xchgBytes;
   if (outOffset + outBytes > kMaxSharedBytes)

@@ -309,11 +309,12 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // kernel, and the state pass has no W S product (2 + 1 launches); its
 // update S^T += D'^T K takes D' = decayed v rounded once, not split (4
 // k-steps x 4 key tiles = 16 products per warp).
-// Shared memory for K = V = 64: state pass three input stages of K
-// (64 (64 + 8) 2 = 9216), the block's 32 V columns (bf16, padded by 16
-// bytes: 64 (32 + 8) 2 = 5120) and gates (256) = 43776, no exchange (no
-// W S product: every warp starts from its own U^T), two output buffers
-// of chunk states (64 (32 + 8) 2 = 5120 each) = 54016. Without W the
+// Shared memory for K = V = 64: state pass four input stages (without W,
+// three chunks' copies in flight) of K (64 (64 + 8) 2 = 9216), the
+// block's 32 V columns (bf16, padded by 16 bytes: 64 (32 + 8) 2 = 5120)
+// and gates (256) = 58368, no exchange (no W S product: every warp starts
+// from its own U^T), two output buffers of chunk states (64 (32 + 8) 2 =
+// 5120 each) = 68608. Without W the
 // new values are U = v itself: no D buffer is written, and the output
 // kernel reads v. Output (one block of
 // 64 columns per chunk) 2 * 9216 + 64 (64 + 8) 2 + 64 (64 + 8) 2 + 256 =
@@ -345,10 +346,12 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK:         %[[RGT:.*]] = bufferization.to_tensor %[[RG]] restrict writable
 // CHECK:         bufferization.to_buffer %[[RGT]] read_only
 // CHECK-NOT:     memref.alloc({{.*}}) : memref<?x?x2x64xbf16>
-// CHECK:         %[[RSP:.*]] = arith.constant 54016 : i32
+// CHECK:         %[[RSP:.*]] = arith.constant 68608 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
-// CHECK:           gpu.barrier
+// CHECK-COUNT-3:   nvgpu.device_async_create_group
+// CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-16:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
 // CHECK:           gpu.terminator
