@@ -1060,7 +1060,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
   // Scalar gates G = chunk_cumsum(g) that only later ops read: this kernel,
   // their first reader, sums g itself (warp 0, warpChunkCumsum) and writes
   // G for the state pass and the output kernel, so that no cumsum kernel
-  // runs (for Gated DeltaNet at T = 1024 its launch was ~8 of ~96 us).
+  // runs (NOTES c22: Gated DeltaNet 0.096 -> 0.092 ms at T = 1024).
   ChunkCumsumOp cumsum = cumsumForUTKernel(op);
   std::optional<GateReader> rawGates;
   Value gates, cumulative;
