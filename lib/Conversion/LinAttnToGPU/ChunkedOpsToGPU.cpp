@@ -37,6 +37,8 @@
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <algorithm>
+
 namespace mlir::linattn {
 #define GEN_PASS_DEF_CONVERTLINATTNCHUNKEDTOGPU
 #include "LinAttn/Conversion/Passes.h.inc"
@@ -848,13 +850,6 @@ public:
     return generator.getDynamicExtents()[type.getDynamicDimIndex(d)];
   }
 
-  /// Erases the inlined generator once nothing else reads it, so that no
-  /// host loop materialises it.
-  void eraseDeadGenerator() {
-    if (generator && generator->use_empty())
-      generator->erase();
-  }
-
 private:
   /// Pure arithmetic on indices and 1-D constant tensors only.
   static bool inlinable(tensor::GenerateOp op) {
@@ -938,6 +933,16 @@ void storeChunkCumsum(KernelEmitter &k, std::pair<Value, Value> sums, Value dst,
   }
 }
 
+/// Erases a chunk_cumsum that nothing reads any more, and the constant-gate
+/// generator it read once nothing else does (the kernels that read the
+/// gates inlined it), so that no host loop materialises it.
+void eraseCumsum(ChunkCumsumOp op) {
+  auto generator = op.getGate().getDefiningOp<tensor::GenerateOp>();
+  op.erase();
+  if (generator && generator->use_empty())
+    generator->erase();
+}
+
 /// The scalar chunk_cumsum that `op`'s UT kernel can compute on the way:
 /// the producer of its [B, T, HV] gates when every other reader comes
 /// after `op` in its block (the UT kernel runs first, so they may read
@@ -972,16 +977,16 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
   Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kChunk));
   auto finish = [&] {
     op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-    op.erase();
-    gate.eraseDeadGenerator();
+    eraseCumsum(op);
     return success();
   };
 
   if (!perKey) {
     // Scalar gates [B, T, HV]: a warp per (chunk, head), up to 8 heads per
     // block (their gates share 32-byte sectors), by warpChunkCumsum.
-    int64_t numHeads = type.isDynamicDim(2) ? kWarps : type.getDimSize(2);
-    int64_t headsPerBlock = std::min<int64_t>(8, std::max<int64_t>(1, numHeads));
+    int64_t headsPerBlock = type.isDynamicDim(2)
+                                ? 8
+                                : std::clamp<int64_t>(type.getDimSize(2), 1, 8);
     Value headBlocks =
         arith::CeilDivUIOp::create(b, sizes[2], e.index(headsPerBlock));
     emitLaunch(b, {numChunks, headBlocks, sizes[0]}, /*smemBytes=*/0,
@@ -2063,9 +2068,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
                            : k.vec(gOffset, kChunk, f32);
 
     // 1. Q and K of the chunk, S_n and D of the block's columns, row
-    //    gates (per key: the [64][K] gates by cp.async). Operand-typed tiles arrive by cp.async, straight into
-    //    shared memory (rows past T as zeros); f32 ones (l2norm results,
-    //    fp32 states or new values) through registers, rounded or split.
+    //    gates (per key: the [64][K] gates by cp.async). Operand-typed
+    //    tiles arrive by cp.async, straight into shared memory (rows past
+    //    T as zeros); f32 ones (l2norm results, fp32 states or new values)
+    //    through registers, rounded or split.
     Value zero = e.index(0);
     bool async = false;
     auto chunkTile = [&](Value dst, Value dstLo, int64_t cols, Value src,
@@ -2286,11 +2292,7 @@ struct ConvertLinAttnChunkedToGPU
     for (Operation *op : cumsums) {
       auto cumsum = cast<ChunkCumsumOp>(op);
       if (cumsum->use_empty()) {
-        // A constant-gate generator read only by it goes too.
-        auto generator = cumsum.getGate().getDefiningOp<tensor::GenerateOp>();
-        cumsum.erase();
-        if (generator && generator->use_empty())
-          generator->erase();
+        eraseCumsum(cumsum);
         ++numCumsumsFused;
         continue;
       }
