@@ -113,7 +113,8 @@ def main():
                 # Bytes: bf16 q, k, v, o; f32 gates, beta, initial and final state.
                 nbytes = 2 * B * T * H * (2 * K + 2 * V) + 2 * 4 * B * H * K * V
                 nbytes += sum(4 * inputs[n].numel() for n in ("gate", "beta") if n in inputs)
-                flops = B * T * H * algorithm_flops(kind, strategy, K, V)
+                base, _, chunk = strategy.partition("-c")
+                flops = B * T * H * algorithm_flops(kind, base, K, V, int(chunk or 64))
                 res_json = os.path.join(work, "bench.json")
                 proc = subprocess.run(cmd + ["--bench", "20", "--warmup", "3", "--bytes", str(nbytes),
                                              "--flops", str(flops), "--json", res_json]

@@ -9,7 +9,8 @@
 # of every family.
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
 # and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
-# gated_deltanet_f16_128 the example in f16.
+# gated_deltanet_f16_128 the example in f16; <strategy>-c128 objects are
+# the chunked strategies with 128-token chunks.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,6 +53,16 @@ for spec in "$out"/specs/*.mlir; do
   case "$base" in
     linear_attention_*|retnet_*|simple_gla_*|gla_*)
       build/bin/linattn-compile "$spec" -o "$out/${base}_scan.o" --strategy=scan ;;
+  esac
+  # The long chunk (128 tokens) of the kinds without a rank-1 term and
+  # with row gates, forced: <strategy>-c128.
+  case "$base" in
+    *_f32_*) ;;
+    linear_attention_*|retnet_*|simple_gla_*)
+      for strategy in chunked segment-scan; do
+        build/bin/linattn-compile "$spec" -o "$out/${base}_${strategy}-c128.o" \
+            --strategy=$strategy --chunk-size=128
+      done ;;
   esac
 done
 cp test/lib/linattn_ref.py "$out/"

@@ -47,6 +47,12 @@ namespace {
 
 /// Tokens per chunk: four warps of 16 rows each.
 constexpr int64_t kChunk = 64;
+/// The long chunk of the kinds without a rank-1 term and with one decay
+/// per row (linear attention, RetNet, simple GLA): the state pass walks it
+/// as two 64-row steps and stores one state, the output kernel runs eight
+/// warps over its 128 rows. Chunk states are half the bytes, written once
+/// and read once, for 1.5x the intra-chunk score work (bench/NOTES.md c25).
+constexpr int64_t kLongChunk = 128;
 constexpr int64_t kThreads = 128;
 constexpr int64_t kWarps = kThreads / 32;
 /// Value columns per block of the output kernel. Every block recomputes
@@ -527,13 +533,13 @@ public:
   /// nt < acc.size(); B given as a view of B^T. Split operands add the
   /// hi*lo and lo*hi products (lo*lo is below fp32 rounding of the sum).
   void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
-            Operand bt, int64_t kDim) {
+            Operand bt, int64_t kDim, int64_t n0 = 0) {
     gemm(acc, [&](int64_t k0) -> FragmentA {
       FragmentA frag{fragA(a.hi, m0, k0), {}};
       if (a.lo)
         frag.second = fragA(*a.lo, m0, k0);
       return frag;
-    }, bt, kDim);
+    }, bt, kDim, n0);
   }
   /// The same with A's (hi, lo) fragments of k [k0, k0 + 16) given by
   /// `fragments(k0)` (lo empty for an unsplit A), and B's columns from n0.
@@ -676,9 +682,12 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
 }
 
 LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
-                                 ArrayRef<std::pair<StringRef, int64_t>> dims) {
-  if (chunkSize != kChunk)
+                                 ArrayRef<std::pair<StringRef, int64_t>> dims,
+                                 StringRef whyNotLong = "") {
+  if (chunkSize != kChunk && (chunkSize != kLongChunk || !whyNotLong.empty()))
     return op->emitOpError() << "GPU chunked kernels take chunk_size = " << kChunk
+                             << (whyNotLong.empty() ? " or " + std::to_string(kLongChunk)
+                                                    : " (" + whyNotLong.str() + ")")
                              << ", got " << chunkSize;
   for (auto [name, size] : dims)
     if (size % 64 != 0 || size > 128)
@@ -687,16 +696,15 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
   return success();
 }
 
-/// Chunk geometry inside a kernel: first token and number of valid rows,
-/// valid = min(64, T - min(t0, T)): 0 for a chunk past the end (the state
-/// pass prefetches one).
+/// Chunk geometry inside a kernel: first token and number of valid rows
+/// of chunk n of `rows` tokens, valid = min(rows, T - min(t0, T)): 0 for
+/// a chunk past the end (the state pass prefetches one).
 struct ChunkRows {
   Value t0, valid;
 };
-ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen) {
-  Value t0 = e.mulIndex(n, e.index(kChunk));
-  Value valid = e.minIndex(e.index(kChunk),
-                           e.subIndex(seqLen, e.minIndex(t0, seqLen)));
+ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen, int64_t rows = kChunk) {
+  Value t0 = e.mulIndex(n, e.index(rows));
+  Value valid = e.minIndex(e.index(rows), e.subIndex(seqLen, e.minIndex(t0, seqLen)));
   return {t0, valid};
 }
 
@@ -708,11 +716,12 @@ Value blockLastRow(LoopEmitter &e, Value row0, Value valid) {
 }
 
 /// Copies per-row gate values G[b, t0 + r, hv] (0 at or past `valid`, and
-/// without gates) into a shared vector of 64.
+/// without gates) into a shared vector of `numRows` (at most the block's
+/// threads).
 void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
-                  ChunkRows rows, Value hv) {
+                  ChunkRows rows, Value hv, int64_t numRows = kChunk) {
   LoopEmitter &e = k.e;
-  auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(kChunk)), false);
+  auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(numRows)), false);
   OpBuilder::InsertionGuard guard(k.b);
   k.b.setInsertionPointToStart(ifOp.thenBlock());
   Value g = e.f32(0.0f);
@@ -877,24 +886,26 @@ private:
 };
 
 /// One chunk's cumulative scalar log gates, summed by the calling warp:
-///   G_t = sum_{s <= t} g_s   (t within the chunk),
-/// lane l gets (G_{2l}, G_{2l+1}) from its two raw gates (0 at or past
-/// `rows.valid`, which must be at least 1: the last valid row is read in
-/// place of the others). A Hillis-Steele scan over the 32 pair sums
-/// (shuffles up by 1, 2, 4, 8, 16), then each pair's own prefix: the 32
-/// lanes share what one thread per chunk did as 64 dependent adds and 64
-/// guarded stores.
-std::pair<Value, Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate,
-                                        Value bIdx, ChunkRows rows, Value hv) {
+///   G_t = sum_{s <= t} g_s   (t within the chunk of `rowsPerChunk`),
+/// lane l gets G_{jl}, ..., G_{jl + j - 1} for j = rowsPerChunk / 32 (2
+/// or 4) from its j raw gates (0 at or past `rows.valid`, which must be at
+/// least 1: the last valid row is read in place of the others). A
+/// Hillis-Steele scan over the 32 lanes' sums (shuffles up by 1, 2, 4, 8,
+/// 16), then each lane's own prefix: the 32 lanes share what one thread
+/// per chunk did as 64 dependent adds and 64 guarded stores.
+SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bIdx,
+                                   ChunkRows rows, Value hv,
+                                   int64_t rowsPerChunk = kChunk) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
-  Value r0 = e.mulIndex(k.lane, e.index(2));
-  auto load = [&](Value r) {
-    return k.loadRowOrZero(r, rows.valid, b.getF32Type(), [&](Value row) {
+  int64_t perLane = rowsPerChunk / 32;
+  Value r0 = e.mulIndex(k.lane, e.index(perLane));
+  SmallVector<Value> g;
+  for (int64_t j = 0; j < perLane; ++j)
+    g.push_back(k.loadRowOrZero(e.addIndex(r0, e.index(j)), rows.valid,
+                                b.getF32Type(), [&](Value row) {
       return gate.read(b, {bIdx, e.addIndex(rows.t0, row), hv});
-    });
-  };
-  Value g0 = load(r0), g1 = load(e.addIndex(r0, e.index(1)));
+    }));
   Value laneI32 = arith::IndexCastOp::create(b, b.getI32Type(), k.lane);
   // x from lane - offset, 0 for the first `offset` lanes.
   auto up = [&](Value x, int32_t offset) {
@@ -905,21 +916,26 @@ std::pair<Value, Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate,
         arith::ConstantIntOp::create(b, offset, 32));
     return k.select(inRange, y, e.f32(0.0f));
   };
-  Value pairSum = e.add(g0, g1);
+  Value laneSum = g[0];
+  for (int64_t j = 1; j < perLane; ++j)
+    laneSum = e.add(laneSum, g[j]);
   for (int32_t offset = 1; offset < 32; offset *= 2)
-    pairSum = e.add(pairSum, up(pairSum, offset));
-  Value first = e.add(up(pairSum, 1), g0);
-  return {first, e.add(first, g1)};
+    laneSum = e.add(laneSum, up(laneSum, offset));
+  SmallVector<Value> sums{e.add(up(laneSum, 1), g[0])};
+  for (int64_t j = 1; j < perLane; ++j)
+    sums.push_back(e.add(sums.back(), g[j]));
+  return sums;
 }
 
-/// Stores the calling warp's (G_{2l}, G_{2l+1}) of a chunk: into `dst`
-/// at G[b, t0 + r, hv] for rows r below `rows.valid`, and into the shared
-/// vector `rowShared` (when given) at r, 0 at or past `rows.valid`.
-void storeChunkCumsum(KernelEmitter &k, std::pair<Value, Value> sums, Value dst,
+/// Stores the calling warp's G_{jl}, ..., G_{jl + j - 1} of a chunk (j =
+/// sums.size()): into `dst` at G[b, t0 + r, hv] for rows r below
+/// `rows.valid`, and into the shared vector `rowShared` (when given) at r,
+/// 0 at or past `rows.valid`.
+void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
                       Value rowShared, Value bIdx, ChunkRows rows, Value hv) {
   LoopEmitter &e = k.e;
-  Value r0 = e.mulIndex(k.lane, e.index(2));
-  for (auto [j, sum] : llvm::enumerate(std::array<Value, 2>{sums.first, sums.second})) {
+  Value r0 = e.mulIndex(k.lane, e.index(sums.size()));
+  for (auto [j, sum] : llvm::enumerate(sums)) {
     Value r = e.addIndex(r0, e.index(j));
     Value valid = k.ult(r, rows.valid);
     if (rowShared)
@@ -960,12 +976,14 @@ ChunkCumsumOp cumsumForUTKernel(UTTransformOp op) {
 }
 
 LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
-  if (failed(checkChunkGeometry(op, op.getChunkSize(), {})))
+  auto type = cast<RankedTensorType>(op.getGate().getType());
+  bool perKey = type.getRank() == 4;
+  int64_t chunk = op.getChunkSize();
+  if (failed(checkChunkGeometry(op, chunk, {},
+                                perKey ? "per-key gates" : "")))
     return failure();
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
-  auto type = cast<RankedTensorType>(op.getGate().getType());
-  bool perKey = type.getRank() == 4;
   int64_t numKeys = perKey ? type.getDimSize(3) : 1;
   if (numKeys > 1024)
     return op.emitOpError() << "GPU cumsum runs a thread per key; at most 1024 keys";
@@ -974,7 +992,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
   for (int64_t d = 0; d < type.getRank(); ++d)
     sizes.push_back(gate.size(d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
-  Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kChunk));
+  Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(chunk));
   auto finish = [&] {
     op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
     eraseCumsum(op);
@@ -998,8 +1016,8 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, k.ult(hv, sizes[2]), false).thenBlock());
-      ChunkRows rows = chunkRows(e, n, sizes[1]);
-      storeChunkCumsum(k, warpChunkCumsum(k, gate, bIdx, rows, hv), out,
+      ChunkRows rows = chunkRows(e, n, sizes[1], chunk);
+      storeChunkCumsum(k, warpChunkCumsum(k, gate, bIdx, rows, hv, chunk), out,
                        Value(), bIdx, rows, hv);
     }, 32 * headsPerBlock);
     return finish();
@@ -1054,7 +1072,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
   std::optional<Type> mmaElem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
   int64_t numVHeads = dimOf(op.getV(), 2), V = dimOf(op.getV(), 3);
-  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}},
+                                "the UT transform")))
     return failure();
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
@@ -1373,14 +1392,21 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   Type elem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
   int64_t numVHeads = dimOf(op.getU(), 2), V = dimOf(op.getU(), 3);
-  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
-    return failure();
   // Per-key gates (key_gate, GLA): G is [B, T, HV, K] and decays keys,
   // not rows of D (see step c).
   bool perKey =
       op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
   assert(!(perKey && op.getW()) &&
          "the verifier admits per-key gates only without a rank-1 term");
+  int64_t chunk = op.getChunkSize();
+  if (failed(checkChunkGeometry(op, chunk, {{"K", K}, {"V", V}},
+                                op.getW() ? "the WY form"
+                                : perKey  ? "per-key gates"
+                                          : "")))
+    return failure();
+  // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
+  // and its state is stored before its first step only.
+  int64_t stepsPerChunk = chunk / kChunk;
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -1389,7 +1415,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
   Value s0 = e.toBuffer(op.getInitialState());
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
-  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
+  Value numSteps = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   Value hvDim = e.index(numVHeads);
   // Without W, D = U - W S is U: where their types agree the new values
   // are u itself, and the kernel writes no copy of it.
@@ -1561,15 +1588,36 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                    kChunk, outStride, valueElem)
                           : Value()};
     };
-    // Copies chunk m's staged S_m and D_m (its rows below `valid`) out.
+    // Whether step n starts a chunk, whose state it then stores (at n /
+    // stepsPerChunk).
+    auto startsChunk = [&](Value n) -> Value {
+      if (stepsPerChunk == 1)
+        return arith::ConstantOp::create(b, b.getBoolAttr(true));
+      return arith::CmpIOp::create(
+          b, arith::CmpIPredicate::eq,
+          arith::RemUIOp::create(b, n, e.index(stepsPerChunk)), e.index(0));
+    };
+    auto chunkOf = [&](Value n) {
+      return stepsPerChunk == 1
+                 ? n
+                 : arith::DivUIOp::create(b, n, e.index(stepsPerChunk)).getResult();
+    };
+    // Copies step m's staged S (if m starts a chunk) and D_m (its rows
+    // below `valid`) out.
     auto flushOutputs = [&](Value m) {
       auto [sOut, dOut] = outputsAt(m);
       Value zero = e.index(0);
-      if (sOut)
+      if (sOut) {
+        OpBuilder::InsertionGuard guard(b);
+        if (stepsPerChunk > 1)
+          b.setInsertionPointToStart(
+              scf::IfOp::create(b, startsChunk(m), false).thenBlock());
+        Value c = chunkOf(m);
         k.copyRowsOut(sOut, zero, K, kStateColumns, Value(), states,
-                      [&](Value r, Value c) -> SmallVector<Value> {
-          return {bIdx, m, hv, r, e.addIndex(v0, c)};
+                      [&](Value r, Value col) -> SmallVector<Value> {
+          return {bIdx, c, hv, r, e.addIndex(v0, col)};
         });
+      }
       if (dOut) {
         auto [t0, valid] = chunkRows(e, m, seqLen);
         k.copyRowsOut(dOut, zero, kChunk, kStateColumns, valid, newValues,
@@ -1579,11 +1627,19 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       }
     };
 
+    // A long chunk's second step decays the state by exp(G_last - G_63):
+    // its cumulative gates run from the chunk's start, and the first
+    // step's last one (G_63) is carried after the state.
+    bool carryGateBase = stepsPerChunk > 1 && gates && !perKey;
+    if (carryGateBase)
+      init.push_back(e.f32(0.0f));
+    int64_t numStateValues = keyTiles * 4;
     Value firstGroup = prefetch(e.index(0));
     for (int64_t ahead = 1; ahead + 1 < stages; ++ahead)
       prefetch(e.index(ahead));
-    ValueRange final = e.forEachReduce(
-        numChunks, init, [&](Value n, ValueRange flat) -> SmallVector<Value> {
+    ValueRange carried = e.forEachReduce(
+        numSteps, init, [&](Value n, ValueRange carriedIn) -> SmallVector<Value> {
+      ValueRange flat = carriedIn.take_front(numStateValues);
       ChunkRows rows = chunkRows(e, n, seqLen);
       // Chunk n has landed once at most stages - 2 newer groups are in
       // flight; the barrier makes every thread's copies visible and frees
@@ -1599,22 +1655,29 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       if (perKey)
         decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return lastRow; }, K);
       if (stageStates || stageValues) {
-        // Chunk n - 1's outputs, staged before the barrier.
+        // Step n - 1's outputs, staged before the barrier.
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(
             scf::IfOp::create(b, k.ult(e.index(0), n), false).thenBlock());
         flushOutputs(e.subIndex(n, e.index(1)));
       }
-      if (stageStates) {
-        // The warp's S^T accumulator tiles, transposed: S's rows (keys)
-        // as they are laid out in memory.
-        Value sOut = outputsAt(n).first;
-        for (int64_t kt = 0; kt < keyTiles; kt += 2)
-          k.stmatrix4(sOut, e.addIndex(key0, e.index(8 * kt)), vLocal,
-                      flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
-                      /*transposed=*/true);
-      } else {
-        storeState(flat, states, {bIdx, n, hv});
+      {
+        // The state before a chunk's first step is the chunk's state.
+        OpBuilder::InsertionGuard guard(b);
+        if (stepsPerChunk > 1)
+          b.setInsertionPointToStart(
+              scf::IfOp::create(b, startsChunk(n), false).thenBlock());
+        if (stageStates) {
+          // The warp's S^T accumulator tiles, transposed: S's rows (keys)
+          // as they are laid out in memory.
+          Value sOut = outputsAt(n).first;
+          for (int64_t kt = 0; kt < keyTiles; kt += 2)
+            k.stmatrix4(sOut, e.addIndex(key0, e.index(8 * kt)), vLocal,
+                        flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
+                        /*transposed=*/true);
+        } else {
+          storeState(flat, states, {bIdx, chunkOf(n), hv});
+        }
       }
 
       // a. D^T = U^T - S^T W^T for the warp's 16 columns and the chunk's
@@ -1786,7 +1849,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
           }
       }
       SmallVector<SmallVector<Value>> acc;
-      Value stateDecay = gates && !perKey ? k.exp(gLast) : Value();
+      Value stateDecay;
+      if (gates && !perKey) {
+        // G_last minus the gate the step starts from: 0 at a chunk's
+        // start, the previous step's G_last within a long chunk.
+        Value gBase = carryGateBase
+                          ? k.select(startsChunk(n), e.f32(0.0f), carriedIn.back())
+                          : Value();
+        stateDecay = k.exp(gBase ? e.sub(gLast, gBase) : gLast);
+      }
       for (int64_t kt = 0; kt < keyTiles; ++kt) {
         SmallVector<Value> tile(flat.slice(4 * kt, 4));
         if (stateDecay)
@@ -1829,17 +1900,20 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       SmallVector<Value> next;
       for (auto &tile : acc)
         next.append(tile.begin(), tile.end());
+      if (carryGateBase)
+        next.push_back(gLast);
       return next;
     });
-    // The prefetches past the final chunk (all zero-size) drain; the last
-    // chunk's staged outputs leave.
+    ValueRange final = carried.take_front(numStateValues);
+    // The prefetches past the final step (all zero-size) drain; the last
+    // step's staged outputs leave.
     k.waitCopies(firstGroup, 0);
     if (stageStates || stageValues) {
       k.barrier();
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(e.index(0), numChunks), false).thenBlock());
-      flushOutputs(e.subIndex(numChunks, e.index(1)));
+          scf::IfOp::create(b, k.ult(e.index(0), numSteps), false).thenBlock());
+      flushOutputs(e.subIndex(numSteps, e.index(1)));
     }
     storeState(final, finalState, {bIdx, hv});
   }, kStateWarps * 32);
@@ -2007,8 +2081,13 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   int64_t numQKHeads = dimOf(op.getQ(), 2), K = dimOf(op.getQ(), 3);
   int64_t numVHeads = dimOf(op.getNewValues(), 2);
   int64_t V = dimOf(op.getNewValues(), 3);
-  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}})))
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}},
+                                perKey ? "per-key gates" : "")))
     return failure();
+  // A block takes one chunk: a warp per 16 rows (8 warps for a long
+  // chunk), each over the chunk's 64-row segments up to its own.
+  int64_t chunk = op.getChunkSize(), numSegments = chunk / kChunk;
+  int64_t numWarps = chunk / 16;
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -2021,17 +2100,17 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  // Shared memory: Q [64][K], K [64][K] (per-key gates: and the decayed
-  // keys K' [64][K]), then S [K][kOutputColumns] and D [64][kOutputColumns]
+  // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
+  // keys K' [64][K]), then S [K][kOutputColumns] and D [C][kOutputColumns]
   // (each split if f32; 16-bit ones are operands as they are; both read
-  // transposed by ldmatrix .trans); 64 row gates, or per key [64][K].
+  // transposed by ldmatrix .trans); C row gates, or per key [64][K].
   // Everything is loaded at once, so the block waits on global memory
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
   bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
-  int64_t qBytes = kChunk * (K + kPad) * 2;
+  int64_t qBytes = chunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
-  int64_t dBytes = kChunk * (kOutputColumns + kPad) * 2;
+  int64_t dBytes = chunk * (kOutputColumns + kPad) * 2;
   int64_t sOffset = (perKey ? 3 : 2) * qBytes;
   int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
   int64_t gOffset = dOffset + (dIsOperand ? 1 : 2) * dBytes;
@@ -2039,9 +2118,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
   int64_t gStride = perKey ? K + 4 : 1;
-  int64_t gBytes = kChunk * gStride * 4;
+  int64_t gBytes = chunk * gStride * 4;
   int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
-  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
   Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
 
   emitLaunch(b, {blocks, e.index(numVHeads), batch}, gOffset + gBytes,
@@ -2053,19 +2132,19 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
         e.index(kOutputColumns));
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = e.qkHead(hv, numVHeads, numQKHeads);
-    ChunkRows rows = chunkRows(e, n, seqLen);
+    ChunkRows rows = chunkRows(e, n, seqLen, chunk);
     Type elem = *mmaElem, f32 = b.getF32Type();
-    Value qTile = k.tile(0, kChunk, K + kPad, elem);
-    Value kTile = k.tile(qBytes, kChunk, K + kPad, elem);
+    Value qTile = k.tile(0, chunk, K + kPad, elem);
+    Value kTile = k.tile(qBytes, chunk, K + kPad, elem);
     Value sHi = k.tile(sOffset, K, kOutputColumns + kPad, elem);
     Value sLo = sIsOperand ? Value()
                            : k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
-    Value dHi = k.tile(dOffset, kChunk, kOutputColumns + kPad, elem);
+    Value dHi = k.tile(dOffset, chunk, kOutputColumns + kPad, elem);
     Value dLo = dIsOperand ? Value()
-                           : k.tile(dOffset + dBytes, kChunk, kOutputColumns + kPad, elem);
+                           : k.tile(dOffset + dBytes, chunk, kOutputColumns + kPad, elem);
     Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
     Value gShared = perKey ? k.tile(gOffset, kChunk, gStride, f32)
-                           : k.vec(gOffset, kChunk, f32);
+                           : k.vec(gOffset, chunk, f32);
 
     // 1. Q and K of the chunk, S_n and D of the block's columns, row
     //    gates (per key: the [64][K] gates by cp.async). Operand-typed
@@ -2078,9 +2157,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
                          function_ref<SmallVector<Value>(Value, Value)> at) {
       if (elementOf(src) == elem) {
         async = true;
-        return k.copyRowsAsync(dst, zero, cols, rows.t0, rows.valid, seqLen, src, at);
+        return k.copyRowsAsync(dst, zero, cols, rows.t0, rows.valid, seqLen, src,
+                               at, chunk);
       }
-      k.fillTile(dst, kChunk, cols, rows.valid, [&](Value r, Value c) {
+      k.fillTile(dst, chunk, cols, rows.valid, [&](Value r, Value c) {
         return k.load8(src, at(e.addIndex(rows.t0, r), c));
       }, dstLo);
     };
@@ -2112,7 +2192,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
         return {bIdx, t, hv, c};
       });
     } else {
-      fillRowGates(k, gShared, gates, bIdx, rows, hv);
+      fillRowGates(k, gShared, gates, bIdx, rows, hv, chunk);
     }
     if (async)
       k.waitCopies(k.commitCopies(), 0);
@@ -2128,33 +2208,62 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       k.barrier();
     }
 
-    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows,
-    //    kept in its accumulator registers (per key: perKeyScores).
+    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows
+    //    and the 64 columns of segment `segment`, kept in its accumulator
+    //    registers (per key: perKeyScores; one segment).
     Value m0 = e.mulIndex(k.warp, e.index(16));
-    SmallVector<SmallVector<Value>> p;
-    if (perKey) {
-      p = perKeyScores(k, qTile, kTile, kdTile, gShared, m0, rows.valid, K);
-    } else {
-      p = k.zeroAcc(kChunk / 8);
-      k.gemm(p, {{qTile}}, m0, {{kTile}}, K);
-    }
-    for (int64_t nt = 0; nt < kChunk / 8; ++nt)
-      for (int64_t i = 0; i < 4; ++i) {
-        Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
-        Value x = p[nt][i];
-        if (!perKey) {
-          Value gr = memref::LoadOp::create(b, gShared, r);
-          Value gc = memref::LoadOp::create(b, gShared, c);
-          x = e.mul(x, k.exp(e.sub(gr, gc)));
-        }
-        Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
-        p[nt][i] = k.select(causal, x, e.f32(0.0f));
+    auto segmentScores = [&](int64_t segment) {
+      SmallVector<SmallVector<Value>> p;
+      int64_t c0 = segment * kChunk;
+      if (perKey) {
+        p = perKeyScores(k, qTile, kTile, kdTile, gShared, m0, rows.valid, K);
+      } else {
+        p = k.zeroAcc(kChunk / 8);
+        k.gemm(p, {{qTile}}, m0, {{kTile}}, K, c0);
       }
+      for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
+          Value x = p[nt][i];
+          if (!perKey) {
+            Value gr = memref::LoadOp::create(b, gShared, r);
+            Value gc = memref::LoadOp::create(b, gShared, c);
+            x = e.mul(x, k.exp(e.sub(gr, gc)));
+          }
+          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+          p[nt][i] = k.select(causal, x, e.f32(0.0f));
+        }
+      return p;
+    };
+    // o += P D over segment `segment`'s rows of D: P is the A operand
+    // straight from its accumulators (split), D comes from shared memory,
+    // split if it is f32.
+    auto addSegmentValues = [&](SmallVector<SmallVector<Value>> &o,
+                                ArrayRef<SmallVector<Value>> p, int64_t segment) {
+      for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+        auto [aHi, aLo] =
+            k.fragmentAFromAcc(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
+        int64_t k0 = segment * kChunk + 16 * ks;
+        for (int64_t nt = 0; nt < nTiles; nt += 2) {
+          SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, k0);
+          SmallVector<Value> bLo =
+              dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, k0)
+                  : SmallVector<Value>();
+          for (int64_t j = 0; j < 2; ++j) {
+            ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
+            if (dLo)
+              o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
+            o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
+            o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
+          }
+        }
+      }
+    };
+    SmallVector<SmallVector<Value>> p = segmentScores(0);
 
-    // 3. O = scale (diag(exp(G)) Q S + P D); P is the A operand straight
-    //    from its accumulators (split); S and D come from shared memory,
-    //    split if they are f32. Per key, the A operand of Q S is Q *
-    //    exp(G) itself (<= |q|), rounded once.
+    // 3. O = scale (diag(exp(G)) Q S + P D), P over the segments up to the
+    //    warp's; S comes from shared memory, split if it is f32. Per key,
+    //    the A operand of Q S is Q * exp(G) itself (<= |q|), rounded once.
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
     Operand sOperand = {{sHi, /*transposed=*/true}};
     if (sLo)
@@ -2175,21 +2284,30 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
           o[nt][i] = e.mul(o[nt][i], k.exp(g));
         }
     }
-    for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
-      auto [aHi, aLo] = k.fragmentAFromAcc(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
-      for (int64_t nt = 0; nt < nTiles; nt += 2) {
-        SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, 16 * ks);
-        SmallVector<Value> bLo =
-            dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, 16 * ks)
-                : SmallVector<Value>();
-        for (int64_t j = 0; j < 2; ++j) {
-          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
-          if (dLo)
-            o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
-          o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
-          o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
-        }
+    addSegmentValues(o, p, 0);
+    for (int64_t segment = 1; segment < numSegments; ++segment) {
+      // Only the warps whose rows lie at or past the segment's first row
+      // see its columns (a warp-uniform branch).
+      SmallVector<Value> flat;
+      for (auto &tile : o)
+        flat.append(tile.begin(), tile.end());
+      auto ifOp = scf::IfOp::create(
+          b, TypeRange(ValueRange(flat)),
+          k.ult(e.index(segment * kChunk / 16 - 1), k.warp), true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        SmallVector<SmallVector<Value>> oSegment = o;
+        addSegmentValues(oSegment, segmentScores(segment), segment);
+        SmallVector<Value> sums;
+        for (auto &tile : oSegment)
+          sums.append(tile.begin(), tile.end());
+        scf::YieldOp::create(b, sums);
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, flat);
       }
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
     }
     for (SmallVector<Value> &tile : o)
       for (Value &x : tile)
@@ -2216,7 +2334,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
                   [&](Value r, Value c) -> SmallVector<Value> {
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     }, /*byWarp=*/true);
-  });
+  }, numWarps * 32);
   op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
   op.erase();
   return success();

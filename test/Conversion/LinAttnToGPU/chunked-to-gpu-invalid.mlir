@@ -22,9 +22,10 @@ func.func @l2norm_too_many_keys(%x: tensor<?x?x2x2048xbf16>) -> tensor<?x?x2x204
 
 // -----
 
-// The cumsum kernel takes 64-token chunks, like every other kernel.
+// The cumsum kernel takes 64- or 128-token chunks, like the state pass and
+// output kernels.
 func.func @cumsum_chunk_32(%g: tensor<?x?x2xf32>) -> tensor<?x?x2xf32> {
-  // expected-error @below {{'linattn.chunk_cumsum' op GPU chunked kernels take chunk_size = 64, got 32}}
+  // expected-error @below {{'linattn.chunk_cumsum' op GPU chunked kernels take chunk_size = 64 or 128, got 32}}
   %G = linattn.chunk_cumsum %g {chunk_size = 32 : i64} : tensor<?x?x2xf32> -> tensor<?x?x2xf32>
   return %G : tensor<?x?x2xf32>
 }
@@ -78,9 +79,9 @@ func.func @output_mixed_qk(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xf16>, 
 
 // -----
 
-// Chunks are 64 tokens (four warps of 16 rows).
+// Chunks are 64 tokens (four warps of 16 rows) or 128 (eight).
 func.func @output_chunk_32(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels take chunk_size = 64, got 32}}
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels take chunk_size = 64 or 128, got 32}}
   %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 32 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>) -> tensor<?x?x2x64xbf16>
   return %o : tensor<?x?x2x64xbf16>
@@ -88,11 +89,52 @@ func.func @output_chunk_32(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xf32>, 
 
 // -----
 
+// The long chunk is for the kinds without a rank-1 term and with row
+// gates: not the UT transform's,
 func.func @ut_chunk_128(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
-  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels take chunk_size = 64, got 128}}
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels take chunk_size = 64 (the UT transform), got 128}}
   %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 128 : i64, rank1_scale = 1.0 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
   return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// nor a state pass with W,
+func.func @state_pass_wy_chunk_128(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xf32>, %w: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels take chunk_size = 64 (the WY form), got 128}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 128 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %final : tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// nor per-key gates (GLA): not their cumsum,
+func.func @key_cumsum_chunk_128(%g: tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xf32> {
+  // expected-error @below {{'linattn.chunk_cumsum' op GPU chunked kernels take chunk_size = 64 (per-key gates), got 128}}
+  %G = linattn.chunk_cumsum %g {chunk_size = 128 : i64} : tensor<?x?x2x64xf32> -> tensor<?x?x2x64xf32>
+  return %G : tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// their state pass,
+func.func @key_state_pass_chunk_128(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels take chunk_size = 64 (per-key gates), got 128}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 128 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  return %final : tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// or their output.
+func.func @key_output_chunk_128(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xbf16>, %states: tensor<?x?x2x64x64xbf16>, %g: tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels take chunk_size = 64 (per-key gates), got 128}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) gates(%g) {chunk_size = 128 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %o : tensor<?x?x2x64xbf16>
 }
 
 // -----

@@ -495,3 +495,36 @@ func.func @key_cumsum(%g: tensor<?x?x2x128xf32>) -> tensor<?x?x2x128xf32> {
   %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x2x128xf32> -> tensor<?x?x2x128xf32>
   return %G : tensor<?x?x2x128xf32>
 }
+
+// The long chunk (128 tokens; no rank-1 term, row gates): the cumsum's lane
+// holds four gates; the state pass walks ceil(T / 64) steps, carrying the
+// first step's last gate after the state (33 values), and stores
+// ceil(T / 128) states; the output kernel runs 8 warps over a chunk,
+//   Q, K [128][128 + 8] bf16 (2 x 34816), S [128][64 + 8] (18432),
+//   D [128][64 + 8] (18432), 128 row gates (512): 107008 B,
+// and the warps of rows 64.. add the first segment's columns under a
+// branch that carries o's 32 accumulators.
+
+// CHECK-LABEL: func.func @long_chunk(
+// CHECK:         %[[LCN:.*]] = arith.ceildivui %{{.*}}, %c128{{[_0-9]*}} : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[LCN]], {{.*}} threads(%{{.*}}) in (%{{.*}} = %c64{{[_0-9]*}},
+// CHECK-COUNT-6:     gpu.shuffle up
+// CHECK-COUNT-4:     memref.store
+// CHECK:           gpu.terminator
+// CHECK:         %[[LSN:.*]] = arith.ceildivui %{{.*}}, %c128{{[_0-9]*}} : index
+// CHECK:         %[[LSTEPS:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         memref.alloc(%{{.*}}, %[[LSN]]) : memref<?x?x2x128x128xbf16>
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}} dynamic_shared_memory_size %c111616_i32
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[LSTEPS]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, ){32}f32}})
+// CHECK:           gpu.terminator
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, {{.*}} dynamic_shared_memory_size %c107008_i32
+// CHECK:           scf.if %{{.*}} -> ({{(f32, ){31}f32}})
+// CHECK:           gpu.terminator
+func.func @long_chunk(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>) {
+  %G = linattn.chunk_cumsum %g {chunk_size = 128 : i64} : tensor<?x?x2xf32> -> tensor<?x?x2xf32>
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 128 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 128 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
+  return %o, %final : tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>
+}
