@@ -51,7 +51,9 @@ constexpr int64_t kChunk = 64;
 /// per row (linear attention, RetNet, simple GLA): the state pass walks it
 /// as two 64-row steps and stores one state, the output kernel runs eight
 /// warps over its 128 rows. Chunk states are half the bytes, written once
-/// and read once, for 1.5x the intra-chunk score work (bench/NOTES.md c25).
+/// and read once, for 1.5x the intra-chunk score work. Measured on the
+/// H200 the state pass gains (-15%) and the output kernel loses more
+/// (+14%), so the GPU selector keeps 64 (bench/NOTES.md c25).
 constexpr int64_t kLongChunk = 128;
 constexpr int64_t kThreads = 128;
 constexpr int64_t kWarps = kThreads / 32;
