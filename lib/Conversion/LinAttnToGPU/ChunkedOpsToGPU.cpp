@@ -683,6 +683,10 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
   return elem;
 }
 
+/// Errors unless `op`'s kernels take `chunkSize` and every named dimension:
+/// chunks of kChunk tokens, or kLongChunk where `whyNotLong` is empty (it
+/// says why the op has no long-chunk kernel otherwise); dimensions of 64 or
+/// 128.
 LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
                                  ArrayRef<std::pair<StringRef, int64_t>> dims,
                                  StringRef whyNotLong = "") {
