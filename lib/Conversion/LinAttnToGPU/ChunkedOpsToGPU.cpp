@@ -1594,14 +1594,21 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                    kChunk, outStride, valueElem)
                           : Value()};
     };
-    // Whether step n starts a chunk, whose state it then stores (at n /
-    // stepsPerChunk).
+    // Whether step n of a long chunk starts it, and so stores its state
+    // (at n / stepsPerChunk).
     auto startsChunk = [&](Value n) -> Value {
-      if (stepsPerChunk == 1)
-        return arith::ConstantOp::create(b, b.getBoolAttr(true));
+      assert(stepsPerChunk > 1 && "every step starts a 64-token chunk");
       return arith::CmpIOp::create(
           b, arith::CmpIPredicate::eq,
           arith::RemUIOp::create(b, n, e.index(stepsPerChunk)), e.index(0));
+    };
+    // Moves the insertion point into a branch taken where step n starts
+    // its chunk (always, for 64-token chunks: no branch); the caller holds
+    // an InsertionGuard.
+    auto onlyAtChunkStart = [&](Value n) {
+      if (stepsPerChunk > 1)
+        b.setInsertionPointToStart(
+            scf::IfOp::create(b, startsChunk(n), false).thenBlock());
     };
     auto chunkOf = [&](Value n) {
       return stepsPerChunk == 1
@@ -1615,9 +1622,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       Value zero = e.index(0);
       if (sOut) {
         OpBuilder::InsertionGuard guard(b);
-        if (stepsPerChunk > 1)
-          b.setInsertionPointToStart(
-              scf::IfOp::create(b, startsChunk(m), false).thenBlock());
+        onlyAtChunkStart(m);
         Value c = chunkOf(m);
         k.copyRowsOut(sOut, zero, K, kStateColumns, Value(), states,
                       [&](Value r, Value col) -> SmallVector<Value> {
@@ -1670,9 +1675,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       {
         // The state before a chunk's first step is the chunk's state.
         OpBuilder::InsertionGuard guard(b);
-        if (stepsPerChunk > 1)
-          b.setInsertionPointToStart(
-              scf::IfOp::create(b, startsChunk(n), false).thenBlock());
+        onlyAtChunkStart(n);
         if (stageStates) {
           // The warp's S^T accumulator tiles, transposed: S's rows (keys)
           // as they are laid out in memory.
