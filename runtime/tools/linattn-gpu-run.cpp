@@ -341,9 +341,11 @@ int main(int argc, char **argv) {
           "capturing @" + entry + " into a CUDA graph");
   }
   auto run = [&](int i) {
-    if (graph)
-      return check(rt->launchGraph(graphs[i % copies], benchStream),
-                   "replaying @" + entry);
+    if (graph) {
+      check(rt->launchGraph(graphs[i % copies], benchStream),
+            "replaying @" + entry);
+      return;
+    }
     call(sets[i % copies], benchStream);
     freeResults(benchStream);
   };
