@@ -41,7 +41,10 @@ def algorithm_flops(kind, strategy, K, V, C=64):
     segment-scan: chunked's work, plus the chunk transitions (Kd^T U: 2 K V,
     and Kd^T W: 2 K K for delta rules) and the scan's M S per chunk
     (2 K K V / C for delta rules).
+    chunked-sN (the state pass in segments of N chunks): chunked's work plus
+    the carry's Q C (2 K V; none in the first segment, counted anyway).
     """
+    strategy, _, segmented = strategy.partition("-s")
     delta = kind in ("delta", "gated_delta", "negeig_delta")
     if strategy == "recurrent":
         return K * V * (8 if delta else 6)
@@ -52,6 +55,8 @@ def algorithm_flops(kind, strategy, K, V, C=64):
         flops += 2 * C * (2 * K + V) + C * C // 3 + 2 * K * V
     if strategy == "segment-scan":
         flops += 2 * K * V + (2 * K * K + 2 * K * K * V // C if delta else 0)
+    if segmented:
+        flops += 2 * K * V
     return flops
 
 
@@ -90,6 +95,7 @@ def main():
     p.add_argument("--graph", action="store_true",
                    help="replay each call from a CUDA graph (linattn-gpu-run --graph), as fla is timed")
     p.add_argument("--families", default="", help="comma-separated subset of the families")
+    p.add_argument("--B", type=int, default=4, help="batch (the issue's table is B = 4)")
     p.add_argument("--strategies", default="recurrent,chunked",
                    help="compiled strategies to time (libraries <family>_bf16_128_<strategy>.so)")
     args = p.parse_args()
@@ -97,7 +103,7 @@ def main():
     copy_tbs, mm_tflops = ceilings()
     print(f"ceilings: copy {copy_tbs} TB/s, bf16 matmul {mm_tflops} TFLOP/s", flush=True)
     rows = []
-    B, H, K, V = 4, 8, 128, 128
+    B, H, K, V = args.B, 8, 128, 128
     with tempfile.TemporaryDirectory() as work:
         chosen = set(args.families.split(",")) if args.families else None
         for name, kind in FAMILIES:

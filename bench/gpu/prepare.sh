@@ -10,7 +10,8 @@
 # Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
 # and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
 # gated_deltanet_f16_128 the example in f16; <strategy>-c128 objects are
-# the chunked strategies with 128-token chunks.
+# the chunked strategies with 128-token chunks, chunked-sN ones the
+# chunked strategy with the state pass cut into segments of N chunks.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -53,6 +54,16 @@ for spec in "$out"/specs/*.mlir; do
   case "$base" in
     linear_attention_*|retnet_*|simple_gla_*|gla_*)
       build/bin/linattn-compile "$spec" -o "$out/${base}_scan.o" --strategy=scan ;;
+  esac
+  # The chunk states' segments (linattn-segment-chunk-states) of the kinds
+  # whose transitions are scalars: chunked-sN, N chunks per segment.
+  case "$base" in
+    *_f32_*) ;;
+    linear_attention_*|retnet_*|simple_gla_*)
+      for segments in ${LINATTN_SEGMENT_VARIANTS:-16 32 64}; do
+        build/bin/linattn-compile "$spec" -o "$out/${base}_chunked-s${segments}.o" \
+            --strategy=chunked --segment-chunks=$segments
+      done ;;
   esac
   # The long chunk (128 tokens) of the kinds without a rank-1 term and
   # with row gates, forced: <strategy>-c128.

@@ -71,6 +71,14 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
   }
 }
 
+/// The state pass in segments of `segmentChunks` chunks where its
+/// transitions are scalars; none for 0 (the pass rejects a negative count).
+static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
+  if (segmentChunks != 0)
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
+        linattn::LinAttnSegmentChunkStatesOptions{segmentChunks}));
+}
+
 /// Tensors to buffers, across function boundaries, with plain (identity
 /// layout) memrefs in signatures so C callers pass dense descriptors.
 /// Buffers are not freed here: each pipeline frees the intermediates its
@@ -91,6 +99,7 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
                                         const LinAttnToCPUOptions &options) {
   addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount,
                      /*gpuKernels=*/false);
+  addSegmentPass(pm, options.segmentChunks);
   // Every algorithm op to loops; elementwise tensor math (scan combiners)
   // to linalg so that it bufferizes.
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
@@ -132,6 +141,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // selection, from the H200 measurements in docs/gpu-strategy.md).
   addAlgorithmPasses(pm, options.strategy, options.chunkSize,
                      /*smCount=*/132, /*gpuKernels=*/true);
+  addSegmentPass(pm, options.segmentChunks);
   // Chunked-state ops become tensor-core kernels; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.

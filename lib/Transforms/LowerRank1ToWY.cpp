@@ -60,7 +60,8 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     auto wy = ChunkStatePassOp::create(
         rewriter, op.getLoc(), op.getResultTypes(), op.getK(), ut.getU(),
         ut.getW(), /*beta=*/Value(), op.getGates(), op.getInitialState(),
-        op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr());
+        op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
+        /*segment_chunks=*/IntegerAttr());
     // The recorded strategy decides whether the state pass becomes a scan.
     if (Attribute strategy = op->getAttr(kStrategyAttrName))
       wy->setAttr(kStrategyAttrName, strategy);

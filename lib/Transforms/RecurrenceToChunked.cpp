@@ -90,15 +90,17 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
         rewriter, loc,
         TypeRange{newValuesType, statesType, op.getFinalState().getType()},
         k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
-        rewriter.getI64IntegerAttr(chunkSize), rank1Scale);
+        rewriter.getI64IntegerAttr(chunkSize), rank1Scale,
+        /*segment_chunks=*/IntegerAttr());
     // The segment-scan choice travels to linattn-state-pass-to-scan.
     if (Attribute strategy = op->getAttr(kStrategyAttrName))
       statePass->setAttr(kStrategyAttrName, strategy);
     Value output = ChunkOutputOp::create(
         rewriter, loc, op.getOutput().getType(), q, k,
         statePass.getNewValues(), statePass.getChunkStates(), gates,
-        rewriter.getI64IntegerAttr(chunkSize),
-        rewriter.getF32FloatAttr(op.getEffectiveScale()));
+        /*carries=*/Value(), rewriter.getI64IntegerAttr(chunkSize),
+        rewriter.getF32FloatAttr(op.getEffectiveScale()),
+        /*segment_chunks=*/IntegerAttr());
     rewriter.replaceOp(op, {output, statePass.getFinalState()});
     return success();
   }

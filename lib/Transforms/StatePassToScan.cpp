@@ -55,6 +55,8 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
           op, "rank-1 product form: lower it to WY form first");
     if (!isSelectedFor(op, {Strategy::SegmentScan}))
       return rewriter.notifyMatchFailure(op, "another strategy was chosen");
+    if (op.getSegmentChunks())
+      return rewriter.notifyMatchFailure(op, "already cut into segments");
     Location loc = op.getLoc();
     auto states = cast<RankedTensorType>(op.getChunkStates().getType());
     int64_t batch = states.getDimSize(0), numChunks = states.getDimSize(1);

@@ -64,6 +64,11 @@ static cl::opt<mlir::linattn::Strategy>
 static cl::opt<int64_t> chunkSize("chunk-size",
                                   cl::desc("Tokens per chunk (chunked)"),
                                   cl::init(64));
+static cl::opt<int64_t> segmentChunks(
+    "segment-chunks",
+    cl::desc("Chunks per segment of the state pass where transitions are "
+             "scalars (0: one segment)"),
+    cl::init(0));
 static cl::opt<bool> printTime("time",
                                cl::desc("Print the run time (excluding "
                                         "compilation) as 'time_ms=<ms>'"));
@@ -312,7 +317,11 @@ LogicalResult run(MLIRContext &context) {
     return failure();
 
   PassManager pm(&context);
-  mlir::linattn::buildLinAttnToCPUPipeline(pm, mlir::linattn::LinAttnToCPUOptions());
+  mlir::linattn::LinAttnToCPUOptions options;
+  options.strategy = strategy;
+  options.chunkSize = chunkSize;
+  options.segmentChunks = segmentChunks;
+  mlir::linattn::buildLinAttnToCPUPipeline(pm, options);
   if (failed(pm.run(*module)))
     return error("lowering " + inputFilename + " for the CPU failed");
 

@@ -44,6 +44,12 @@ struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
       llvm::cl::desc("Tokens per chunk for the chunked strategies when forced "
                      "(auto takes the selector's)"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> segmentChunks{
+      *this, "segment-chunks",
+      llvm::cl::desc("Chunks per segment of the state pass where transitions "
+                     "are scalars (linattn-segment-chunk-states; 0: one "
+                     "segment)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> smCount{
       *this, "sm-count",
       llvm::cl::desc("SMs of the target the selector plans for (auto)"),
@@ -77,6 +83,12 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
       *this, "chunk-size",
       llvm::cl::desc("Tokens per chunk for the chunked strategies"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> segmentChunks{
+      *this, "segment-chunks",
+      llvm::cl::desc("Chunks per segment of the state pass where transitions "
+                     "are scalars (linattn-segment-chunk-states; 0: one "
+                     "segment)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> maxUnroll{
       *this, "max-unroll",
       llvm::cl::desc("Fully unroll constant loops of at most this many trips "

@@ -179,6 +179,40 @@ def LinAttnRecurrenceToChunked
   ];
 }
 
+def LinAttnSegmentChunkStates
+    : Pass<"linattn-segment-chunk-states"> {
+  let summary = "Cut the inter-chunk state pass into independent segments";
+  let description = [{
+    The state pass is sequential over the chunks of a sequence: B * HV
+    chains of NC steps. Where every chunk's transition is a scalar (no
+    rank-1 term; row gates or none: linear attention, RetNet, simple GLA)
+    the chain is an associative scan with a cheap combine, so it can be cut:
+    each run of `segment-chunks` chunks starts from zero (the first from the
+    initial state), and what it lacks is a decayed copy of one carry per
+    segment, C_{s+1} = exp(L_s) C_s + E_s over the segments' end states.
+
+    Rewrites such a `linattn.chunk_state_pass` whose chunk states only feed
+    `linattn.chunk_output` into the segmented state pass (`segment_chunks`),
+    `linattn.segment_carries` (the carries and the final state) and outputs
+    that add each chunk's decayed carry to its local state. The segments
+    run in parallel: more independent chains for the GPU's SMs, the same
+    bytes (the carries are one state per segment). State passes with a
+    rank-1 term or per-key gates, or whose chunk states have other users,
+    are left as they are.
+
+        linattn-opt spec.mlir --linattn-select-strategy='gpu-kernels=true' \
+          --linattn-recurrence-to-chunked --linattn-segment-chunk-states='segment-chunks=64'
+  }];
+  let options = [
+    Option<"segmentChunks", "segment-chunks", "int64_t", /*default=*/"64",
+           "Chunks per segment (a positive number)">,
+  ];
+  let statistics = [
+    Statistic<"numSegmented", "num-segmented",
+              "State passes cut into segments">,
+  ];
+}
+
 def LinAttnLowerRank1ToWY
     : Pass<"linattn-lower-rank1-to-wy"> {
   let summary = "Lower products of rank-1 transitions to WY/UT form";

@@ -714,6 +714,14 @@ ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen, int64_t rows = kChunk
   return {t0, valid};
 }
 
+/// NS = max(1, ceil(NC / segmentChunks)): segments of a segmented state
+/// pass (one, holding the initial state, for T = 0).
+Value numSegments(LoopEmitter &e, Value numChunks, int64_t segmentChunks) {
+  return arith::MaxUIOp::create(
+      e.b, e.index(1),
+      arith::CeilDivUIOp::create(e.b, numChunks, e.index(segmentChunks)));
+}
+
 /// The last valid row of the 16-row block that starts at `row0`: the row
 /// a per-key decay factors around, min(row0 + 15, valid - 1). The output
 /// kernel's K' and its score operands must agree on it.
@@ -1413,6 +1421,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
   // and its state is stored before its first step only.
   int64_t stepsPerChunk = chunk / kChunk;
+  // Segmented (linattn-segment-chunk-states): a block per segment of
+  // segmentChunks chunks, each from zero but the first.
+  std::optional<uint64_t> segmentChunks = op.getSegmentChunks();
+  int64_t segmentSteps = segmentChunks ? int64_t(*segmentChunks) * stepsPerChunk : 0;
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -1434,8 +1446,14 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                      {batch, seqLen, hvDim, e.index(V)});
   Value states = e.allocFor(op.getChunkStates().getType(),
                             {batch, numChunks, hvDim, e.index(K), e.index(V)});
-  Value finalState = e.allocFor(op.getFinalState().getType(),
-                                {batch, hvDim, e.index(K), e.index(V)});
+  Value numSegmentsValue = segmentChunks ? numSegments(e, numChunks, *segmentChunks)
+                                         : Value();
+  Value finalState =
+      segmentChunks
+          ? e.allocFor(op.getFinalState().getType(),
+                       {batch, numSegmentsValue, hvDim, e.index(K), e.index(V)})
+          : e.allocFor(op.getFinalState().getType(),
+                       {batch, hvDim, e.index(K), e.index(V)});
 
   // Shared memory: `stages` stages of a chunk's inputs as they come
   // from global memory (W, K, the block's U columns, the row gates); while
@@ -1496,11 +1514,23 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                             << " bytes of shared memory, more than the "
                             << kMaxSharedBytes << " a block may have";
 
-  emitLaunch(b, {e.index(V / kStateColumns), hvDim, batch},
+  Value zBlocks = segmentChunks ? e.mulIndex(batch, numSegmentsValue) : batch;
+  emitLaunch(b, {e.index(V / kStateColumns), hvDim, zBlocks},
              outOffset + outBytes, elem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value vTile = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
+    // The block's steps [firstStep, endStep): all of them, or its
+    // segment's; rows past endStep are prefetched as zeros (the next
+    // segment's block reads them).
+    Value segment, firstStep = e.index(0), endStep = numSteps, stepLimit = seqLen;
+    if (segmentChunks) {
+      segment = arith::RemUIOp::create(b, bIdx, numSegmentsValue);
+      bIdx = arith::DivUIOp::create(b, bIdx, numSegmentsValue);
+      firstStep = e.mulIndex(segment, e.index(segmentSteps));
+      endStep = e.minIndex(e.addIndex(firstStep, e.index(segmentSteps)), numSteps);
+      stepLimit = e.minIndex(seqLen, e.mulIndex(endStep, e.index(kChunk)));
+    }
     Value h = e.qkHead(hv, numVHeads, numQKHeads);
     // The warp's 16 value columns (vLocal within the block's, vGlobal in
     // V) and its keys [key0, key0 + keysPerWarp).
@@ -1533,7 +1563,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
     // Starts the copies of chunk `n` (rows past the sequence, or every row
     // of a chunk past the last, arrive as zeros) and closes their group.
     auto prefetch = [&](Value n) {
-      auto [t0, valid] = chunkRows(e, n, seqLen);
+      auto [t0, valid] = chunkRows(e, n, stepLimit);
       Stage st = stageAt(n);
       Value zero = e.index(0);
       if (wBuf)
@@ -1567,10 +1597,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
               e.addIndex(vGlobal, k.accRow(e.index(0), i))};
     };
     SmallVector<Value> init;
+    Value fromInitial =
+        segmentChunks ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq, segment,
+                                              e.index(0)).getResult()
+                      : Value();
     for (int64_t kt = 0; kt < keyTiles; ++kt)
       for (int64_t i = 0; i < 4; ++i) {
         auto [key, v] = stateIndex(kt, i);
-        init.push_back(e.loadF32(s0, {bIdx, hv, key, v}));
+        Value x = e.loadF32(s0, {bIdx, hv, key, v});
+        init.push_back(fromInitial ? k.select(fromInitial, x, e.f32(0.0f)) : x);
       }
     auto storeState = [&](ValueRange flat, Value dst, SmallVector<Value> prefix) {
       for (int64_t kt = 0; kt < keyTiles; ++kt)
@@ -1645,11 +1680,17 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
     if (carryGateBase)
       init.push_back(e.f32(0.0f));
     int64_t numStateValues = keyTiles * 4;
-    Value firstGroup = prefetch(e.index(0));
+    // Step j of the block's range (the unsegmented kernel's IR unchanged).
+    auto blockStep = [&](Value j) {
+      return segmentChunks ? e.addIndex(firstStep, j) : j;
+    };
+    Value firstGroup = prefetch(blockStep(e.index(0)));
     for (int64_t ahead = 1; ahead + 1 < stages; ++ahead)
-      prefetch(e.index(ahead));
+      prefetch(blockStep(e.index(ahead)));
     ValueRange carried = e.forEachReduce(
-        numSteps, init, [&](Value n, ValueRange carriedIn) -> SmallVector<Value> {
+        segmentChunks ? e.subIndex(endStep, firstStep) : numSteps, init,
+        [&](Value j, ValueRange carriedIn) -> SmallVector<Value> {
+      Value n = blockStep(j);
       ValueRange flat = carriedIn.take_front(numStateValues);
       ChunkRows rows = chunkRows(e, n, seqLen);
       // Chunk n has landed once at most stages - 2 newer groups are in
@@ -1669,7 +1710,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         // Step n - 1's outputs, staged before the barrier.
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(
-            scf::IfOp::create(b, k.ult(e.index(0), n), false).thenBlock());
+            scf::IfOp::create(b, k.ult(firstStep, n), false).thenBlock());
         flushOutputs(e.subIndex(n, e.index(1)));
       }
       {
@@ -1921,16 +1962,117 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       k.barrier();
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(e.index(0), numSteps), false).thenBlock());
-      flushOutputs(e.subIndex(numSteps, e.index(1)));
+          scf::IfOp::create(b, k.ult(firstStep, endStep), false).thenBlock());
+      flushOutputs(e.subIndex(endStep, e.index(1)));
     }
-    storeState(final, finalState, {bIdx, hv});
+    if (segmentChunks)
+      storeState(final, finalState, {bIdx, segment, hv});
+    else
+      storeState(final, finalState, {bIdx, hv});
   }, kStateWarps * 32);
   op.replaceAllUsesWith(
       ValueRange{forwardValues ? op.getU()
                                : e.toTensor(newValues, op.getNewValues().getType()),
                  e.toTensor(states, op.getChunkStates().getType()),
                  e.toTensor(finalState, op.getFinalState().getType())});
+  op.erase();
+  return success();
+}
+
+/// The sum of the chunk totals G_C(m) = G[b, min(chunk (m + 1), T) - 1,
+/// hv] over the chunks m in [m0, m1), m1 - m0 <= maxChunks, in every lane
+/// of each warp (its lanes take a chunk each, then a butterfly of
+/// shuffles); 0 without gates.
+Value sumChunkTotals(KernelEmitter &k, Value gates, Value bIdx, Value hv,
+                     Value m0, Value m1, int64_t maxChunks, int64_t chunk,
+                     Value seqLen) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Type f32 = b.getF32Type();
+  Value sum = e.f32(0.0f);
+  if (!gates)
+    return sum;
+  for (int64_t j = 0; j * 32 < maxChunks; ++j) {
+    Value m = e.addIndex(m0, e.addIndex(k.lane, e.index(32 * j)));
+    auto ifOp = scf::IfOp::create(b, TypeRange{f32}, k.ult(m, m1), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value t = e.subIndex(
+          e.minIndex(e.mulIndex(e.addIndex(m, e.index(1)), e.index(chunk)), seqLen),
+          e.index(1));
+      scf::YieldOp::create(b, e.loadF32(gates, {bIdx, t, hv}));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, e.f32(0.0f));
+    }
+    sum = e.add(sum, ifOp.getResult(0));
+  }
+  for (int32_t offset = 16; offset > 0; offset /= 2)
+    sum = e.add(sum, gpu::ShuffleOp::create(b, sum, offset, 32,
+                                            gpu::ShuffleMode::XOR)
+                         .getShuffleResult());
+  return sum;
+}
+
+//===----------------------------------------------------------------------===//
+// linattn.segment_carries: C_{s+1} = exp(L_s) C_s + E_s, a thread per
+// state element, sequential over the segments.
+//===----------------------------------------------------------------------===//
+
+LogicalResult lowerSegmentCarries(SegmentCarriesOp op) {
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value ends = e.toBuffer(op.getEnds());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  int64_t numVHeads = dimOf(op.getEnds(), 2), K = dimOf(op.getEnds(), 3);
+  int64_t V = dimOf(op.getEnds(), 4);
+  int64_t chunk = op.getChunkSize(), segmentChunks = op.getSegmentChunks();
+  Value batch = e.dim(ends, 0), numSegs = e.dim(ends, 1);
+  Value hvDim = e.index(numVHeads);
+  Value carries = e.allocFor(op.getCarries().getType(),
+                             {batch, numSegs, hvDim, e.index(K), e.index(V)});
+  Value finalState = e.allocFor(op.getFinalState().getType(),
+                                {batch, hvDim, e.index(K), e.index(V)});
+  Value seqLen = gates ? e.dim(gates, 1) : Value();
+  Value numChunks =
+      gates ? arith::CeilDivUIOp::create(b, seqLen, e.index(chunk)).getResult()
+            : Value();
+  int64_t elements = K * V;
+  emitLaunch(b, {e.index(llvm::divideCeil(elements, kThreads)), hvDim, batch},
+             /*smemBytes=*/0, b.getBF16Type(), [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value hv = body->getArgument(1), bIdx = body->getArgument(2);
+    Value idx = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kThreads)), k.tid);
+    // Every lane stays for the shuffles; the last block's spare threads
+    // read element 0 and store nothing.
+    Value inRange = k.ult(idx, e.index(elements));
+    Value element = k.select(inRange, idx, e.index(0));
+    Value row = arith::DivUIOp::create(b, element, e.index(V));
+    Value col = arith::RemUIOp::create(b, element, e.index(V));
+    auto storeIfInRange = [&](Value x, Value dst, SmallVector<Value> indices) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, inRange, false).thenBlock());
+      e.storeFromF32(x, dst, indices);
+    };
+    ValueRange last = e.forEachReduce(
+        numSegs, {e.f32(0.0f)}, [&](Value s, ValueRange c) -> SmallVector<Value> {
+      storeIfInRange(c[0], carries, {bIdx, s, hv, row, col});
+      Value decay = e.f32(1.0f);
+      if (gates) {
+        Value m0 = e.mulIndex(s, e.index(segmentChunks));
+        Value m1 = e.minIndex(e.addIndex(m0, e.index(segmentChunks)), numChunks);
+        decay = k.exp(sumChunkTotals(k, gates, bIdx, hv, m0, m1, segmentChunks,
+                                     chunk, seqLen));
+      }
+      Value end = e.loadF32(ends, {bIdx, s, hv, row, col});
+      return {e.add(e.mul(decay, c[0]), end)};
+    });
+    storeIfInRange(last[0], finalState, {bIdx, hv, row, col});
+  });
+  op.getCarries().replaceAllUsesWith(
+      e.toTensor(carries, op.getCarries().getType()));
+  op.getFinalState().replaceAllUsesWith(
+      e.toTensor(finalState, op.getFinalState().getType()));
   op.erase();
   return success();
 }
@@ -2104,6 +2246,15 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   Value dBuf = e.toBuffer(op.getNewValues());
   Value states = e.toBuffer(op.getChunkStates());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  // Segment-local states: chunk n adds exp(sum of G_C over its segment's
+  // chunks before it) C_s (step 3b).
+  Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
+  int64_t segmentChunks = op.getSegmentChunks().value_or(0);
+  if (carries && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
+    return op.emitOpError() << "GPU output kernel stages carries in the chunk "
+                               "states' tile: their element types must agree, got "
+                            << elementOf(op.getCarries()) << " and "
+                            << elementOf(op.getChunkStates());
   Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
   Value out = e.allocFor(op.getOutput().getType(),
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
@@ -2179,18 +2330,23 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     chunkTile(kTile, Value(), K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, h, c};
     });
-    auto stateAt = [&](Value r, Value c) -> SmallVector<Value> {
-      return {bIdx, n, hv, r, e.addIndex(v0, c)};
-    };
-    if (sIsOperand) {
-      async = true;
-      k.copyRowsAsync(sHi, zero, kOutputColumns, zero, e.index(K), e.index(K),
-                      states, stateAt, /*rows=*/K);
-    } else {
+    // The block's columns of a [B, N, HV, K, V] state (chunk states, or
+    // carries) into S's tile: by cp.async (true) or through registers.
+    auto loadStateTile = [&](Value src, Value at) {
+      auto index = [&](Value r, Value c) -> SmallVector<Value> {
+        return {bIdx, at, hv, r, e.addIndex(v0, c)};
+      };
+      if (sIsOperand) {
+        k.copyRowsAsync(sHi, zero, kOutputColumns, zero, e.index(K), e.index(K),
+                        src, index, /*rows=*/K);
+        return true;
+      }
       k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
-        return k.load8(states, stateAt(r, c));
+        return k.load8(src, index(r, c));
       }, sLo);
-    }
+      return false;
+    };
+    async |= loadStateTile(states, n);
     chunkTile(dHi, dLo, kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, hv, e.addIndex(v0, c)};
     });
@@ -2293,6 +2449,34 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
           o[nt][i] = e.mul(o[nt][i], k.exp(g));
         }
     }
+    auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
+      SmallVector<Value> flat;
+      for (const SmallVector<Value> &tile : tiles)
+        flat.append(tile.begin(), tile.end());
+      return flat;
+    };
+    // 3b. Segment-local states: once every warp is past Q S_n, the
+    //     segment's carry C_s takes S's tile (by cp.async, landing while
+    //     P D runs) and the block sums log a = sum of G_C over the
+    //     segment's chunks before n (one per lane, shuffles).
+    Value hasCarry, carryLogDecay;
+    if (carries) {
+      Value segment = arith::DivUIOp::create(b, n, e.index(segmentChunks));
+      hasCarry = k.ult(e.index(0), segment);
+      auto ifOp = scf::IfOp::create(b, TypeRange{f32}, hasCarry, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      k.barrier();
+      if (loadStateTile(carries, segment))
+        k.commitCopies();
+      scf::YieldOp::create(
+          b, sumChunkTotals(k, gates, bIdx, hv,
+                            e.mulIndex(segment, e.index(segmentChunks)), n,
+                            segmentChunks, chunk, seqLen));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, e.f32(0.0f));
+      carryLogDecay = ifOp.getResult(0);
+    }
     addSegmentValues(o, p, 0);
     for (int64_t segment = 1; segment < numSegments; ++segment) {
       // Only the warps whose rows lie at or past the segment's first row
@@ -2312,6 +2496,31 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
         for (auto &tile : oSegment)
           sums.append(tile.begin(), tile.end());
         scf::YieldOp::create(b, sums);
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, flat);
+      }
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
+    }
+    if (carries) {
+      // 3c. O += diag(exp(G + log a)) Q C_s, where there is a carry.
+      SmallVector<Value> flat = flatten(o);
+      auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)), hasCarry, true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        k.waitCopies(k.commitCopies(), 0);
+        k.barrier();
+        SmallVector<SmallVector<Value>> qc = k.zeroAcc(nTiles);
+        k.gemm(qc, {{qTile}}, m0, sOperand, K);
+        SmallVector<SmallVector<Value>> sums = o;
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          for (int64_t i = 0; i < 4; ++i) {
+            Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
+            sums[nt][i] = math::FmaOp::create(
+                b, qc[nt][i], k.exp(e.add(g, carryLogDecay)), sums[nt][i]);
+          }
+        scf::YieldOp::create(b, flatten(sums));
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, flat);
       }
@@ -2379,7 +2588,8 @@ struct ConvertLinAttnChunkedToGPU
     getOperation()->walk([&](Operation *op) {
       if (isa<ChunkCumsumOp>(op))
         cumsums.push_back(op);
-      else if (isa<L2NormOp, UTTransformOp, ChunkStatePassOp, ChunkOutputOp>(op))
+      else if (isa<L2NormOp, UTTransformOp, ChunkStatePassOp, SegmentCarriesOp,
+                   ChunkOutputOp>(op))
         ops.push_back(op);
     });
     // Tensor-core operand types first, while every operand's producer
@@ -2409,6 +2619,7 @@ struct ConvertLinAttnChunkedToGPU
               .Case([&](ChunkStatePassOp o) {
                 return lowerChunkStatePass(o, mma, hasStMatrix);
               })
+              .Case([](SegmentCarriesOp o) { return lowerSegmentCarries(o); })
               .Case([&](ChunkOutputOp o) {
                 return lowerChunkOutput(o, mma, hasStMatrix);
               });

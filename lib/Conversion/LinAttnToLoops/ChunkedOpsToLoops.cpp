@@ -69,6 +69,26 @@ public:
     return e.loadF32(gates, {bIdx, t, hv});
   }
 
+  /// NS = max(1, ceil(NC / segmentChunks)).
+  Value numSegments(Value seqLen, int64_t segmentChunks) {
+    return arith::MaxUIOp::create(
+        b, e.index(1),
+        arith::CeilDivUIOp::create(b, numChunks(seqLen), e.index(segmentChunks)));
+  }
+
+  /// sum of the chunk totals G_C(m) = G[b, min(C (m + 1), T) - 1, hv] for
+  /// m in [m0, m1); 0 without gates.
+  Value sumChunkTotals(Value gates, Value bIdx, Value hv, Value m0, Value m1,
+                       Value seqLen) {
+    if (!gates)
+      return e.f32(0.0f);
+    return sumRange(m0, m1, [&](Value m) {
+      Value t1 = e.minIndex(e.mulIndex(e.addIndex(m, e.index(1)), e.index(chunkSize)),
+                            seqLen);
+      return gateAt(gates, bIdx, e.subIndex(t1, e.index(1)), hv, Value());
+    });
+  }
+
   /// sum_i x[.., i] * y[.., i] over i < n, both indexed by `index(i)`.
   Value dot(int64_t n, function_ref<Value(Value)> lhs,
             function_ref<Value(Value)> rhs) {
@@ -288,8 +308,21 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                   : delta;
   Value states = e.allocFor(op.getChunkStates().getType(),
                             {batch, l.numChunks(seqLen), hvDim, kDim, vDim});
-  Value state = e.allocFor(op.getFinalState().getType(),
-                           {batch, hvDim, kDim, vDim});
+  // Segmented: the state restarts from zero every segmentChunks chunks,
+  // and each segment's last state goes to `ends` [B, NS, HV, K, V].
+  std::optional<uint64_t> segmentChunks = op.getSegmentChunks();
+  Value state = segmentChunks
+                    ? e.allocFor(MemRefType::get({ShapedType::kDynamic, numVHeads,
+                                                  K, V},
+                                                 e.b.getF32Type()),
+                                 {batch, hvDim, kDim, vDim})
+                    : e.allocFor(op.getFinalState().getType(),
+                                 {batch, hvDim, kDim, vDim});
+  Value ends = segmentChunks
+                   ? e.allocFor(op.getFinalState().getType(),
+                                {batch, l.numSegments(seqLen, *segmentChunks),
+                                 hvDim, kDim, vDim})
+                   : Value();
   memref::CopyOp::create(e.b, init, state);
   // A row of V floats: on the stack, freed with the function's frame.
   Value scratch = memref::AllocaOp::create(
@@ -300,7 +333,31 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
     e.forEach(hvDim, [&](Value hv) {
       Value h = e.qkHead(hv, numVHeads, numQKHeads);
       auto S = [&](Value r, Value c) { return SmallVector<Value>{bIdx, hv, r, c}; };
+      // ends[b, segment, hv] = S, then S = 0 if `reset`.
+      auto endSegment = [&](Value segment, bool reset) {
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value s = memref::LoadOp::create(e.b, state, S(r, c));
+            memref::StoreOp::create(e.b, s, ends, ValueRange{bIdx, segment, hv, r, c});
+            if (reset)
+              memref::StoreOp::create(e.b, e.f32(0.0f), state, S(r, c));
+          });
+        });
+      };
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        if (segmentChunks) {
+          // Chunk n starts segment n / M > 0: the previous one ends.
+          Value m = e.index(*segmentChunks);
+          Value starts = arith::AndIOp::create(
+              e.b,
+              arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
+                                    arith::RemUIOp::create(e.b, n, m), e.index(0)),
+              arith::CmpIOp::create(e.b, arith::CmpIPredicate::ugt, n, e.index(0)));
+          OpBuilder::InsertionGuard guard(e.b);
+          e.b.setInsertionPointToStart(scf::IfOp::create(e.b, starts, false).thenBlock());
+          endSegment(e.subIndex(arith::DivUIOp::create(e.b, n, m), e.index(1)),
+                     /*reset=*/true);
+        }
         e.forEach(kDim, [&](Value r) {
           e.forEach(vDim, [&](Value c) {
             Value s = memref::LoadOp::create(e.b, state, S(r, c));
@@ -393,6 +450,9 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
           });
         });
       });
+      if (segmentChunks)
+        endSegment(e.subIndex(l.numSegments(seqLen, *segmentChunks), e.index(1)),
+                   /*reset=*/false);
     });
   });
   if (narrowDelta)
@@ -402,7 +462,51 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   op.getChunkStates().replaceAllUsesWith(
       e.toTensor(states, op.getChunkStates().getType()));
   op.getFinalState().replaceAllUsesWith(
-      e.toTensor(state, op.getFinalState().getType()));
+      e.toTensor(segmentChunks ? ends : state, op.getFinalState().getType()));
+  op.erase();
+}
+
+// C_0 = 0, C_{s+1} = exp(L_s) C_s + E_s, final = C_NS; L_s the sum of the
+// chunk totals of segment s.
+void lowerSegmentCarries(SegmentCarriesOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value ends = e.toBuffer(op.getEnds());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  int64_t numVHeads = dimOf(ends, 2), K = dimOf(ends, 3), V = dimOf(ends, 4);
+  int64_t segmentChunks = op.getSegmentChunks();
+  Value batch = e.dim(ends, 0), numSegs = e.dim(ends, 1);
+  Value hvDim = e.index(numVHeads), kDim = e.index(K), vDim = e.index(V);
+  Value carries = e.allocFor(op.getCarries().getType(),
+                             {batch, numSegs, hvDim, kDim, vDim});
+  Value finalState = e.allocFor(op.getFinalState().getType(),
+                                {batch, hvDim, kDim, vDim});
+  Value seqLen = gates ? e.dim(gates, 1) : Value();
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(hvDim, [&](Value hv) {
+      e.forEach(kDim, [&](Value r) {
+        e.forEach(vDim, [&](Value c) {
+          ValueRange last = e.forEachReduce(
+              numSegs, {e.f32(0.0f)}, [&](Value s, ValueRange carry) -> SmallVector<Value> {
+            e.storeFromF32(carry[0], carries, {bIdx, s, hv, r, c});
+            Value decay = e.f32(1.0f);
+            if (gates) {
+              Value m0 = e.mulIndex(s, e.index(segmentChunks));
+              Value m1 = e.minIndex(e.addIndex(m0, e.index(segmentChunks)),
+                                    l.numChunks(seqLen));
+              decay = e.exp(l.sumChunkTotals(gates, bIdx, hv, m0, m1, seqLen));
+            }
+            Value end = memref::LoadOp::create(e.b, ends, ValueRange{bIdx, s, hv, r, c});
+            return {e.add(e.mul(decay, carry[0]), end)};
+          });
+          memref::StoreOp::create(e.b, last[0], finalState, ValueRange{bIdx, hv, r, c});
+        });
+      });
+    });
+  });
+  op.getCarries().replaceAllUsesWith(e.toTensor(carries, op.getCarries().getType()));
+  op.getFinalState().replaceAllUsesWith(
+      e.toTensor(finalState, op.getFinalState().getType()));
   op.erase();
 }
 
@@ -415,6 +519,10 @@ void lowerChunkOutput(ChunkOutputOp op) {
   Value delta = e.toBuffer(op.getNewValues());
   Value states = e.toBuffer(op.getChunkStates());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  // Segment-local states: S_n = states[n] + exp(sum of G_C(m), m from the
+  // segment's first chunk to n - 1) C_s.
+  Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
+  int64_t segmentChunks = op.getSegmentChunks().value_or(0);
   int64_t numQKHeads = dimOf(q, 2), K = dimOf(q, 3);
   int64_t numVHeads = dimOf(delta, 2), V = dimOf(delta, 3);
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
@@ -430,6 +538,12 @@ void lowerChunkOutput(ChunkOutputOp op) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
       Value h = e.qkHead(hv, numVHeads, numQKHeads);
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
+        Value segment, carryDecay;
+        if (carries) {
+          segment = arith::DivUIOp::create(e.b, n, e.index(segmentChunks));
+          carryDecay = e.exp(l.sumChunkTotals(
+              gates, bIdx, hv, e.mulIndex(segment, e.index(segmentChunks)), n, seqLen));
+        }
         e.forRange(t0, t1, [&](Value i) {
           e.forEach(vDim, [&](Value c) {
             memref::StoreOp::create(e.b, e.f32(0.0f), acc, c);
@@ -441,6 +555,9 @@ void lowerChunkOutput(ChunkOutputOp op) {
                                             perKey ? r : Value())));
             e.forEach(vDim, [&](Value c) {
               Value s = e.loadF32(states, {bIdx, n, hv, r, c});
+              if (carries)
+                s = e.add(s, e.mul(carryDecay,
+                                   e.loadF32(carries, {bIdx, segment, hv, r, c})));
               Value a = memref::LoadOp::create(e.b, acc, c);
               memref::StoreOp::create(e.b, e.add(a, e.mul(qr, s)), acc, c);
             });
@@ -615,7 +732,8 @@ void lowerChunkedOpsToLoops(Operation *root) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-            ChunkTransitionsOp, ChunkNewValuesOp, ChunkOutputOp>(op))
+            SegmentCarriesOp, ChunkTransitionsOp, ChunkNewValuesOp,
+            ChunkOutputOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -624,6 +742,7 @@ void lowerChunkedOpsToLoops(Operation *root) {
         .Case([](ChunkCumsumOp op) { lowerChunkCumsum(op); })
         .Case([](UTTransformOp op) { lowerUTTransform(op); })
         .Case([](ChunkStatePassOp op) { lowerChunkStatePass(op); })
+        .Case([](SegmentCarriesOp op) { lowerSegmentCarries(op); })
         .Case([](ChunkTransitionsOp op) { lowerChunkTransitions(op); })
         .Case([](ChunkNewValuesOp op) { lowerChunkNewValues(op); })
         .Case([](ChunkOutputOp op) { lowerChunkOutput(op); });

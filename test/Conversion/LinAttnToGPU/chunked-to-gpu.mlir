@@ -528,3 +528,46 @@ func.func @long_chunk(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
   return %o, %final : tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>
 }
+
+// The state pass in segments (linattn-segment-chunk-states, 4 chunks
+// each): NS = max(1, ceil(NC / 4)) segments, a block per (column block,
+// head, segment x sequence) that starts from the initial state only in
+// segment 0 and stores its last state at [b, segment, hv]; the carries, a
+// thread per state element sequential over the segments, each segment's
+// decay summed by the lanes and a butterfly of shuffles; the output adds
+// Q C_s where the chunk's segment is past the first, C_s staged in S's
+// tile after a barrier.
+
+// CHECK-LABEL: func.func @segments(
+// CHECK:         %[[SNC:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[SCEIL:.*]] = arith.ceildivui %[[SNC]], %c4{{[_0-9]*}} : index
+// CHECK:         %[[NS:.*]] = arith.maxui %c1{{[_0-9]*}}, %[[SCEIL]] : index
+// CHECK:         memref.alloc(%{{.*}}, %[[NS]]) : memref<?x?x2x128x128xf32>
+// CHECK:         %[[Z:.*]] = arith.muli %{{.*}}, %[[NS]] : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %[[Z]]) {{.*}} dynamic_shared_memory_size %c111616_i32
+// CHECK:           arith.remui %{{.*}}, %[[NS]] : index
+// CHECK:           arith.divui %{{.*}}, %[[NS]] : index
+// CHECK:           gpu.terminator
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}},
+// CHECK:           scf.for
+// CHECK-COUNT-5:     gpu.shuffle xor
+// CHECK:           gpu.terminator
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c62720_i32
+// CHECK:           scf.if %{{.*}} -> (f32)
+// CHECK:             gpu.barrier
+// CHECK:             nvgpu.device_async_copy
+// CHECK-COUNT-5:     gpu.shuffle xor
+// CHECK:           scf.if %{{.*}} -> ({{(f32, ){31}f32}})
+// CHECK:             nvgpu.device_async_wait
+// CHECK:             gpu.barrier
+// CHECK:             nvvm.mma.sync
+// CHECK:           gpu.terminator
+func.func @segments(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2x128x128xf32>)
+  %c, %final = linattn.segment_carries ends(%ends) gates(%G) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+      : (tensor<?x?x2x128x128xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) carries(%c) {chunk_size = 64 : i64, scale = 0.125 : f32, segment_chunks = 4 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128x128xbf16>) -> tensor<?x?x2x128xbf16>
+  return %o, %final : tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>
+}

@@ -234,3 +234,53 @@ func.func @f(%u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf64>, %s: tensor<1x2x2
   %d = linattn.chunk_new_values u(%u) w(%w) states(%s) {chunk_size = 4 : i64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x16xf64>, tensor<1x2x2x16x4xf32>) -> tensor<1x8x2x4xf32>
   return
 }
+
+// -----
+
+// segments of a state pass with a rank-1 term
+func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %w: tensor<?x?x1x16xf32>, %s0: tensor<?x1x16x16xf32>) {
+  // expected-error @+1 {{'segment_chunks' needs transitions that are scalars: the rank-1 term makes them matrices}}
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 16 : i64, segment_chunks = 2 : i64}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x?x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// a segmented state pass whose ends are not [B, NS, HV, K, V]
+func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %s0: tensor<?x1x16x16xf32>) {
+  // expected-error @+1 {{'final_state' must be a rank-5 tensor [B, NS, HV, K, V]}}
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%u) state(%s0) {chunk_size = 16 : i64, segment_chunks = 2 : i64}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// the wrong number of segments for a static T
+func.func @f(%k: tensor<1x100x1x16xf32>, %u: tensor<1x100x1x16xf32>, %s0: tensor<1x1x16x16xf32>) {
+  // expected-error @+1 {{the number of segments NS = 3 must be max(1, ceil(ceil(T / chunk_size) / segment_chunks)) = 4 for T = 100, chunk_size = 16 and segment_chunks = 2}}
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%u) state(%s0) {chunk_size = 16 : i64, segment_chunks = 2 : i64}
+      : (tensor<1x100x1x16xf32>, tensor<1x100x1x16xf32>, tensor<1x1x16x16xf32>) -> (tensor<1x100x1x16xf32>, tensor<1x7x1x16x16xf32>, tensor<1x3x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// segment_carries of per-key gates
+func.func @f(%ends: tensor<?x?x1x16x16xf32>, %g: tensor<?x?x1x16xf32>) {
+  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here}}
+  %c, %final = linattn.segment_carries ends(%ends) gates(%g) {chunk_size = 16 : i64, segment_chunks = 2 : i64}
+      : (tensor<?x?x1x16x16xf32>, tensor<?x?x1x16xf32>) -> (tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// carries without segment_chunks
+func.func @f(%q: tensor<?x?x1x16xf32>, %d: tensor<?x?x1x16xf32>, %states: tensor<?x?x1x16x16xf32>, %c: tensor<?x?x1x16x16xf32>) {
+  // expected-error @+1 {{'carries' and 'segment_chunks' come together: segment-local chunk states need both}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) carries(%c) {chunk_size = 16 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x?x1x16x16xf32>) -> tensor<?x?x1x16xf32>
+  return
+}

@@ -442,6 +442,39 @@ const SmallVector<StringRef> kWLayout = {"B", "T", "HV", "K"};
 const SmallVector<StringRef> kScalarGateLayout = {"B", "T", "HV"};
 const SmallVector<StringRef> kStateLayout = {"B", "HV", "K", "V"};
 const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
+const SmallVector<StringRef> kSegmentStatesLayout = {"B", "NS", "HV", "K", "V"};
+
+/// NS, when static with a static T, is max(1, ceil(ceil(T / chunk_size) /
+/// segment_chunks)): at T = 0 one segment holds the initial state.
+LogicalResult checkSegmentCount(Operation *op, LayoutChecker &checker,
+                                int64_t chunkSize, int64_t segmentChunks) {
+  int64_t t = checker.get("T"), ns = checker.get("NS");
+  if (ShapedType::isDynamic(t) || ShapedType::isDynamic(ns))
+    return success();
+  int64_t want = std::max<int64_t>(
+      1, ((t + chunkSize - 1) / chunkSize + segmentChunks - 1) / segmentChunks);
+  if (ns != want)
+    return op->emitOpError()
+           << "the number of segments NS = " << ns
+           << " must be max(1, ceil(ceil(T / chunk_size) / segment_chunks)) = "
+           << want
+           << " for T = " << t << ", chunk_size = " << chunkSize
+           << " and segment_chunks = " << segmentChunks;
+  return success();
+}
+
+/// Segments need transitions that are scalars: no rank-1 term, and gates
+/// per row (or none).
+LogicalResult checkSegmentable(Operation *op, bool rank1, Value gates) {
+  if (rank1)
+    return op->emitOpError() << "'segment_chunks' needs transitions that are "
+                                "scalars: the rank-1 term makes them matrices";
+  if (gates && cast<ShapedType>(gates.getType()).getRank() == 4)
+    return op->emitOpError() << "'segment_chunks' needs transitions that are "
+                                "scalars: per-key gates make them diagonal "
+                                "matrices";
+  return success();
+}
 
 /// Gates are [B, T, HV] or, where allowed, per key [B, T, HV, K].
 LogicalResult checkGates(LayoutChecker &checker, Operation *op, Value gates,
@@ -551,11 +584,33 @@ LogicalResult ChunkStatePassOp::verify() {
       failed(checker.check(getChunkStates().getType(), "chunk_states",
                            kChunkStatesLayout, Elem::AnyFloat)) ||
       failed(checker.check(getFinalState().getType(), "final_state",
-                           kStateLayout, Elem::F32)) ||
+                           getSegmentChunks() ? kSegmentStatesLayout
+                                              : kStateLayout,
+                           Elem::F32)) ||
       failed(checker.checkHeadGroups()) ||
       failed(checker.checkChunkCount(getChunkSize())))
     return failure();
+  if (std::optional<uint64_t> segmentChunks = getSegmentChunks())
+    if (failed(checkSegmentable(*this, rank1, getGates())) ||
+        failed(checkSegmentCount(*this, checker, getChunkSize(),
+                                 *segmentChunks)))
+      return failure();
   return checkRank1Scale(*this, getRank1Scale());
+}
+
+LogicalResult SegmentCarriesOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checker.check(getEnds().getType(), "ends", kSegmentStatesLayout,
+                           Elem::F32)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
+      failed(checker.check(getCarries().getType(), "carries",
+                           kSegmentStatesLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getFinalState().getType(), "final_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checkSegmentCount(*this, checker, getChunkSize(),
+                               getSegmentChunks())))
+    return failure();
+  return success();
 }
 
 LogicalResult ChunkOutputOp::verify() {
@@ -575,6 +630,16 @@ LogicalResult ChunkOutputOp::verify() {
                            Elem::AnyFloat)) ||
       failed(checker.checkHeadGroups()) ||
       failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  std::optional<uint64_t> segmentChunks = getSegmentChunks();
+  if (bool(getCarries()) != bool(segmentChunks))
+    return emitOpError() << "'carries' and 'segment_chunks' come together: "
+                            "segment-local chunk states need both";
+  if (segmentChunks &&
+      (failed(checkSegmentable(*this, /*rank1=*/false, getGates())) ||
+       failed(checker.check(getCarries().getType(), "carries",
+                            kSegmentStatesLayout, Elem::AnyFloat)) ||
+       failed(checkSegmentCount(*this, checker, getChunkSize(), *segmentChunks))))
     return failure();
   return success();
 }

@@ -332,6 +332,15 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     `gates` the in-chunk cumulative log gates, [B, T, HV] or (without a
     rank-1 term) per key [B, T, HV, K].
 
+    With `segment_chunks = M` (no rank-1 term, gates per row or none:
+    transitions that are scalars), the pass restarts every M chunks: the
+    chunks are cut into NS = max(1, ceil(NC / M)) segments that run independently,
+    segment 0 from `initial_state` and the others from zero. The chunk
+    states are then each segment's local ones, and `final_state` is
+    [B, NS, HV, K, V]: the local state at every segment's end.
+    `linattn.segment_carries` composes those ends into what each segment
+    lacks, and `linattn.chunk_output` adds it back (its `carries`).
+
     ```mlir
     %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w)
         gates(%G) state(%s0) {chunk_size = 64 : i64}
@@ -346,7 +355,8 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
                        Optional<AnyRankedTensor>:$gates,
                        AnyRankedTensor:$initial_state,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
-                       OptionalAttr<F32Attr>:$rank1_scale);
+                       OptionalAttr<F32Attr>:$rank1_scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks);
   let results = (outs AnyRankedTensor:$new_values,
                       AnyRankedTensor:$chunk_states,
                       AnyRankedTensor:$final_state);
@@ -419,7 +429,44 @@ def LinAttn_ChunkNewValuesOp : LinAttn_Op<"chunk_new_values", [Pure]> {
   let hasVerifier = 1;
 }
 
-def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
+def LinAttn_SegmentCarriesOp : LinAttn_Op<"segment_carries", [Pure]> {
+  let summary = "the state each segment of a segmented state pass lacks";
+  let description = [{
+    Composes the local end states E_s [B, NS, HV, K, V] of a
+    `linattn.chunk_state_pass` with `segment_chunks = M` along the
+    segments, for every sequence, value head and state element:
+
+        C_0 = 0,  C_{s+1} = exp(L_s) C_s + E_s,  final = C_NS
+
+    where L_s is the sum of the chunk totals G_C(m) = G[b, min(chunk_size
+    (m + 1), T) - 1, hv] over the chunks m of segment s (`gates` the
+    in-chunk cumulative log gates [B, T, HV]; L_s = 0 without them). The
+    state entering chunk n of segment s is its local state plus
+    exp(sum of G_C(m) for m from s M to n - 1) C_s. Returns the carries C
+    [B, NS, HV, K, V] (C_0 = 0 included; they only feed the output, so
+    they may be bf16/f16) and the f32 final state [B, HV, K, V].
+
+    ```mlir
+    %carries, %final = linattn.segment_carries ends(%ends) gates(%G)
+        {chunk_size = 64 : i64, segment_chunks = 64 : i64}
+        : (tensor<?x?x8x128x128xf32>, tensor<?x?x8xf32>)
+        -> (tensor<?x?x8x128x128xbf16>, tensor<?x8x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$ends,
+                       Optional<AnyRankedTensor>:$gates,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$segment_chunks);
+  let results = (outs AnyRankedTensor:$carries, AnyRankedTensor:$final_state);
+  let assemblyFormat = [{
+    `ends` `(` $ends `)` (`gates` `(` $gates^ `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "outputs of every chunk from its entering state and new values";
   let description = [{
     For token i of chunk n (of `chunk_size` tokens):
@@ -433,6 +480,14 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
     optional) [B, T, HV] or [B, T, HV, K]. The result is [B, T, HV, V] in
     its declared element type.
 
+    With `carries` (and `segment_chunks = M`, from a segmented
+    `linattn.chunk_state_pass` and `linattn.segment_carries`), the chunk
+    states are segment-local and chunk n of segment s = n / M enters with
+
+        S_n = states[n] + exp(sum of G_C(m) for m from s M to n - 1) C_s
+
+    (G_C(m) the gate of chunk m's last token; row gates or none).
+
     ```mlir
     %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
         gates(%G) {chunk_size = 64 : i64, scale = 0.0883883 : f32}
@@ -444,12 +499,15 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output", [Pure]> {
                        AnyRankedTensor:$new_values,
                        AnyRankedTensor:$chunk_states,
                        Optional<AnyRankedTensor>:$gates,
+                       Optional<AnyRankedTensor>:$carries,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
-                       F32Attr:$scale);
+                       F32Attr:$scale,
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = [{
     `q` `(` $q `)` `k` `(` $k `)` `new_values` `(` $new_values `)`
-    `states` `(` $chunk_states `)` (`gates` `(` $gates^ `)`)? attr-dict
+    `states` `(` $chunk_states `)` (`gates` `(` $gates^ `)`)?
+    (`carries` `(` $carries^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
