@@ -20,38 +20,25 @@
 
 #include "mlir/IR/PatternMatch.h"
 
-#include <algorithm>
-
 namespace mlir::linattn {
 #define GEN_PASS_DEF_LINATTNSEGMENTCHUNKSTATES
 #include "LinAttn/Transforms/Passes.h.inc"
 
 namespace {
 
-/// Why `op` keeps one chain per sequence, or "" if it can be segmented.
-StringRef whyNotSegmentable(ChunkStatePassOp op) {
-  if (op.getSegmentChunks())
-    return "already segmented";
-  if (op.getW() || op.getBeta())
-    return "a rank-1 term";
-  if (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4)
-    return "per-key gates";
-  for (Operation *user : op.getChunkStates().getUsers()) {
+/// Whether `op` can be cut: not yet segmented, scalar transitions (no
+/// rank-1 term, no per-key gates), and chunk states read only by outputs
+/// of its chunk size and gates (which then take the carries).
+bool isSegmentable(ChunkStatePassOp op) {
+  if (op.getSegmentChunks() || op.getW() || op.getBeta() ||
+      (op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4))
+    return false;
+  return llvm::all_of(op.getChunkStates().getUsers(), [&](Operation *user) {
     auto output = dyn_cast<ChunkOutputOp>(user);
-    if (!output || output.getCarries() ||
-        output.getChunkSize() != op.getChunkSize() ||
-        output.getGates() != op.getGates())
-      return "chunk states with users other than its outputs";
-  }
-  return "";
-}
-
-/// NS = max(1, ceil(NC / segmentChunks)) of a static NC, or dynamic.
-int64_t numSegments(ChunkStatePassOp op, int64_t segmentChunks) {
-  int64_t numChunks = cast<ShapedType>(op.getChunkStates().getType()).getDimSize(1);
-  if (ShapedType::isDynamic(numChunks))
-    return ShapedType::kDynamic;
-  return std::max<int64_t>(1, (numChunks + segmentChunks - 1) / segmentChunks);
+    return output && !output.getCarries() &&
+           output.getChunkSize() == op.getChunkSize() &&
+           output.getGates() == op.getGates();
+  });
 }
 
 void segment(ChunkStatePassOp op, int64_t segmentChunks) {
@@ -59,7 +46,7 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
   Location loc = op.getLoc();
   auto finalType = cast<RankedTensorType>(op.getFinalState().getType());
   auto statesType = cast<RankedTensorType>(op.getChunkStates().getType());
-  int64_t ns = numSegments(op, segmentChunks);
+  int64_t ns = segmentCount(statesType.getDimSize(1), segmentChunks);
   // [B, NS, HV, K, V]: ends in f32, carries in the chunk states' type (they
   // only feed the outputs, as the chunk states do).
   auto segmentType = [&](Type elem) {
@@ -111,7 +98,7 @@ struct LinAttnSegmentChunkStates
     }
     SmallVector<ChunkStatePassOp> candidates;
     getOperation()->walk([&](ChunkStatePassOp op) {
-      if (whyNotSegmentable(op).empty())
+      if (isSegmentable(op))
         candidates.push_back(op);
     });
     for (ChunkStatePassOp op : candidates)

@@ -714,14 +714,6 @@ ChunkRows chunkRows(LoopEmitter &e, Value n, Value seqLen, int64_t rows = kChunk
   return {t0, valid};
 }
 
-/// NS = max(1, ceil(NC / segmentChunks)): segments of a segmented state
-/// pass (one, holding the initial state, for T = 0).
-Value numSegments(LoopEmitter &e, Value numChunks, int64_t segmentChunks) {
-  return arith::MaxUIOp::create(
-      e.b, e.index(1),
-      arith::CeilDivUIOp::create(e.b, numChunks, e.index(segmentChunks)));
-}
-
 /// The last valid row of the 16-row block that starts at `row0`: the row
 /// a per-key decay factors around, min(row0 + 15, valid - 1). The output
 /// kernel's K' and its score operands must agree on it.
@@ -1446,7 +1438,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                      {batch, seqLen, hvDim, e.index(V)});
   Value states = e.allocFor(op.getChunkStates().getType(),
                             {batch, numChunks, hvDim, e.index(K), e.index(V)});
-  Value numSegmentsValue = segmentChunks ? numSegments(e, numChunks, *segmentChunks)
+  Value numSegmentsValue = segmentChunks ? e.segmentCount(numChunks, *segmentChunks)
                                          : Value();
   Value finalState =
       segmentChunks

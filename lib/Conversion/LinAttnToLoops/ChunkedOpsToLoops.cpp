@@ -69,13 +69,6 @@ public:
     return e.loadF32(gates, {bIdx, t, hv});
   }
 
-  /// NS = max(1, ceil(NC / segmentChunks)).
-  Value numSegments(Value seqLen, int64_t segmentChunks) {
-    return arith::MaxUIOp::create(
-        b, e.index(1),
-        arith::CeilDivUIOp::create(b, numChunks(seqLen), e.index(segmentChunks)));
-  }
-
   /// sum of the chunk totals G_C(m) = G[b, min(C (m + 1), T) - 1, hv] for
   /// m in [m0, m1); 0 without gates.
   Value sumChunkTotals(Value gates, Value bIdx, Value hv, Value m0, Value m1,
@@ -320,7 +313,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                                  {batch, hvDim, kDim, vDim});
   Value ends = segmentChunks
                    ? e.allocFor(op.getFinalState().getType(),
-                                {batch, l.numSegments(seqLen, *segmentChunks),
+                                {batch, e.segmentCount(l.numChunks(seqLen), *segmentChunks),
                                  hvDim, kDim, vDim})
                    : Value();
   memref::CopyOp::create(e.b, init, state);
@@ -451,7 +444,8 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
         });
       });
       if (segmentChunks)
-        endSegment(e.subIndex(l.numSegments(seqLen, *segmentChunks), e.index(1)),
+        endSegment(e.subIndex(e.segmentCount(l.numChunks(seqLen), *segmentChunks),
+                              e.index(1)),
                    /*reset=*/false);
     });
   });
@@ -467,7 +461,8 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
 }
 
 // C_0 = 0, C_{s+1} = exp(L_s) C_s + E_s, final = C_NS; L_s the sum of the
-// chunk totals of segment s.
+// chunk totals of segment s, once per (b, hv, s). The running carry is the
+// final state's buffer.
 void lowerSegmentCarries(SegmentCarriesOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -484,22 +479,26 @@ void lowerSegmentCarries(SegmentCarriesOp op) {
   Value seqLen = gates ? e.dim(gates, 1) : Value();
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(hvDim, [&](Value hv) {
-      e.forEach(kDim, [&](Value r) {
-        e.forEach(vDim, [&](Value c) {
-          ValueRange last = e.forEachReduce(
-              numSegs, {e.f32(0.0f)}, [&](Value s, ValueRange carry) -> SmallVector<Value> {
-            e.storeFromF32(carry[0], carries, {bIdx, s, hv, r, c});
-            Value decay = e.f32(1.0f);
-            if (gates) {
-              Value m0 = e.mulIndex(s, e.index(segmentChunks));
-              Value m1 = e.minIndex(e.addIndex(m0, e.index(segmentChunks)),
-                                    l.numChunks(seqLen));
-              decay = e.exp(l.sumChunkTotals(gates, bIdx, hv, m0, m1, seqLen));
-            }
-            Value end = memref::LoadOp::create(e.b, ends, ValueRange{bIdx, s, hv, r, c});
-            return {e.add(e.mul(decay, carry[0]), end)};
-          });
-          memref::StoreOp::create(e.b, last[0], finalState, ValueRange{bIdx, hv, r, c});
+      auto forEachElement = [&](function_ref<void(Value, Value)> body) {
+        e.forEach(kDim, [&](Value r) { e.forEach(vDim, [&](Value c) { body(r, c); }); });
+      };
+      forEachElement([&](Value r, Value c) {
+        memref::StoreOp::create(e.b, e.f32(0.0f), finalState, ValueRange{bIdx, hv, r, c});
+      });
+      e.forEach(numSegs, [&](Value s) {
+        Value decay = e.f32(1.0f);
+        if (gates) {
+          Value m0 = e.mulIndex(s, e.index(segmentChunks));
+          Value m1 = e.minIndex(e.addIndex(m0, e.index(segmentChunks)),
+                                l.numChunks(seqLen));
+          decay = e.exp(l.sumChunkTotals(gates, bIdx, hv, m0, m1, seqLen));
+        }
+        forEachElement([&](Value r, Value c) {
+          SmallVector<Value> at = {bIdx, hv, r, c};
+          Value carry = memref::LoadOp::create(e.b, finalState, at);
+          e.storeFromF32(carry, carries, {bIdx, s, hv, r, c});
+          Value end = memref::LoadOp::create(e.b, ends, ValueRange{bIdx, s, hv, r, c});
+          memref::StoreOp::create(e.b, e.add(e.mul(decay, carry), end), finalState, at);
         });
       });
     });

@@ -140,6 +140,13 @@ public:
     return arith::DivUIOp::create(b, hv, index(numVHeads / numQKHeads));
   }
 
+  /// Segments of a segmented state pass, max(1, ceil(numChunks /
+  /// segmentChunks)) (the run-time form of linattn::segmentCount).
+  Value segmentCount(Value numChunks, int64_t segmentChunks) {
+    return arith::MaxUIOp::create(
+        b, index(1), arith::CeilDivUIOp::create(b, numChunks, index(segmentChunks)));
+  }
+
   ImplicitLocOpBuilder &b;
 };
 

@@ -186,3 +186,14 @@ func.func @state_pass_rank1(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %final : tensor<?x2x64x64xf32>
 }
+
+// -----
+
+// The output kernel stages a segment's carry in the chunk states' tile, so
+// the two must share an element type.
+func.func @carries_type(%q: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xbf16>, %states: tensor<?x?x2x128x128xbf16>, %c: tensor<?x?x2x128x128xf32>) -> tensor<?x?x2x128xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU output kernel stages carries in the chunk states' tile: their element types must agree, got 'f32' and 'bf16'}}
+  %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) carries(%c) {chunk_size = 64 : i64, scale = 0.125 : f32, segment_chunks = 4 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2x128x128xf32>) -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}

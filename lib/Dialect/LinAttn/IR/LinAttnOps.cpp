@@ -347,6 +347,12 @@ LogicalResult RecurrenceOp::verify() {
 // Chunked-state algorithm ops
 //===----------------------------------------------------------------------===//
 
+int64_t mlir::linattn::segmentCount(int64_t numChunks, int64_t segmentChunks) {
+  if (ShapedType::isDynamic(numChunks))
+    return ShapedType::kDynamic;
+  return std::max<int64_t>(1, (numChunks + segmentChunks - 1) / segmentChunks);
+}
+
 namespace {
 
 /// Checks operand and result tensors against named layouts such as
@@ -444,15 +450,14 @@ const SmallVector<StringRef> kStateLayout = {"B", "HV", "K", "V"};
 const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
 const SmallVector<StringRef> kSegmentStatesLayout = {"B", "NS", "HV", "K", "V"};
 
-/// NS, when static with a static T, is max(1, ceil(ceil(T / chunk_size) /
-/// segment_chunks)): at T = 0 one segment holds the initial state.
+/// NS, when static with a static T, is segmentCount(ceil(T / chunk_size),
+/// segment_chunks).
 LogicalResult checkSegmentCount(Operation *op, LayoutChecker &checker,
                                 int64_t chunkSize, int64_t segmentChunks) {
   int64_t t = checker.get("T"), ns = checker.get("NS");
   if (ShapedType::isDynamic(t) || ShapedType::isDynamic(ns))
     return success();
-  int64_t want = std::max<int64_t>(
-      1, ((t + chunkSize - 1) / chunkSize + segmentChunks - 1) / segmentChunks);
+  int64_t want = segmentCount((t + chunkSize - 1) / chunkSize, segmentChunks);
   if (ns != want)
     return op->emitOpError()
            << "the number of segments NS = " << ns

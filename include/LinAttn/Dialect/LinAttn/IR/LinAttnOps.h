@@ -18,4 +18,13 @@
 #define GET_OP_CLASSES
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h.inc"
 
+namespace mlir::linattn {
+
+/// NS = max(1, ceil(numChunks / segmentChunks)), the segments of a state
+/// pass with `segment_chunks` (one, holding the initial state, when there
+/// are no chunks); dynamic for a dynamic numChunks.
+int64_t segmentCount(int64_t numChunks, int64_t segmentChunks);
+
+} // namespace mlir::linattn
+
 #endif // LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H
