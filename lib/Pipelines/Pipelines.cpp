@@ -49,7 +49,9 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
         linattn::LinAttnRecurrenceToChunkedOptions{
             chunkSize,
             /*narrowIntermediates=*/strategy == linattn::Strategy::Chunked}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY(
+        linattn::LinAttnLowerRank1ToWYOptions{
+            /*splitW=*/strategy == linattn::Strategy::Chunked}));
     if (strategy == linattn::Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
@@ -64,7 +66,8 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
         linattn::LinAttnRecurrenceToChunkedOptions{chunkSize,
                                                    /*narrowIntermediates=*/true}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY());
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY(
+        linattn::LinAttnLowerRank1ToWYOptions{/*splitW=*/true}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }

@@ -24,7 +24,8 @@ namespace mlir::linattn {
 namespace {
 
 struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
-  using OpRewritePattern::OpRewritePattern;
+  Rank1StatePassToWY(MLIRContext *context, bool allowSplitW)
+      : OpRewritePattern(context), allowSplitW(allowSplitW) {}
 
   LogicalResult matchAndRewrite(ChunkStatePassOp op,
                                 PatternRewriter &rewriter) const override {
@@ -39,17 +40,26 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     // Its rounding error enters S along the chunk's keys, and the next
     // transitions I - beta k k^T (eigenvalues in [0, 1]) damp it; the
     // negative-eigenvalue rule's reflections (eigenvalue down to -1) keep
-    // it, so it accumulates over chunks, and W stays f32 there (a bf16 W
-    // failed test/Integration/Numerics/beta-one.test's negeig case, beta =
-    // 1, 1000 bf16 tokens: 1.7e-2 against its 1e-2 bound; bench/NOTES.md
-    // c14).
+    // it, so it accumulates over chunks (a bf16 W failed
+    // test/Integration/Numerics/beta-one.test's negeig case, beta = 1,
+    // 1000 bf16 tokens: 1.7e-2 against its 1e-2 bound; bench/NOTES.md
+    // c14). There W stays f32, or with split-w becomes two 16-bit parts
+    // (hi + lo, about 16 significant bits: the precision the GPU's
+    // three-product split of an f32 W had, without converting it on the
+    // state pass's sequential path, NOTES c28); not for f32 keys, nor
+    // where the state pass becomes a segment scan (its ops take W whole).
     // U stays f32 everywhere: D = U - W S cancels, and U's rounding would
     // show in D.
     Type f32 = rewriter.getF32Type();
+    Type kElem = kType.getElementType();
+    int64_t K = kType.getDimSize(3);
     bool narrowW = op.getRank1Scale()->convertToFloat() == 1.0f;
-    auto wType = RankedTensorType::get(
-        {batch, seqLen, numVHeads, kType.getDimSize(3)},
-        narrowW ? kType.getElementType() : f32);
+    bool splitW = allowSplitW && !narrowW && !kElem.isF32() &&
+                  getRecordedStrategy(op) != Strategy::SegmentScan;
+    auto wType =
+        splitW ? RankedTensorType::get({batch, seqLen, numVHeads, 2, K}, kElem)
+               : RankedTensorType::get({batch, seqLen, numVHeads, K},
+                                       narrowW ? kElem : f32);
     auto newUType = RankedTensorType::get(
         {batch, seqLen, numVHeads, uType.getDimSize(3)}, f32);
 
@@ -68,15 +78,20 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     rewriter.replaceOp(op, wy.getResults());
     return success();
   }
+
+private:
+  bool allowSplitW;
 };
 
 struct LinAttnLowerRank1ToWY
     : impl::LinAttnLowerRank1ToWYBase<LinAttnLowerRank1ToWY> {
+  using Base::Base;
+
   void runOnOperation() override {
     int64_t count = 0;
     getOperation()->walk([&](ChunkStatePassOp op) { count += !!op.getBeta(); });
     RewritePatternSet patterns(&getContext());
-    patterns.add<Rank1StatePassToWY>(&getContext());
+    patterns.add<Rank1StatePassToWY>(&getContext(), splitW);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

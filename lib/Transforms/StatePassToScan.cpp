@@ -133,9 +133,22 @@ struct LinAttnStatePassToScan
     : impl::LinAttnStatePassToScanBase<LinAttnStatePassToScan> {
   void runOnOperation() override {
     int64_t count = 0;
+    bool splitW = false;
     getOperation()->walk([&](ChunkStatePassOp op) {
-      count += !op.getBeta() && isSelectedFor(op, {Strategy::SegmentScan});
+      if (op.getBeta() || !isSelectedFor(op, {Strategy::SegmentScan}))
+        return;
+      // chunk_transitions and chunk_new_values take W whole.
+      if (op.getW() && isSplitW(op.getW().getType())) {
+        op.emitOpError() << "a split 'w' (hi + lo parts) cannot become a "
+                            "segment scan: its transitions and new values "
+                            "take W [B, T, HV, K] whole";
+        splitW = true;
+        return;
+      }
+      ++count;
     });
+    if (splitW)
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     patterns.add<StatePassToScan>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

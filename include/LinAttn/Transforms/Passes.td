@@ -229,9 +229,18 @@ def LinAttnLowerRank1ToWY
     (rank1_scale = 1) W takes the keys' element type (bf16 keys: half the
     bytes the state pass reads), rounded once from fp32: its error enters
     S along the chunk's keys, which the next transitions damp. The
-    negative-eigenvalue rule keeps an f32 W: its reflections preserve
-    that error and it accumulates over chunks.
+    negative-eigenvalue rule's reflections preserve that error, and it
+    would accumulate over chunks: there W stays f32, or with `split-w`
+    is split into two parts of the keys' 16-bit type (hi + lo, [B, T, HV,
+    2, K]; about 16 significant bits), which 16-bit tensor cores read
+    as they are. `split-w` leaves f32 keys and state passes the selector
+    gave to the segment scan (whose ops take W whole) an f32 W.
   }];
+  let options = [
+    Option<"splitW", "split-w", "bool", /*default=*/"false",
+           "Split the negative-eigenvalue rule's W into hi and lo parts of "
+           "the keys' 16-bit type (for a state pass that stays sequential)">,
+  ];
   let statistics = [
     Statistic<"numRewritten", "num-rewritten",
               "Number of rank-1 state passes rewritten to WY form">,

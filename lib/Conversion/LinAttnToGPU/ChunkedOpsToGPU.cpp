@@ -1101,8 +1101,13 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
   } else if (op.getGates()) {
     gates = e.toBuffer(op.getGates());
   }
-  Value w = e.allocFor(op.getW().getType(),
-                       {batch, seqLen, e.index(numVHeads), e.index(K)});
+  // W [B, T, HV, K], or split [B, T, HV, 2, K] (hi, lo).
+  bool splitW = isSplitW(op.getW().getType());
+  SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads)};
+  if (splitW)
+    wSizes.push_back(e.index(2));
+  wSizes.push_back(e.index(K));
+  Value w = e.allocFor(op.getW().getType(), wSizes);
   Value u = e.allocFor(op.getU().getType(),
                        {batch, seqLen, e.index(numVHeads), e.index(V)});
   float rank1Scale = op.getRank1Scale().convertToFloat();
@@ -1280,7 +1285,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     //    scattered pairs). W's tile overlays the T hi/lo tiles (T's fp32
     //    copy is still needed for U); U's the fp32 T as well, which is
     //    dead by then.
-    auto product = [&](int64_t cols, Value dst, Value tile, int64_t stageOffset,
+    auto product = [&](int64_t cols, Value tile,
                        function_ref<Value(Value)> columnScale) {
       k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
         SmallVector<Value> scales;
@@ -1293,27 +1298,37 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
       k.barrier();
       SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
       k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
+      return out;
+    };
+    // Stores a product's rows [t0, t0 + valid) to dst: [B, T, HV, cols],
+    // or part `part` of a split W [B, T, HV, 2, cols].
+    auto storeResult = [&](ArrayRef<SmallVector<Value>> out, int64_t cols,
+                           Value dst, int64_t stageOffset,
+                           std::optional<int64_t> part) {
+      auto dstIndices = [&](Value r, Value c) -> SmallVector<Value> {
+        Value t = e.addIndex(rows.t0, r);
+        if (part)
+          return {bIdx, t, hv, e.index(*part), c};
+        return {bIdx, t, hv, c};
+      };
       if (stageOffset < 0) {
         for (int64_t nt = 0; nt < cols / 8; ++nt)
           k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
-            k.storePair(out[nt][i], out[nt][i + 1], dst,
-                        {bIdx, e.addIndex(rows.t0, r), hv, c}, k.ult(r, rows.valid));
+            k.storePair(out[nt][i], out[nt][i + 1], dst, dstIndices(r, c),
+                        k.ult(r, rows.valid));
           });
         k.barrier();
         return;
       }
       Type dstElem = cast<MemRefType>(dst.getType()).getElementType();
       Value stage = k.tile(stageOffset, kChunk, cols + kPad, dstElem);
-      k.barrier(); // every warp is done reading the T tiles
+      k.barrier(); // every warp is done reading the T tiles (or the stage)
       for (int64_t nt = 0; nt < cols / 8; ++nt)
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
           k.storePair(out[nt][i], out[nt][i + 1], stage, {r, c}, Value());
         });
       k.barrier();
-      k.copyRowsOut(stage, e.index(0), kChunk, cols, rows.valid, dst,
-                    [&](Value r, Value c) -> SmallVector<Value> {
-        return {bIdx, e.addIndex(rows.t0, r), hv, c};
-      });
+      k.copyRowsOut(stage, e.index(0), kChunk, cols, rows.valid, dst, dstIndices);
       k.barrier();
     };
     // Staging tiles: W's in R (the T hi/lo tiles), U's in X and R.
@@ -1324,17 +1339,32 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     int64_t rBytes = gOffset - rOffset;
     int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
     int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
-    product(K, w, keyTile, wStage, [&](Value c) {
+    SmallVector<SmallVector<Value>> wOut = product(K, keyTile, [&](Value c) {
       Value g = memref::LoadOp::create(b, gShared, c);
       Value betaC = memref::LoadOp::create(b, betaShared, c);
       return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
     });
+    if (splitW) {
+      // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
+      // the state pass reads both by ldmatrix (NOTES c28).
+      storeResult(wOut, K, w, wStage, /*part=*/0);
+      Type wElem = cast<MemRefType>(w.getType()).getElementType();
+      for (auto &tile : wOut)
+        for (Value &x : tile)
+          x = e.sub(x, arith::ExtFOp::create(
+                           b, b.getF32Type(),
+                           arith::TruncFOp::create(b, wElem, x).getResult()));
+      storeResult(wOut, K, w, wStage, /*part=*/1);
+    } else {
+      storeResult(wOut, K, w, wStage, std::nullopt);
+    }
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
     });
-    product(V, u, valueTile, uStage, [&](Value c) {
-      return memref::LoadOp::create(b, betaShared, c).getResult();
-    });
+    storeResult(product(V, valueTile, [&](Value c) {
+                  return memref::LoadOp::create(b, betaShared, c).getResult();
+                }),
+                V, u, uStage, std::nullopt);
   });
   // The cumsum's other readers take G from this kernel; the cumsum is
   // left without uses, and the pass erases it.
@@ -1459,9 +1489,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   auto bytesOf = [](Type t) { return int64_t(t.getIntOrFloatBitWidth() / 8); };
   bool kIsOperand = kElem == elem; // else f32 keys (an l2norm result)
   // W in the operand type (rounded once by the UT transform) goes to the
-  // tensor cores as it is; an f32 W (from f32 keys) is split.
+  // tensor cores as it is; an f32 W (from f32 keys) is split as its
+  // fragments are loaded; a split W (negeig) comes as two 16-bit parts,
+  // staged side by side as rows of 2K (hi, then lo).
   bool wIsOperand = wBuf && wElem == elem;
-  int64_t wStride = !wBuf ? 0 : wIsOperand ? K + kPad : K + 32 / bytesOf(wElem);
+  bool wSplit = wBuf && isSplitW(op.getW().getType());
+  int64_t wCols = wSplit ? 2 * K : K;
+  int64_t wStride = !wBuf        ? 0
+                    : wIsOperand ? wCols + kPad
+                                 : K + 32 / bytesOf(wElem);
   int64_t kStride = kIsOperand ? K + kPad : K + 8;
   int64_t uStride = kStateColumns + 16 / bytesOf(uElem);
   int64_t wStageBytes = wBuf ? kChunk * wStride * bytesOf(wElem) : 0;
@@ -1559,8 +1595,11 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       Stage st = stageAt(n);
       Value zero = e.index(0);
       if (wBuf)
-        k.copyRowsAsync(st.w, zero, K, t0, valid, seqLen, wBuf,
+        k.copyRowsAsync(st.w, zero, wCols, t0, valid, seqLen, wBuf,
                         [&](Value t, Value c) -> SmallVector<Value> {
+          if (wSplit) // column c of the staged row: part c / K, key c % K
+            return {bIdx, t, hv, arith::DivUIOp::create(b, c, e.index(K)),
+                    arith::RemUIOp::create(b, c, e.index(K))};
           return {bIdx, t, hv, c};
         });
       k.copyRowsAsync(st.k, zero, K, t0, valid, seqLen, kBuf,
@@ -1764,16 +1803,27 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
           // once as well: bench/model/bf16_intermediates.py puts the
           // cost at <= 1e-4 of o's error (T = 4096, delta and gated
           // delta, soft and hard inputs), for 32 of the warp's 128
-          // products per chunk. An f32 W (negeig) keeps both split.
+          // products per chunk. A split or f32 W (negeig; f32 keys) keeps
+          // S split too: three products, hi hi + hi lo + lo hi.
           auto [aHi, aLo] = k.fragmentAFromAcc(s0Tile, s1Tile, /*negate=*/true,
-                                               /*split=*/!wIsOperand);
+                                               /*split=*/!wIsOperand || wSplit);
           if (wIsOperand) {
             Value k0 = e.addIndex(key0, e.index(16 * ks));
             for (int64_t rt = 0; rt < rowTiles; rt += 2) {
-              // B^T = W: rows 8 rt .. 8 rt + 15 (two n-tiles) at once.
+              // B^T = W: rows 8 rt .. 8 rt + 15 (two n-tiles) at once; a
+              // split W's lo part K columns to the right.
               SmallVector<Value> bFrag = k.fragB2({st.w}, 8 * rt, k0);
-              for (int64_t j = 0; j < 2; ++j)
-                d[rt + j] = k.mma(aHi, ArrayRef(bFrag).slice(2 * j, 2), d[rt + j]);
+              SmallVector<Value> bLoFrag;
+              if (wSplit)
+                bLoFrag = k.fragB2({st.w}, 8 * rt, e.addIndex(k0, e.index(K)));
+              for (int64_t j = 0; j < 2; ++j) {
+                ArrayRef<Value> bHi = ArrayRef(bFrag).slice(2 * j, 2);
+                if (wSplit) {
+                  d[rt + j] = k.mma(aHi, ArrayRef(bLoFrag).slice(2 * j, 2), d[rt + j]);
+                  d[rt + j] = k.mma(aLo, bHi, d[rt + j]);
+                }
+                d[rt + j] = k.mma(aHi, bHi, d[rt + j]);
+              }
             }
             continue;
           }

@@ -116,6 +116,34 @@ public:
     });
   }
 
+  /// dst[i, j, k, 0, l] = hi = round(src[i, j, k, l]) and dst[i, j, k, 1,
+  /// l] = round(src[i, j, k, l] - hi), for a 16-bit dst: two parts whose sum
+  /// holds about 16 significant bits of the fp32 src.
+  void storeSplit(Value src, Value dst, ArrayRef<Value> sizes) {
+    Type elem = cast<MemRefType>(dst.getType()).getElementType();
+    e.forEach(sizes[0], [&](Value i) {
+      e.forEach(sizes[1], [&](Value j) {
+        e.forEach(sizes[2], [&](Value k) {
+          e.forEach(sizes[3], [&](Value l) {
+            Value x = memref::LoadOp::create(b, src, ValueRange{i, j, k, l});
+            Value hi = arith::TruncFOp::create(b, elem, x);
+            Value rest = e.sub(x, arith::ExtFOp::create(b, b.getF32Type(), hi));
+            memref::StoreOp::create(b, hi, dst, ValueRange{i, j, k, e.index(0), l});
+            e.storeFromF32(rest, dst, {i, j, k, e.index(1), l});
+          });
+        });
+      });
+    });
+  }
+
+  /// W[b, t, hv, r] in f32, from a plain or a split (hi + lo) W.
+  Value loadW(Value w, Value bIdx, Value t, Value hv, Value r) {
+    if (cast<MemRefType>(w.getType()).getRank() == 4)
+      return e.loadF32(w, {bIdx, t, hv, r});
+    return e.add(e.loadF32(w, {bIdx, t, hv, e.index(0), r}),
+                 e.loadF32(w, {bIdx, t, hv, e.index(1), r}));
+  }
+
   ImplicitLocOpBuilder b;
   LoopEmitter e;
   int64_t chunkSize;
@@ -213,15 +241,22 @@ void lowerUTTransform(UTTransformOp op) {
   int64_t numVHeads = dimOf(v, 2), V = dimOf(v, 3);
   Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
   SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads), e.index(K)};
-  Value w = e.allocFor(op.getW().getType(), wSizes);
+  // The substitution updates W's rows in place, so a 16-bit W is solved in
+  // an fp32 buffer and rounded once at the end (or split: hi = W rounded,
+  // lo = (W - hi) rounded).
+  auto wType = cast<RankedTensorType>(op.getW().getType());
+  bool splitW = isSplitW(wType);
+  bool narrowW = !wType.getElementType().isF32();
+  Value w = splitW ? e.allocFor(wType, {batch, seqLen, e.index(numVHeads),
+                                        e.index(2), e.index(K)})
+                   : e.allocFor(wType, wSizes);
+  auto wWorkType = RankedTensorType::get(
+      {wType.getDimSize(0), wType.getDimSize(1), numVHeads, K},
+      e.b.getF32Type());
+  Value wWork = narrowW ? e.allocFor(wWorkType, wSizes) : w;
   Value u = e.allocFor(op.getU().getType(),
                        {batch, seqLen, e.index(numVHeads), e.index(V)});
   Value rank1Scale = e.f32(op.getRank1Scale().convertToFloat());
-  // The substitution updates W's rows in place, so a 16-bit W is solved in
-  // an fp32 buffer and rounded once at the end.
-  auto wType = cast<RankedTensorType>(op.getW().getType());
-  bool narrowW = !wType.getElementType().isF32();
-  Value wWork = narrowW ? e.allocFor(wType.clone(e.b.getF32Type()), wSizes) : w;
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
@@ -264,7 +299,9 @@ void lowerUTTransform(UTTransformOp op) {
       });
     });
   });
-  if (narrowW)
+  if (splitW)
+    l.storeSplit(wWork, w, wSizes);
+  else if (narrowW)
     l.storeRounded(wWork, w, wSizes);
   op.getW().replaceAllUsesWith(e.toTensor(w, op.getW().getType()));
   op.getU().replaceAllUsesWith(e.toTensor(u, op.getU().getType()));
@@ -406,7 +443,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
             Value d = e.loadF32(u, {bIdx, t, hv, c});
             if (w) {
               Value ws = l.dot(
-                  K, [&](Value r) { return e.loadF32(w, {bIdx, t, hv, r}); },
+                  K, [&](Value r) { return l.loadW(w, bIdx, t, hv, r); },
                   [&](Value r) {
                     return memref::LoadOp::create(e.b, state, S(r, c));
                   });

@@ -84,6 +84,51 @@ func.func @f(%k: tensor<1x8x2x16xbf16>, %v: tensor<1x8x2x4xbf16>, %b: tensor<1x8
 
 // -----
 
+// ut_transform split W with three parts
+func.func @f(%k: tensor<1x8x2x16xbf16>, %v: tensor<1x8x2x4xbf16>, %b: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{a split 'w' [B, T, HV, 2, K] holds two parts (hi, lo) in dimension 3, got 'tensor<1x8x2x3x16xbf16>'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 2.0 : f32} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2xf32>) -> (tensor<1x8x2x3x16xbf16>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform split W with f32 keys
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{a split 'w' must have the keys' 16-bit element type (bf16 or f16 keys), got 'bf16' with 'f32' keys}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) {chunk_size = 4 : i64, rank1_scale = 2.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x2x16xbf16>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// state pass split W in another type than the keys'
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x2x16xf16>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{a split 'w' must have the keys' 16-bit element type (bf16 or f16 keys), got 'f16' with 'bf16' keys}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x8x2x2x16xf16>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// state pass split W whose K disagrees with the keys'
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x2x8xbf16>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{dimension K of 'w' (8) must equal K = 16 (from 'k')}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x8x2x2x8xbf16>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// chunk_transitions takes W whole
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x2x16xbf16>) {
+  // expected-error @+1 {{'w' must be a rank-4 tensor [B, T, HV, K], got 'tensor<1x8x2x2x16xbf16>'}}
+  %m, %b = linattn.chunk_transitions k(%k) u(%u) w(%w) {chunk_size = 4 : i64} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x8x2x2x16xbf16>) -> (tensor<1x2x2x16x16xf32>, tensor<1x2x2x16x4xf32>)
+  return
+}
+
+// -----
+
 // ut_transform beta T mismatch
 func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x7x2xf32>) {
   // expected-error @+1 {{dimension T of 'beta' (7) must equal T = 8 (from 'k')}}

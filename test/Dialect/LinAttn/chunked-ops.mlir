@@ -20,3 +20,17 @@ func.func @chunked_gated_delta(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf
       : (tensor<?x?x2x16xf32>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x?x4xf32>) -> tensor<?x?x4x32xbf16>
   return %o, %final : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>
 }
+
+// A split W (negative eigenvalues): hi and lo parts in the keys' bf16,
+// [B, T, HV, 2, K].
+// CHECK-LABEL: func.func @split_w
+// CHECK:   %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) {chunk_size = 16 : i64, rank1_scale = 2.000000e+00 : f32}
+// CHECK-SAME: -> (tensor<?x?x4x2x16xbf16>, tensor<?x?x4x32xf32>)
+// CHECK:   linattn.chunk_state_pass k(%arg0) u(%[[U]]) w(%[[W]]) state(%arg3) {chunk_size = 16 : i64}
+func.func @split_w(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 16 : i64, rank1_scale = 2.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>) -> (tensor<?x?x4x2x16xbf16>, tensor<?x?x4x32xf32>)
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x2x16xbf16>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
+  return %d, %states, %final : tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>
+}

@@ -353,6 +353,11 @@ int64_t mlir::linattn::segmentCount(int64_t numChunks, int64_t segmentChunks) {
   return std::max<int64_t>(1, (numChunks + segmentChunks - 1) / segmentChunks);
 }
 
+bool mlir::linattn::isSplitW(Type wType) {
+  auto tensor = dyn_cast<ShapedType>(wType);
+  return tensor && tensor.hasRank() && tensor.getRank() == 5;
+}
+
 namespace {
 
 /// Checks operand and result tensors against named layouts such as
@@ -449,6 +454,40 @@ const SmallVector<StringRef> kScalarGateLayout = {"B", "T", "HV"};
 const SmallVector<StringRef> kStateLayout = {"B", "HV", "K", "V"};
 const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
 const SmallVector<StringRef> kSegmentStatesLayout = {"B", "NS", "HV", "K", "V"};
+const SmallVector<StringRef> kSplitWLayout = {"B", "T", "HV", "2", "K"};
+
+/// W as `linattn.ut_transform` makes it and `linattn.chunk_state_pass` takes
+/// it: [B, T, HV, K] in f32 or rounded once to the keys' 16-bit type, or
+/// split, [B, T, HV, 2, K] in the keys' 16-bit type (hi and lo parts).
+LogicalResult checkW(Operation *op, LayoutChecker &checker, Value w, Value k) {
+  Type wType = w.getType();
+  Type wElem = getElementTypeOrSelf(wType);
+  Type kElem = getElementTypeOrSelf(k.getType());
+  if (!isSplitW(wType)) {
+    if (failed(checker.check(wType, "w", kWLayout, Elem::AnyFloat)))
+      return failure();
+    if (!wElem.isF32() && wElem != kElem) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "'w' must have element type f32";
+      if (!kElem.isF32())
+        diag << " or the keys' " << kElem;
+      return diag << ", got " << wElem;
+    }
+    return success();
+  }
+  if (failed(checker.check(wType, "w", kSplitWLayout, Elem::AnyFloat)))
+    return failure();
+  int64_t parts = cast<RankedTensorType>(wType).getDimSize(3);
+  if (parts != 2)
+    return op->emitOpError() << "a split 'w' [B, T, HV, 2, K] holds two parts "
+                                "(hi, lo) in dimension 3, got "
+                             << wType;
+  if (kElem.isF32() || wElem != kElem)
+    return op->emitOpError() << "a split 'w' must have the keys' 16-bit "
+                                "element type (bf16 or f16 keys), got "
+                             << wElem << " with " << kElem << " keys";
+  return success();
+}
 
 /// NS, when static with a static T, is segmentCount(ceil(T / chunk_size),
 /// segment_chunks).
@@ -548,19 +587,10 @@ LogicalResult UTTransformOp::verify() {
       failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                            Elem::AnyFloat)) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
-      failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat)) ||
+      failed(checkW(*this, checker, getW(), getK())) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
       failed(checker.checkHeadGroups()))
     return failure();
-  // W is kept in fp32 or rounded once to the keys' own type.
-  Type wElem = getElementTypeOrSelf(getW().getType());
-  Type kElem = getElementTypeOrSelf(getK().getType());
-  if (!wElem.isF32() && wElem != kElem) {
-    InFlightDiagnostic diag = emitOpError() << "'w' must have element type f32";
-    if (!kElem.isF32())
-      diag << " or the keys' " << kElem;
-    return diag << ", got " << wElem;
-  }
   return checkRank1Scale(*this, getRank1Scale());
 }
 
@@ -577,8 +607,7 @@ LogicalResult ChunkStatePassOp::verify() {
   bool rank1 = getW() || getBeta();
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
-      (getW() &&
-       failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
+      (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
       (getBeta() && failed(checker.check(getBeta().getType(), "beta",
                                          kScalarGateLayout, Elem::AnyFloat))) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1)) ||

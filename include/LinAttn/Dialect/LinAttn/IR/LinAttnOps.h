@@ -25,6 +25,11 @@ namespace mlir::linattn {
 /// are no chunks); dynamic for a dynamic numChunks.
 int64_t segmentCount(int64_t numChunks, int64_t segmentChunks);
 
+/// Whether W ([B, T, HV, 2, K], 16-bit) is held split: W = w[:, :, :, 0] +
+/// w[:, :, :, 1], the rounding of the fp32 W and the rounding of what it
+/// leaves (`linattn.ut_transform`).
+bool isSplitW(Type wType);
+
 } // namespace mlir::linattn
 
 #endif // LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H

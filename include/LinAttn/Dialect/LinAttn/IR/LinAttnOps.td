@@ -287,7 +287,12 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform", [Pure]> {
     U is [B, T, HV, V]. U is f32; W is f32 or the keys' element type, rounded
     once from its fp32 value (it only ever multiplies states, so its bf16
     rounding costs about as much accuracy as the inputs' own; U's would not:
-    D = U - W S cancels).
+    D = U - W S cancels). W may also be split, [B, T, HV, 2, K] in the keys'
+    16-bit type: `w[..., 0, :]` is the fp32 W rounded, `w[..., 1, :]` the
+    rounding of what that leaves, and W = hi + lo to about 16 significant
+    bits. A split W is what 16-bit tensor cores take without converting it
+    (the negative-eigenvalue rule, whose reflections do not damp a rounded
+    W's error, keeps that precision at 16-bit operand cost).
 
     ```mlir
     %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
@@ -323,7 +328,8 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
 
     Three forms, by operands:
     - no `w`, no `beta` (kinds without a rank-1 term): D = u.
-    - `w` (WY form, after `linattn.ut_transform`): D = u - W S_n.
+    - `w` (WY form, after `linattn.ut_transform`, plain or split as it
+      makes it): D = u - W S_n.
     - `beta` (rank-1 product form, before `linattn-lower-rank1-to-wy`): the
       chunk's product of rank-1 transitions applied token by token,
       `D_t = beta_t u_t - rank1_scale beta_t exp(g_t) S_{t-1}^T k_t`,
