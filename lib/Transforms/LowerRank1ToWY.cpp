@@ -44,10 +44,10 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     // test/Integration/Numerics/beta-one.test's negeig case, beta = 1,
     // 1000 bf16 tokens: 1.7e-2 against its 1e-2 bound; bench/NOTES.md
     // c14). There W stays f32, or with split-w becomes two 16-bit parts
-    // (hi + lo, about 16 significant bits: the precision the GPU's
-    // three-product split of an f32 W had, without converting it on the
-    // state pass's sequential path, NOTES c28); not for f32 keys, nor
-    // where the state pass becomes a segment scan (its ops take W whole).
+    // (hi + lo, about 16 significant bits: what the GPU's split of an f32
+    // W into tensor-core operands kept, without converting it on the state
+    // pass's sequential path, NOTES c28); not for f32 keys, nor where the
+    // state pass becomes a segment scan (its ops take W whole).
     // U stays f32 everywhere: D = U - W S cancels, and U's rounding would
     // show in D.
     Type f32 = rewriter.getF32Type();

@@ -1803,10 +1803,13 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
           // once as well: bench/model/bf16_intermediates.py puts the
           // cost at <= 1e-4 of o's error (T = 4096, delta and gated
           // delta, soft and hard inputs), for 32 of the warp's 128
-          // products per chunk. A split or f32 W (negeig; f32 keys) keeps
-          // S split too: three products, hi hi + hi lo + lo hi.
+          // products per chunk. So does a split W (negeig): S^T hi
+          // against W's hi and lo, two products instead of the three of
+          // a split S (o's worst error on the H200 check 4.09e-3 ->
+          // 4.18e-3, state pass -7% at T = 16384: NOTES c28). An f32 W
+          // (f32 keys) keeps both split: hi hi + hi lo + lo hi.
           auto [aHi, aLo] = k.fragmentAFromAcc(s0Tile, s1Tile, /*negate=*/true,
-                                               /*split=*/!wIsOperand || wSplit);
+                                               /*split=*/!wIsOperand);
           if (wIsOperand) {
             Value k0 = e.addIndex(key0, e.index(16 * ks));
             for (int64_t rt = 0; rt < rowTiles; rt += 2) {
@@ -1818,10 +1821,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                 bLoFrag = k.fragB2({st.w}, 8 * rt, e.addIndex(k0, e.index(K)));
               for (int64_t j = 0; j < 2; ++j) {
                 ArrayRef<Value> bHi = ArrayRef(bFrag).slice(2 * j, 2);
-                if (wSplit) {
+                if (wSplit)
                   d[rt + j] = k.mma(aHi, ArrayRef(bLoFrag).slice(2 * j, 2), d[rt + j]);
-                  d[rt + j] = k.mma(aLo, bHi, d[rt + j]);
-                }
                 d[rt + j] = k.mma(aHi, bHi, d[rt + j]);
               }
             }

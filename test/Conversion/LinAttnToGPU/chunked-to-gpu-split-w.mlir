@@ -27,14 +27,14 @@
 // CHECK:           vector.store %{{.*}}, %[[W]][%{{.*}}, %{{.*}}, %{{.*}}, %c1{{[_0-9]*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x2x2x128xbf16>, vector<8xbf16>
 // CHECK:           gpu.terminator
 // 2. State pass: W's staged rows are 2K bf16 wide, by cp.async from both
-//    parts; per warp and chunk, 32 ldmatrix of W (16 hi, 16 lo) and 96
-//    products for D = U - W S (hi hi + hi lo + lo hi), then 64 for the
-//    update (D split against exact K): 160.
+//    parts; per warp and chunk, 32 ldmatrix of W (16 hi, 16 lo) and 64
+//    products for D = U - W S (S^T rounded once, against W's hi and lo),
+//    then 64 for the update (D split against exact K): 128.
 // CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c228352_i32
 // CHECK:           nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x2x128xbf16> to memref<64x264xbf16, #gpu.address_space<workgroup>>
 // CHECK:           scf.for
 // CHECK-COUNT-2:     nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x264xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
-// CHECK-COUNT-6:     nvvm.mma.sync
+// CHECK-COUNT-4:     nvvm.mma.sync
 // CHECK-NOT:         memref.load {{.*}} memref<64x264xbf16
 // CHECK:           gpu.terminator
 
@@ -43,7 +43,7 @@
 // LDM-NOT:         nvgpu.ldmatrix %{{.*}} : memref<64x264xbf16
 // LDM:             gpu.terminator
 // COUNT:         gpu.launch {{.*}} dynamic_shared_memory_size %c228352_i32
-// COUNT-COUNT-160: nvvm.mma.sync
+// COUNT-COUNT-128: nvvm.mma.sync
 // COUNT-NOT:       nvvm.mma.sync
 // COUNT:           gpu.terminator
 func.func @negeig(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>) {
