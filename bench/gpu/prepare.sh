@@ -11,7 +11,8 @@
 # and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
 # gated_deltanet_f16_128 the example in f16; <strategy>-c128 objects are
 # the chunked strategies with 128-token chunks, chunked-sN ones the
-# chunked strategy with the state pass cut into segments of N chunks.
+# chunked strategy with the state pass cut into segments of N chunks,
+# <strategy> auto the default (for the kinds where it differs from chunked).
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -64,6 +65,13 @@ for spec in "$out"/specs/*.mlir; do
         build/bin/linattn-compile "$spec" -o "$out/${base}_chunked-s${segments}.o" \
             --strategy=chunked --segment-chunks=$segments
       done ;;
+  esac
+  # strategy=auto where it is not chunked at every shape: the kinds whose
+  # state pass auto cuts into segments at run time when B is small.
+  case "$base" in
+    *_f32_*) ;;
+    linear_attention_*|retnet_*|simple_gla_*)
+      build/bin/linattn-compile "$spec" -o "$out/${base}_auto.o" ;;
   esac
   # The long chunk (128 tokens) of the kinds without a rank-1 term and
   # with row gates, forced: <strategy>-c128.

@@ -79,7 +79,23 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
 static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
   if (segmentChunks != 0)
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
-        linattn::LinAttnSegmentChunkStatesOptions{segmentChunks}));
+        linattn::LinAttnSegmentChunkStatesOptions{segmentChunks,
+                                                  /*maxStateColumns=*/0}));
+}
+
+/// The GPU's automatic segments, chosen at run time: 16 chunks a segment
+/// where the state pass's B * HV * V / 32 blocks (32 state columns each)
+/// fill at most half the SMs, i.e. B * HV * V <= 16 * smCount, and T spans
+/// more than one segment. On the H200 (bench/results/
+/// gpu_bench_segments_B{1,2,4}.json, NOTES c27) 16 chunks a segment took
+/// simple GLA from 0.084 to 0.054 ms at B = 1, T = 4096 and from 0.349 to
+/// 0.293 at B = 2, T = 16384, within 6% of the best segment length
+/// measured at T >= 4096; B = 4 (HV = 8, V = 128: 128 blocks) was slower
+/// with every length, and a single segment only adds the carries.
+static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
+      linattn::LinAttnSegmentChunkStatesOptions{/*segmentChunks=*/16,
+                                                /*maxStateColumns=*/16 * smCount}));
 }
 
 /// Tensors to buffers, across function boundaries, with plain (identity
@@ -142,9 +158,13 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
   // auto: chunked wherever its kernels apply, else recurrent (the GPU
   // selection, from the H200 measurements in docs/gpu-strategy.md).
-  addAlgorithmPasses(pm, options.strategy, options.chunkSize,
-                     /*smCount=*/132, /*gpuKernels=*/true);
-  addSegmentPass(pm, options.segmentChunks);
+  constexpr int64_t smCount = 132;
+  addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
+                     /*gpuKernels=*/true);
+  if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)
+    addRuntimeSegmentPass(pm, smCount);
+  else
+    addSegmentPass(pm, options.segmentChunks);
   // Chunked-state ops become tensor-core kernels; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.

@@ -12,12 +12,21 @@
 // chunks, two levels deep). The chunk states' bytes are unchanged; the
 // carries are one state per segment.
 //
+// Segments pay only where the sequential chains (B * HV * V / 32 state-pass
+// blocks on the GPU) leave the machine idle, which B decides at run time;
+// with max-state-columns the pass keeps both forms and branches on B and T.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LinAttn/Transforms/Passes.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::linattn {
@@ -85,6 +94,86 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
   op.erase();
 }
 
+/// Both forms of `op` and the outputs reading its chunk states, chosen at
+/// run time:
+///   B * HV * V <= maxStateColumns and ceil(T / chunk_size) > segmentChunks
+///     ? segmented : as they were.
+/// (B * HV * V: the state columns the sequential pass carries side by side;
+/// a single segment would only add the carries.) Returns false, changing
+/// nothing, where an output reads a value defined after `op` (the branch
+/// sits at `op`).
+bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
+                      int64_t maxStateColumns, DominanceInfo &dominance) {
+  SmallVector<ChunkOutputOp> outputs;
+  for (Operation *user : op.getChunkStates().getUsers())
+    outputs.push_back(cast<ChunkOutputOp>(user));
+  llvm::sort(outputs, [](ChunkOutputOp a, ChunkOutputOp b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (ChunkOutputOp output : outputs) {
+    if (output->getBlock() != op->getBlock())
+      return false;
+    for (Value v : output->getOperands())
+      if (v.getDefiningOp() != op && !dominance.properlyDominates(v, op))
+        return false;
+  }
+
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto uType = cast<RankedTensorType>(op.getU().getType());
+  Value batch = tensor::DimOp::create(b, loc, op.getK(), 0);
+  Value seqLen = tensor::DimOp::create(b, loc, op.getK(), 1);
+  auto index = [&](int64_t x) {
+    return arith::ConstantIndexOp::create(b, loc, x).getResult();
+  };
+  Value columns = arith::MulIOp::create(
+      b, loc, batch, index(uType.getDimSize(2) * uType.getDimSize(3)));
+  Value numChunks =
+      arith::CeilDivUIOp::create(b, loc, seqLen, index(op.getChunkSize()));
+  Value cond = arith::AndIOp::create(
+      b, loc,
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, columns,
+                            index(maxStateColumns)),
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, numChunks,
+                            index(segmentChunks)));
+
+  // Results: what is read after the branch (the final state and the
+  // outputs, usually; the new values only feed the outputs).
+  SmallPtrSet<Operation *, 4> inside(outputs.begin(), outputs.end());
+  inside.insert(op);
+  SmallVector<Value> replaced;
+  for (Value v : {op.getNewValues(), op.getFinalState()})
+    if (llvm::any_of(v.getUsers(), [&](Operation *u) { return !inside.contains(u); }))
+      replaced.push_back(v);
+  for (ChunkOutputOp output : outputs)
+    if (!output.getOutput().use_empty())
+      replaced.push_back(output.getOutput());
+  SmallVector<Type> types;
+  for (Value v : replaced)
+    types.push_back(v.getType());
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+  for (bool segmented : {true, false}) {
+    Block *block = segmented ? ifOp.thenBlock() : ifOp.elseBlock();
+    OpBuilder bb = OpBuilder::atBlockEnd(block);
+    IRMapping map;
+    auto pass = cast<ChunkStatePassOp>(bb.clone(*op, map));
+    for (ChunkOutputOp output : outputs)
+      bb.clone(*output, map);
+    SmallVector<Value> yielded;
+    for (Value v : replaced)
+      yielded.push_back(map.lookup(v));
+    scf::YieldOp::create(bb, loc, yielded);
+    if (segmented)
+      segment(pass, segmentChunks);
+  }
+  for (auto [v, result] : llvm::zip(replaced, ifOp.getResults()))
+    v.replaceAllUsesWith(result);
+  for (ChunkOutputOp output : llvm::reverse(outputs))
+    output.erase();
+  op.erase();
+  return true;
+}
+
 struct LinAttnSegmentChunkStates
     : impl::LinAttnSegmentChunkStatesBase<LinAttnSegmentChunkStates> {
   using Base::Base;
@@ -96,14 +185,26 @@ struct LinAttnSegmentChunkStates
           << int64_t(segmentChunks);
       return signalPassFailure();
     }
+    if (int64_t(maxStateColumns) < 0) {
+      getOperation()->emitError()
+          << "linattn-segment-chunk-states: max-state-columns must be 0 "
+             "(always segment) or positive, got "
+          << int64_t(maxStateColumns);
+      return signalPassFailure();
+    }
     SmallVector<ChunkStatePassOp> candidates;
     getOperation()->walk([&](ChunkStatePassOp op) {
       if (isSegmentable(op))
         candidates.push_back(op);
     });
-    for (ChunkStatePassOp op : candidates)
-      segment(op, segmentChunks);
-    numSegmented += candidates.size();
+    DominanceInfo dominance(getOperation());
+    for (ChunkStatePassOp op : candidates) {
+      if (maxStateColumns == 0)
+        segment(op, segmentChunks);
+      else if (!segmentAtRunTime(op, segmentChunks, maxStateColumns, dominance))
+        continue;
+      ++numSegmented;
+    }
   }
 };
 

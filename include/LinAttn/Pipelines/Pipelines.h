@@ -86,8 +86,10 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
   PassOptions::Option<int64_t> segmentChunks{
       *this, "segment-chunks",
       llvm::cl::desc("Chunks per segment of the state pass where transitions "
-                     "are scalars (linattn-segment-chunk-states; 0: one "
-                     "segment)"),
+                     "are scalars, in every call (linattn-segment-chunk-"
+                     "states; 0: with strategy=auto, 16 where B * HV * V "
+                     "<= 16 x 132 SMs and T spans several segments, chosen "
+                     "at run time; else one segment)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> maxUnroll{
       *this, "max-unroll",

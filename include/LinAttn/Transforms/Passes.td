@@ -200,13 +200,27 @@ def LinAttnSegmentChunkStates
     rank-1 term or per-key gates, or whose chunk states have other users,
     are left as they are.
 
+    Segments pay only while the sequential chains leave the machine idle
+    (on the H200, B * HV * V / 32 state-pass blocks against 132 SMs: 1.2-2x
+    at B <= 2, slower at B = 4; bench/NOTES.md c27), and B is known at run
+    time. With `max-state-columns=N` the pass keeps both forms behind an
+    `scf.if`: the segmented one where B * HV * V <= N and the sequence has
+    more than `segment-chunks` chunks, the original elsewhere (a state pass
+    whose outputs read values defined after it is left alone then).
+
         linattn-opt spec.mlir --linattn-select-strategy='gpu-kernels=true' \
           --linattn-recurrence-to-chunked --linattn-segment-chunk-states='segment-chunks=64'
   }];
   let options = [
     Option<"segmentChunks", "segment-chunks", "int64_t", /*default=*/"64",
            "Chunks per segment (a positive number)">,
+    Option<"maxStateColumns", "max-state-columns", "int64_t", /*default=*/"0",
+           "Segment at run time, only where B * HV * V is at most this and "
+           "T spans more than one segment (0: always segment)">,
   ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
   let statistics = [
     Statistic<"numSegmented", "num-segmented",
               "State passes cut into segments">,

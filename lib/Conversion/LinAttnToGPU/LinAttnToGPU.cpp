@@ -36,8 +36,10 @@ namespace {
 /// launch). Upstream's ownership-based deallocation cannot run here: it
 /// refuses the kernels' barriers and async copies, which declare no memory
 /// effects. The host code of a lowered recurrence keeps each buffer in the
-/// block that allocates it; a buffer that leaves it any other way than by
-/// the function's return (a region's yield) is an error rather than a leak.
+/// block that allocates it, or yields it out of an `scf.if` (a choice made
+/// at run time, as linattn-segment-chunk-states makes) for the function to
+/// return; a buffer that leaves its block any other way is an error rather
+/// than a leak.
 LogicalResult freeTemporaries(func::FuncOp func) {
   SmallVector<memref::AllocOp> allocs;
   func.walk([&](memref::AllocOp alloc) {
@@ -48,14 +50,23 @@ LogicalResult freeTemporaries(func::FuncOp func) {
     Block *block = alloc->getBlock();
     Operation *last = alloc;
     bool returned = false;
+    // Yielded out of an scf.if: the buffer then lives on as the if's
+    // result, which only the function's return may take.
+    Operation *yield = nullptr;
     SmallVector<Value> aliases = {alloc.getResult()};
     while (!aliases.empty()) {
       Value alias = aliases.pop_back_val();
       for (OpOperand &use : alias.getUses()) {
         Operation *user = use.getOwner();
-        if (isa<func::ReturnOp>(user) && user->getBlock() == block &&
-            user->getParentOp() == func) {
+        if (isa<func::ReturnOp>(user) && user->getParentOp() == func &&
+            (user->getBlock() == block || yield)) {
           returned = true;
+          continue;
+        }
+        if (isa<scf::YieldOp>(user) && isa<scf::IfOp>(user->getParentOp()) &&
+            !insideKernel(user)) {
+          yield = user;
+          aliases.push_back(user->getParentOp()->getResult(use.getOperandNumber()));
           continue;
         }
         if (user->hasTrait<OpTrait::IsTerminator>() && !insideKernel(user))
@@ -80,6 +91,11 @@ LogicalResult freeTemporaries(func::FuncOp func) {
     }
     if (returned)
       continue; // The caller owns it.
+    if (yield)
+      return yield->emitOpError()
+             << "passes a device buffer out of its scf.if that the function "
+                "does not return: convert-linattn-to-gpu cannot tell which "
+                "branch's buffer to free";
     OpBuilder b(func.getContext());
     b.setInsertionPointAfter(last);
     memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());

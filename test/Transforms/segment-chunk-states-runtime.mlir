@@ -1,0 +1,55 @@
+// RUN: linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-segment-chunk-states{segment-chunks=16 max-state-columns=2112}))' | FileCheck %s
+// RUN: not linattn-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(linattn-segment-chunk-states{segment-chunks=16 max-state-columns=-1}))' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
+// NEGATIVE: max-state-columns must be 0 (always segment) or positive, got -1
+
+// With max-state-columns the pass keeps both forms and chooses at run
+// time: segmented where B * HV * V <= 2112 (here HV * V = 2 * 32 = 64 per
+// sequence) and ceil(T / 64) > 16 chunks, the original elsewhere. Only
+// what is read after the branch leaves it (the output and the final
+// state; the new values only feed the output).
+
+// CHECK-LABEL: func.func @row_gates
+// CHECK-DAG:     %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG:     %[[T:.*]] = tensor.dim %arg0, %c1
+// CHECK-DAG:     %[[COLS:.*]] = arith.muli %[[B]], %c64
+// CHECK-DAG:     %[[NC:.*]] = arith.ceildivui %[[T]], %c64
+// CHECK-DAG:     %[[LONG:.*]] = arith.cmpi ugt, %[[NC]], %c16
+// CHECK-DAG:     %[[FEW:.*]] = arith.cmpi ule, %[[COLS]], %c2112
+// CHECK:         %[[COND:.*]] = arith.andi %[[FEW]], %[[LONG]] : i1
+// CHECK:         %[[R:.*]]:2 = scf.if %[[COND]] -> (tensor<?x2x16x32xf32>, tensor<?x?x2x32xbf16>) {
+// CHECK:           linattn.chunk_state_pass {{.*}}segment_chunks = 16 : i64
+// CHECK:           %[[C:.*]], %[[F:.*]] = linattn.segment_carries
+// CHECK:           %[[O:.*]] = linattn.chunk_output {{.*}} carries(%[[C]]) {{.*}}segment_chunks = 16 : i64
+// CHECK:           scf.yield %[[F]], %[[O]]
+// CHECK:         } else {
+// CHECK:           %{{.*}}, %{{.*}}, %[[F2:.*]] = linattn.chunk_state_pass k(%arg0) u(%arg1) gates(%arg2) state(%arg3) {chunk_size = 64 : i64}
+// CHECK:           %[[O2:.*]] = linattn.chunk_output
+// CHECK-NOT:         carries(
+// CHECK:           scf.yield %[[F2]], %[[O2]]
+// CHECK:         }
+// CHECK:         return %[[R]]#1, %[[R]]#0
+func.func @row_gates(%k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x2x32xbf16>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>, %q: tensor<?x?x1x16xbf16>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%g) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x?x2x16x32xbf16>, tensor<?x2x16x32xf32>)
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%g) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16x32xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x32xbf16>
+  return %o, %final : tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>
+}
+
+// -----
+
+// An output reading a value made after the state pass (here q's l2norm):
+// the branch would sit before it, so the pass leaves both ops alone.
+
+// CHECK-LABEL: func.func @late_operand
+// CHECK-NOT:     scf.if
+// CHECK-NOT:     segment_chunks
+func.func @late_operand(%k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x1x16xbf16>, %s0: tensor<?x1x16x16xf32>, %q: tensor<?x?x1x16xbf16>) -> (tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xbf16>, tensor<?x?x1x16x16xbf16>, tensor<?x1x16x16xf32>)
+  %qn = linattn.l2norm %q : tensor<?x?x1x16xbf16> -> tensor<?x?x1x16xf32>
+  %o = linattn.chunk_output q(%qn) k(%k) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16x16xbf16>) -> tensor<?x?x1x16xbf16>
+  return %o, %final : tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>
+}
