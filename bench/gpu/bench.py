@@ -96,21 +96,25 @@ def main():
                    help="replay each call from a CUDA graph (linattn-gpu-run --graph), as fla is timed")
     p.add_argument("--families", default="", help="comma-separated subset of the families")
     p.add_argument("--B", type=int, default=4, help="batch (the issue's table is B = 4)")
+    p.add_argument("--K", type=int, default=128, choices=(64, 128),
+                   help="K = V (libraries <family>_bf16_<K>_<strategy>.so; the issue's table is 128)")
     p.add_argument("--strategies", default="recurrent,chunked",
-                   help="compiled strategies to time (libraries <family>_bf16_128_<strategy>.so)")
+                   help="compiled strategies to time (libraries <family>_bf16_<K>_<strategy>.so)")
     args = p.parse_args()
+    if args.K != 128 and not args.no_fla:
+        p.error("fla_time.py times K = V = 128; with --K 64 pass --no-fla")
     Ts = [int(t) for t in args.T.split(",")]
     copy_tbs, mm_tflops = ceilings()
     print(f"ceilings: copy {copy_tbs} TB/s, bf16 matmul {mm_tflops} TFLOP/s", flush=True)
     rows = []
-    B, H, K, V = args.B, 8, 128, 128
+    B, H, K, V = args.B, 8, args.K, args.K
     with tempfile.TemporaryDirectory() as work:
         chosen = set(args.families.split(",")) if args.families else None
         for name, kind in FAMILIES:
             if chosen and name not in chosen:
                 continue
             for strategy, T in [(s, T) for s in args.strategies.split(",") for T in Ts]:
-                lib = os.path.join(args.libdir, f"{name}_bf16_128_{strategy}.so")
+                lib = os.path.join(args.libdir, f"{name}_bf16_{K}_{strategy}.so")
                 if not os.path.exists(lib):
                     continue
                 gen = torch.Generator(device="cuda").manual_seed(T)
