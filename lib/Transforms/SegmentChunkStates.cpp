@@ -100,19 +100,20 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
 ///     ? segmented : as they were.
 /// (B * HV * V: the state columns the sequential pass carries side by side;
 /// a single segment would only add the carries.) Returns false, changing
-/// nothing, where an output reads a value defined after `op` (the branch
-/// sits at `op`).
+/// nothing, where an output lies in another block or reads a value defined
+/// after `op` (the branch sits at `op`).
 bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
                       int64_t maxStateColumns, DominanceInfo &dominance) {
   SmallVector<ChunkOutputOp> outputs;
-  for (Operation *user : op.getChunkStates().getUsers())
+  for (Operation *user : op.getChunkStates().getUsers()) {
+    if (user->getBlock() != op->getBlock())
+      return false;
     outputs.push_back(cast<ChunkOutputOp>(user));
+  }
   llvm::sort(outputs, [](ChunkOutputOp a, ChunkOutputOp b) {
     return a->isBeforeInBlock(b);
   });
   for (ChunkOutputOp output : outputs) {
-    if (output->getBlock() != op->getBlock())
-      return false;
     for (Value v : output->getOperands())
       if (v.getDefiningOp() != op && !dominance.properlyDominates(v, op))
         return false;

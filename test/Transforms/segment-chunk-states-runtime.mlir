@@ -53,3 +53,23 @@ func.func @late_operand(%k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x1x16xbf16>, %s
       : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16x16xbf16>) -> tensor<?x?x1x16xbf16>
   return %o, %final : tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>
 }
+
+// -----
+
+// An output in another block than the state pass (here inside a branch of
+// the caller's own): left alone as well.
+
+// CHECK-LABEL: func.func @output_in_region
+// CHECK-NOT:     segment_chunks
+func.func @output_in_region(%c: i1, %k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x1x16xbf16>, %s0: tensor<?x1x16x16xf32>, %q: tensor<?x?x1x16xbf16>) -> (tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xbf16>, tensor<?x?x1x16x16xbf16>, tensor<?x1x16x16xf32>)
+  %o = scf.if %c -> tensor<?x?x1x16xbf16> {
+    %x = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.25 : f32}
+        : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16x16xbf16>) -> tensor<?x?x1x16xbf16>
+    scf.yield %x : tensor<?x?x1x16xbf16>
+  } else {
+    scf.yield %d : tensor<?x?x1x16xbf16>
+  }
+  return %o, %final : tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>
+}
