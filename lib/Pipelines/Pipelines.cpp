@@ -89,8 +89,9 @@ static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
 /// more than one segment. On the H200 (bench/results/
 /// gpu_bench_segments_B{1,2,4}.json, NOTES c27) 16 chunks a segment took
 /// simple GLA from 0.084 to 0.054 ms at B = 1, T = 4096 and from 0.349 to
-/// 0.293 at B = 2, T = 16384, within 6% of the best segment length
-/// measured at T >= 4096; B = 4 (HV = 8, V = 128: 128 blocks) was slower
+/// 0.293 at B = 2, T = 16384, within 9% of the best segment length
+/// measured at T >= 4096 (8% off for linear attention at B = 1, T =
+/// 16384); B = 4 (HV = 8, V = 128: 128 blocks) was slower
 /// with every length, and a single segment only adds the carries.
 static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(

@@ -285,10 +285,8 @@ public:
   /// (hi, lo) = (round(x), round(x - hi)) in `narrow` (16-bit scalar or
   /// vector type).
   std::pair<Value, Value> split(Value x, Type narrow) {
-    Value hi = arith::TruncFOp::create(b, narrow, x);
-    Value rest = arith::SubFOp::create(
-        b, x, arith::ExtFOp::create(b, x.getType(), hi));
-    return {hi, arith::TruncFOp::create(b, narrow, rest)};
+    return {arith::TruncFOp::create(b, narrow, x),
+            arith::TruncFOp::create(b, narrow, e.roundingRest(x, narrow))};
   }
 
   /// vector<width x f32> of memref[indices..., c .. c + width - 1]
@@ -804,8 +802,7 @@ LogicalResult lowerL2Norm(L2NormOp op) {
       store();
     }
   });
-  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {out});
   return success();
 }
 
@@ -1351,9 +1348,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
       Type wElem = cast<MemRefType>(w.getType()).getElementType();
       for (auto &tile : wOut)
         for (Value &x : tile)
-          x = e.sub(x, arith::ExtFOp::create(
-                           b, b.getF32Type(),
-                           arith::TruncFOp::create(b, wElem, x).getResult()));
+          x = e.roundingRest(x, wElem);
       storeResult(wOut, K, w, wStage, /*part=*/1);
     } else {
       storeResult(wOut, K, w, wStage, std::nullopt);
@@ -1371,9 +1366,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
   if (cumsum)
     cumsum.getResult().replaceAllUsesWith(
         e.toTensor(cumulative, cumsum.getType()));
-  op.replaceAllUsesWith(ValueRange{e.toTensor(w, op.getW().getType()),
-                                   e.toTensor(u, op.getU().getType())});
-  op.erase();
+  e.replaceWithBuffers(op, {w, u});
   return success();
 }
 
@@ -2112,11 +2105,7 @@ LogicalResult lowerSegmentCarries(SegmentCarriesOp op) {
     });
     storeIfInRange(last[0], finalState, {bIdx, hv, row, col});
   });
-  op.getCarries().replaceAllUsesWith(
-      e.toTensor(carries, op.getCarries().getType()));
-  op.getFinalState().replaceAllUsesWith(
-      e.toTensor(finalState, op.getFinalState().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {carries, finalState});
   return success();
 }
 
@@ -2596,8 +2585,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     }, /*byWarp=*/true);
   }, numWarps * 32);
-  op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {out});
   return success();
 }
 

@@ -126,10 +126,8 @@ public:
         e.forEach(sizes[2], [&](Value k) {
           e.forEach(sizes[3], [&](Value l) {
             Value x = memref::LoadOp::create(b, src, ValueRange{i, j, k, l});
-            Value hi = arith::TruncFOp::create(b, elem, x);
-            Value rest = e.sub(x, arith::ExtFOp::create(b, b.getF32Type(), hi));
-            memref::StoreOp::create(b, hi, dst, ValueRange{i, j, k, e.index(0), l});
-            e.storeFromF32(rest, dst, {i, j, k, e.index(1), l});
+            e.storeFromF32(x, dst, {i, j, k, e.index(0), l});
+            e.storeFromF32(e.roundingRest(x, elem), dst, {i, j, k, e.index(1), l});
           });
         });
       });
@@ -187,8 +185,7 @@ void lowerL2Norm(L2NormOp op) {
     });
   };
   nest({});
-  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {out});
 }
 
 // G_t = sum of g_s over s in [start of t's chunk, t].
@@ -223,8 +220,7 @@ void lowerChunkCumsum(ChunkCumsumOp op) {
       });
     });
   });
-  op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {out});
 }
 
 // Forward substitution for (I + L) [W U] = [diag(c exp(G)) K, diag(b) V],
@@ -303,9 +299,7 @@ void lowerUTTransform(UTTransformOp op) {
     l.storeSplit(wWork, w, wSizes);
   else if (narrowW)
     l.storeRounded(wWork, w, wSizes);
-  op.getW().replaceAllUsesWith(e.toTensor(w, op.getW().getType()));
-  op.getU().replaceAllUsesWith(e.toTensor(u, op.getU().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {w, u});
 }
 
 // Per chunk n, entering state S_n (saved to chunk_states[n]):
@@ -488,13 +482,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   });
   if (narrowDelta)
     l.storeRounded(deltaWork, delta, deltaSizes);
-  op.getNewValues().replaceAllUsesWith(
-      e.toTensor(delta, op.getNewValues().getType()));
-  op.getChunkStates().replaceAllUsesWith(
-      e.toTensor(states, op.getChunkStates().getType()));
-  op.getFinalState().replaceAllUsesWith(
-      e.toTensor(segmentChunks ? ends : state, op.getFinalState().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {delta, states, segmentChunks ? ends : state});
 }
 
 // C_0 = 0, C_{s+1} = exp(L_s) C_s + E_s, final = C_NS; L_s the sum of the
@@ -540,10 +528,7 @@ void lowerSegmentCarries(SegmentCarriesOp op) {
       });
     });
   });
-  op.getCarries().replaceAllUsesWith(e.toTensor(carries, op.getCarries().getType()));
-  op.getFinalState().replaceAllUsesWith(
-      e.toTensor(finalState, op.getFinalState().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {carries, finalState});
 }
 
 // o_i = scale (S_n^T (q_i * exp(G_i))
@@ -633,8 +618,7 @@ void lowerChunkOutput(ChunkOutputOp op) {
       });
     });
   });
-  op.getOutput().replaceAllUsesWith(e.toTensor(out, op.getOutput().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {out});
 }
 
 // With Kd_t = k_t exp(G_C - G_t) over the tokens t of chunk n:
@@ -718,11 +702,7 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
                      memref::StoreOp::create(e.b, g, transitions, at);
                    });
   }
-  op.getTransitions().replaceAllUsesWith(
-      e.toTensor(transitions, op.getTransitions().getType()));
-  op.getOffsets().replaceAllUsesWith(
-      e.toTensor(offsets, op.getOffsets().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {transitions, offsets});
 }
 
 // D_t = u_t - W_t^T S_n (WY form) or u_t, for t in chunk n: parallel over
@@ -757,9 +737,7 @@ void lowerChunkNewValues(ChunkNewValuesOp op) {
           memref::StoreOp::create(e.b, d, delta, ValueRange{bIdx, t, hv, c});
         });
       });
-  op.getNewValues().replaceAllUsesWith(
-      e.toTensor(delta, op.getNewValues().getType()));
-  op.erase();
+  e.replaceWithBuffers(op, {delta});
 }
 
 } // namespace

@@ -109,6 +109,22 @@ public:
                                              /*writable=*/true);
   }
 
+  /// Replaces result i of `op` by the tensor view of buffers[i] and erases
+  /// `op`: the end of every lowering that fills its results' buffers.
+  void replaceWithBuffers(Operation *op, ArrayRef<Value> buffers) {
+    assert(buffers.size() == op->getNumResults() && "one buffer per result");
+    for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
+      result.replaceAllUsesWith(toTensor(buffer, result.getType()));
+    op->erase();
+  }
+
+  /// x - (x rounded to `narrow`), in x's type: what a 16-bit rounding of x
+  /// leaves, the lo part of a hi + lo split (x and narrow may be vectors).
+  Value roundingRest(Value x, Type narrow) {
+    Value hi = arith::TruncFOp::create(b, narrow, x);
+    return arith::SubFOp::create(b, x, arith::ExtFOp::create(b, x.getType(), hi));
+  }
+
   Value exp(Value x) { return math::ExpOp::create(b, x); }
   Value minIndex(Value x, Value y) { return arith::MinUIOp::create(b, x, y); }
   Value addIndex(Value x, Value y) { return arith::AddIOp::create(b, x, y); }
