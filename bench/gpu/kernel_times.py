@@ -6,9 +6,13 @@ each launch with its own pair of CUDA events and prints it) on the
 benchmark's inputs (B = 4, H = 8, bf16, K = V from the library name):
     kernel_times.py --runner R --lib LIBDIR/gated_deltanet_bf16_128_chunked.so --T 16384
 The first run includes module loading; the numbers printed are those of a
-second, warm run. With --ncu, Nsight Compute profiles the kernels of one
-call instead (speed of light, occupancy, warp stall reasons) and its
-report is printed.
+second, warm run. With --ncu, Nsight Compute profiles the kernels of the
+second of two calls made in a Python process (call_in_process.py: ncu does
+not attach to linattn-gpu-run on the device machine, NOTES c31) and its
+report is printed; with --ncu-report PATH it is also saved (PATH.ncu-rep)
+and, where SourceCounters is among the sections, the kernels' SASS with
+their sampled warp stalls is summarised by ncu_source_summary.py into
+PATH.summary.txt.
 """
 import argparse
 import os
@@ -18,8 +22,53 @@ import tempfile
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
 from check import make_inputs, parse_library, runner_command  # noqa: E402
+
+
+def profile(args, name):
+    """Nsight Compute on call_in_process.py (two calls; by default every
+    kernel of the second one, counted from a LINATTN_KERNEL_TIMES run)."""
+    if args.kernels:
+        skip, count = args.kernels.split(":")
+    else:
+        proc = subprocess.run([sys.executable, os.path.join(HERE, "call_in_process.py"), "--lib", args.lib,
+                               "--T", str(args.T), "--B", str(args.B), "--calls", "1"],
+                              capture_output=True, text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
+        per_call = sum(line.startswith("kernel ") for line in proc.stderr.splitlines())
+        if proc.returncode != 0 or per_call == 0:
+            print(proc.stderr[-2000:])
+            return proc.returncode or 1
+        skip = count = str(per_call)
+    # The spec's kernels are named <function>_kernel (PyTorch's own, which
+    # make the inputs, are not counted).
+    prof = [args.ncu, "--clock-control", "none", "--kernel-name", f"regex:^{name}_kernel",
+            "--launch-skip", skip, "--launch-count", count]
+    prof += ["-f", "-o", args.ncu_report] if args.ncu_report else ["--print-details", "all"]
+    for section in args.sections.split(","):
+        prof += ["--section", section]
+    prof += [sys.executable, os.path.join(HERE, "call_in_process.py"), "--lib", args.lib,
+             "--T", str(args.T), "--B", str(args.B), "--calls", "2"]
+    proc = subprocess.run(prof, capture_output=True, text=True)
+    print(proc.stdout)
+    print(proc.stderr[-2000:])
+    if proc.returncode != 0 or not args.ncu_report:
+        return proc.returncode
+    report = args.ncu_report + ".ncu-rep"
+    details = subprocess.run([args.ncu, "--import", report, "--page", "details", "--print-details", "all"],
+                             capture_output=True, text=True)
+    print(details.stdout)
+    if "SourceCounters" in args.sections:
+        source = os.path.join(os.path.dirname(os.path.abspath(report)), "source.csv")
+        with open(source, "w") as f:
+            subprocess.run([args.ncu, "--import", report, "--page", "source", "--csv", "--print-source", "sass"],
+                           stdout=f, text=True)
+        with open(args.ncu_report + ".summary.txt", "w") as f:
+            subprocess.run([sys.executable, os.path.join(HERE, "ncu_source_summary.py"), source], stdout=f,
+                           text=True)
+        os.remove(source)
+    return 0
 
 
 def main():
@@ -32,8 +81,11 @@ def main():
     p.add_argument("--sections", default="SpeedOfLight,Occupancy,LaunchStats,WarpStateStats,"
                    "MemoryWorkloadAnalysis,ComputeWorkloadAnalysis",
                    help="Nsight Compute sections to collect (with --ncu)")
-    p.add_argument("--kernels", default="0:8",
-                   help="with --ncu, SKIP:COUNT: profile COUNT launches after the first SKIP")
+    p.add_argument("--ncu-report", default="",
+                   help="with --ncu, also save the report as PATH.ncu-rep and a summary of the sampled "
+                   "SASS as PATH.summary.txt")
+    p.add_argument("--kernels", default="",
+                   help="with --ncu, SKIP:COUNT of the spec's kernel launches (default: the second call's)")
     args = p.parse_args()
     name, kind, dtype, K, _, qk_l2norm = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
@@ -41,15 +93,7 @@ def main():
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:
-            skip, count = args.kernels.split(":")
-            prof = [args.ncu, "--clock-control", "none", "--launch-skip", skip, "--launch-count", count,
-                    "--print-details", "all"]
-            for section in args.sections.split(","):
-                prof += ["--section", section]
-            proc = subprocess.run(prof + cmd, capture_output=True, text=True)
-            print(proc.stdout)
-            print(proc.stderr[-2000:])
-            return proc.returncode
+            return profile(args, name)
         # --bench 1 --warmup 1: one warm-up call, then the timed one.
         proc = subprocess.run(cmd + ["--bench", "1", "--warmup", "1"], capture_output=True,
                               text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))

@@ -314,6 +314,14 @@ public:
     return ldmatrix4(view, i0, e.index(k0), swap);
   }
   SmallVector<Value> ldmatrix4(TileView view, Value i0, Value k0, bool swap) {
+    SmallVector<Value> regs;
+    for (Value pair : ldmatrix4Pairs(view, i0, k0, swap))
+      regs.push_back(mmaRegister(pair));
+    return regs;
+  }
+  /// ldmatrix4's tiles as vector<2 x mmaElem> pairs, before they become
+  /// mma registers (for a caller that scales them first).
+  SmallVector<Value> ldmatrix4Pairs(TileView view, Value i0, Value k0, bool swap) {
     Value i = e.addIndex(i0, swap ? tileHi : tileLo);
     Value k = e.addIndex(k0, swap ? tileLo : tileHi);
     // A lane addresses a row of the tile as stored: a row of fixed i, or of
@@ -324,10 +332,10 @@ public:
     auto type = VectorType::get({4, 2}, mmaElem);
     Value tiles = nvgpu::LdMatrixOp::create(b, type, view.buf, indices,
                                             view.transposed, /*numTiles=*/4);
-    SmallVector<Value> regs;
+    SmallVector<Value> pairs;
     for (int64_t t = 0; t < 4; ++t)
-      regs.push_back(mmaRegister(vector::ExtractOp::create(b, tiles, t)));
-    return regs;
+      pairs.push_back(vector::ExtractOp::create(b, tiles, t));
+    return pairs;
   }
 
   /// An mma operand register from a vector<2 x mmaElem> pair (element 0 in
@@ -396,13 +404,22 @@ public:
         b, LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3), address);
   }
 
-  /// exp(x) = 2^(x log2 e) by ex2.approx (a few ulp) instead of libdevice's
-  /// expf (about eight instructions): the kernels take one per element of
-  /// a decayed tile. The product's rounding adds |x| 2^-24 of relative
-  /// error; the gate differences a kernel exponentiates stay within one
-  /// chunk's cumulative decay.
+  /// exp(x) = 2^(x log2 e) by ex2.approx.ftz (a few ulp) instead of
+  /// libdevice's expf (about eight instructions): the kernels take one per
+  /// element of a decayed tile. The product's rounding adds |x| 2^-24 of
+  /// relative error; the gate differences a kernel exponentiates stay
+  /// within one chunk's cumulative decay. The flush-to-zero form is two
+  /// instructions (FMUL, MUFU.EX2); plain ex2.approx (what math.exp2
+  /// becomes) wraps MUFU.EX2 in a rescaling for subnormal results, three
+  /// more (bench/NOTES.md c31). Results below 2^-126 become 0, which every
+  /// use (a decay factor <= 1 multiplying an operand) tolerates.
   Value exp(Value x) {
-    return math::Exp2Op::create(b, e.mul(x, e.f32(llvm::numbers::log2ef)));
+    Value scaled = e.mul(x, e.f32(llvm::numbers::log2ef));
+    return LLVM::CallIntrinsicOp::create(
+               b, b.getF32Type(),
+               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+               ValueRange{scaled})
+        .getResult(0);
   }
 
   /// exp of both elements of a vector<2xf32>.
@@ -1509,6 +1526,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   // warp w at [w][rt][lane] (16 bytes each).
   bool exchange = wBuf && kStateKeySplit > 1;
   int64_t xchgBytes = exchange ? kStateWarps * rowTiles * 32 * 16 : 0;
+  // Without W, D = U: where U is staged in the operand type and no copy of
+  // it is written, step c takes D'^T's A fragments from the stage by
+  // ldmatrix .trans (four registers per instruction) and decays each
+  // register's two rows in fp32 before rounding them once: the values of
+  // the accumulator-layout path, which loads, widens and selects element by
+  // element (two 16-bit loads per row pair, about 170 instructions per warp
+  // and chunk: bench/NOTES.md c31). Rows past T are staged zeros with zero
+  // gates, so their decayed D is 0 without a select.
+  bool directD = !wBuf && !perKey && forwardValues && uElem == elem;
   // 16-bit chunk states and new values leave through shared memory: a
   // warp's S^T and D^T accumulator tiles go in by stmatrix .trans (four
   // 8x8 tiles per instruction) as rows of the block's 32 columns, and the
@@ -1769,7 +1795,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         return u;
       };
       SmallVector<Value> dFlat;
-      if (exchange) {
+      if (directD) {
+        // Step c reads D from the stage itself.
+      } else if (exchange) {
         // Key part 0 starts from U, the others from zero: a warp-uniform
         // branch instead of a select per element.
         auto ifOp = scf::IfOp::create(
@@ -1786,7 +1814,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         dFlat = loadU();
       }
       SmallVector<SmallVector<Value>> d;
-      for (int64_t rt = 0; rt < rowTiles; ++rt)
+      for (int64_t rt = 0; rt < rowTiles && !directD; ++rt)
         d.push_back(SmallVector<Value>(ArrayRef(dFlat).slice(4 * rt, 4)));
       if (wBuf) {
         for (int64_t ks = 0; ks < keysPerWarp / 16; ++ks) {
@@ -1924,7 +1952,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         k.barrier();
       if (gates && !perKey) {
         gLast = memref::LoadOp::create(b, st.g, ValueRange{lastRow, e.index(0)});
-        for (int64_t rt = 0; rt < rowTiles; ++rt)
+        for (int64_t rt = 0; rt < rowTiles && !directD; ++rt)
           for (int64_t odd = 0; odd < 2; ++odd) {
             Value t = k.accCol(8 * rt, odd);
             Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
@@ -1967,9 +1995,40 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       // rounded, o's error on nearly parallel keys grows toward the bound
       // (3.2 -> 3.9e-3 in the model, 1.1e-2 for negeig).
       bool splitUpdate = wBuf != nullptr;
+      // directD: register j of the fragment holds rows 16 ks + 8 (j / 2) +
+      // 2 quad + {0, 1} of column vLocal + group + 8 (j % 2); each row
+      // pair's decays are taken once for both registers that share it.
+      auto directFragment = [&](int64_t ks) {
+        SmallVector<Value> pairs = k.ldmatrix4Pairs(
+            {st.u, /*transposed=*/true}, vLocal, e.index(16 * ks), /*swap=*/false);
+        SmallVector<Value> regs;
+        auto f32x2 = VectorType::get({2}, f32);
+        Value decays;
+        for (int64_t j = 0; j < 4; ++j) {
+          Value pair = pairs[j];
+          if (gLast) {
+            if (j % 2 == 0) {
+              Value t = e.addIndex(e.index(16 * ks + 8 * (j / 2)),
+                                   e.mulIndex(k.quad, e.index(2)));
+              SmallVector<Value> rowDecays;
+              for (Value r : {t, e.addIndex(t, e.index(1))})
+                rowDecays.push_back(k.exp(e.sub(
+                    gLast, memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)}))));
+              decays = vector::FromElementsOp::create(b, f32x2, rowDecays);
+            }
+            Value wide = arith::ExtFOp::create(b, f32x2, pair);
+            pair = arith::TruncFOp::create(b, pair.getType(),
+                                           arith::MulFOp::create(b, wide, decays));
+          }
+          regs.push_back(k.mmaRegister(pair));
+        }
+        return regs;
+      };
       for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
-        auto [aHi, aLo] = k.fragmentAFromAcc(d[2 * ks], d[2 * ks + 1],
-                                             /*negate=*/false, splitUpdate);
+        auto [aHi, aLo] =
+            directD ? std::pair(directFragment(ks), SmallVector<Value>())
+                    : k.fragmentAFromAcc(d[2 * ks], d[2 * ks + 1],
+                                         /*negate=*/false, splitUpdate);
         for (int64_t kt = 0; kt < keyTiles; kt += 2) {
           // B = K (k = row, n = key): two key tiles per fragment load.
           SmallVector<Value> bFrag =

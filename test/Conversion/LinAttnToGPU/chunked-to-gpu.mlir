@@ -234,7 +234,7 @@
 // CHECK:             scf.if
 // CHECK-COUNT-2:       nvvm.stmatrix
 // CHECK-NOT:         memref.store %{{.*}}, %[[D]]
-// CHECK:             math.exp2
+// CHECK:             llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:         nvvm.mma.sync
@@ -308,7 +308,10 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // no host-side gate tensor is materialised or read. No rank-1 term: no UT
 // kernel, and the state pass has no W S product (2 + 1 launches); its
 // update S^T += D'^T K takes D' = decayed v rounded once, not split (4
-// k-steps x 4 key tiles = 16 products per warp).
+// k-steps x 4 key tiles = 16 products per warp). D'^T's fragments come from
+// the staged v by ldmatrix .trans, one per k-step, each register's two
+// rows widened, decayed by two ex2 (once per row pair) and rounded back:
+// no element-wise loads of the stage.
 // Shared memory for K = V = 64: state pass four input stages (without W,
 // three chunks' copies in flight) of K (64 (64 + 8) 2 = 9216), the
 // block's 32 V columns (bf16, padded by 16 bytes: 64 (32 + 8) 2 = 5120)
@@ -352,8 +355,15 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK-COUNT-3:   nvgpu.device_async_create_group
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // CHECK-NEXT:      gpu.barrier
+// CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x40xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-2:   llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK:           arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
+// CHECK-NEXT:      arith.mulf
+// CHECK-NEXT:      arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK-COUNT-16:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
+// CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
 // CHECK:           gpu.terminator
 // CHECK:         bufferization.to_buffer %arg0 read_only
 // CHECK-NEXT:    bufferization.to_buffer %arg1 read_only
@@ -377,7 +387,7 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
 // a thread per key. The state pass stages each chunk's [64][64] gates with
 // its keys (three stages of 9216 + 5120 + 16384 = 30720 bytes, two
 // 5120-byte chunk-state buffers: 102400), decays the staged keys in place,
-// K' = K exp(G_C - G) (eight exp2 per thread and step, one 16-byte store),
+// K' = K exp(G_C - G) (eight ex2 per thread and step, one 16-byte store),
 // and a barrier publishes K' before the update's 16 products; the state
 // itself decays per key. The output kernel (Q, K, K' 3 x 9216, S 9216, v
 // 9216, gates 64 (64 + 4) 4 = 17408: 63488 bytes) votes per warp whether its diagonal
@@ -394,7 +404,7 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
 // CHECK:             nvgpu.device_async_wait
 // CHECK-NEXT:        gpu.barrier
 // CHECK:             scf.for
-// CHECK-COUNT-8:       math.exp2
+// CHECK-COUNT-8:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK:               vector.store %{{.*}}, %{{.*}} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK:             gpu.barrier
 // CHECK-COUNT-16:    nvvm.mma.sync

@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Calls a compiled library in this process, on PyTorch tensors, for profilers.
+
+Nsight Compute does not attach to linattn-gpu-run on the device machine
+(it prints "Failed to connect to process" and waits; bench/NOTES.md c31)
+but profiles a Python process whose CUDA context PyTorch made. This makes
+the call linattn-gpu-run makes, on the benchmark's inputs (check.py's
+make_inputs: B, H = 8, K = V from the library's name), through the
+library's C ABI (runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async
+on PyTorch's current stream, --calls times, then checks that the outputs
+were written:
+    ncu --clock-control none --launch-skip 3 --launch-count 3 --section ... \\
+        python3 bench/gpu/call_in_process.py --lib L/simple_gla_bf16_128_chunked.so --T 16384
+(skip the first call's kernels: its first launches load the modules).
+"""
+import argparse
+import ctypes
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from check import make_inputs, parse_library  # noqa: E402
+
+TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+INPUT_ORDER = ("q", "k", "v", "gate", "beta", "initial_state")
+
+
+def memref_type(rank):
+    """MLIR's ranked memref descriptor (LinAttnMemRefR in Abi.h)."""
+    return type(f"MemRef{rank}", (ctypes.Structure,), {"_fields_": [
+        ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64),
+        ("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]})
+
+
+def descriptor(t):
+    d = memref_type(t.dim())()
+    d.allocated = d.aligned = t.data_ptr()
+    d.offset = 0
+    d.sizes[:] = list(t.shape)
+    d.strides[:] = list(t.stride())
+    return d
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__)
+    p.add_argument("--lib", required=True)
+    p.add_argument("--T", type=int, default=16384)
+    p.add_argument("--B", type=int, default=4)
+    p.add_argument("--calls", type=int, default=2)
+    args = p.parse_args()
+    name, kind, dtype, K, _, qk_l2norm = parse_library(args.lib)
+    gen = torch.Generator(device="cuda").manual_seed(args.T)
+    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm)
+    # q, k, v in the library's type; gates, betas and the state in f32.
+    tensors = [ins[n].to(TORCH_TYPES[dtype] if n in ("q", "k", "v") else torch.float32).contiguous()
+               for n in INPUT_ORDER if n in ins]
+    descriptors = [descriptor(t) for t in tensors]
+    # Results: o [B, T, HV, V] and the final state [B, HV, K, V].
+    results_type = type("Results", (ctypes.Structure,), {"_fields_": [
+        ("o", memref_type(4)), ("state", memref_type(4))]})
+    lib = ctypes.CDLL(os.path.abspath(args.lib))
+    fn = getattr(lib, f"_mlir_ciface_{name}_async")
+    fn.restype = None
+    cuda = ctypes.CDLL("libcuda.so.1")
+    stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
+    for _ in range(args.calls):
+        results = results_type()
+        fn(ctypes.byref(results), stream, *[ctypes.byref(d) for d in descriptors])
+        torch.cuda.synchronize()
+        o_elems = 1
+        for size in results.o.sizes:
+            o_elems *= size
+        ok = results.o.aligned is not None and o_elems == args.B * args.T * 8 * K
+        for r in (results.o, results.state):
+            if r.allocated:
+                cuda.cuMemFree_v2(ctypes.c_uint64(r.allocated))
+        if not ok:
+            print(f"{name}: the call returned no output of the expected size", file=sys.stderr)
+            return 1
+    print(f"{name} B={args.B} T={args.T}: {args.calls} calls done")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
