@@ -1530,10 +1530,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   // it is written, step c takes D'^T's A fragments from the stage by
   // ldmatrix .trans (four registers per instruction) and decays each
   // register's two rows in fp32 before rounding them once: the values of
-  // the accumulator-layout path, which loads, widens and selects element by
-  // element (two 16-bit loads per row pair, about 170 instructions per warp
-  // and chunk: bench/NOTES.md c31). Rows past T are staged zeros with zero
-  // gates, so their decayed D is 0 without a select.
+  // the accumulator-layout path, which loads, widens, decays and selects
+  // element by element (a 16-bit load per element; simple GLA's state pass
+  // -10% at T = 16384: bench/NOTES.md c31). Rows past T are staged zeros
+  // with zero gates, so their decayed D is 0 without a select.
   bool directD = !wBuf && !perKey && forwardValues && uElem == elem;
   // 16-bit chunk states and new values leave through shared memory: a
   // warp's S^T and D^T accumulator tiles go in by stmatrix .trans (four
