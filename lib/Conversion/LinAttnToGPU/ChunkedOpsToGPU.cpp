@@ -242,20 +242,51 @@ public:
   /// a row is narrower), so a tile is in flight after a few instructions
   /// and lands while the block computes; `waitCopies` then a barrier makes
   /// it visible.
+  /// With `narrowRows` the row and the source size are computed in 32-bit
+  /// arithmetic: index math is 64-bit, where each add, min and compare of
+  /// a copy takes two to four instructions instead of one. T < 2^31 holds
+  /// for any input that fits in memory (the chunked kernels' rows hold at
+  /// least 64 16-bit keys). Measured (bench/NOTES.md c32), it speeds up the
+  /// delta rule's state pass (negeig -11% at T = 1024) but slows the
+  /// state pass without W (+3-4% at T = 16384), whose 64-bit rows the
+  /// compiler most likely strength-reduces across chunks (not profiled).
   void copyRowsAsync(Value dst, Value dstRow0, int64_t cols, Value t0,
                      Value valid, Value seqLen, Value src,
                      function_ref<SmallVector<Value>(Value, Value)> srcIndices,
-                     int64_t rows = kChunk) {
+                     int64_t rows = kChunk, bool narrowRows = false) {
     auto srcType = cast<MemRefType>(src.getType());
     int64_t perCopy =
         std::min<int64_t>(cols, 128 / srcType.getElementTypeBitWidth());
     int64_t perRow = cols / perCopy;
+    Type i32 = b.getI32Type();
+    auto narrow = [&](Value x) -> Value {
+      return arith::IndexCastUIOp::create(b, i32, x);
+    };
+    Value t0Narrow, validNarrow, lastRow;
+    if (narrowRows) {
+      t0Narrow = narrow(t0);
+      validNarrow = narrow(valid);
+      lastRow = arith::SubIOp::create(b, narrow(seqLen),
+                                      arith::ConstantIntOp::create(b, i32, 1));
+    }
     auto body = [&](Value idx) {
       Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
       Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                            e.index(perCopy));
-      Value row = e.minIndex(e.addIndex(t0, r), e.subIndex(seqLen, e.index(1)));
-      Value n = select(ult(r, valid), e.index(perCopy), e.index(0));
+      Value row, inRows;
+      if (narrowRows) {
+        Value rNarrow = narrow(r);
+        row = arith::IndexCastUIOp::create(
+            b, b.getIndexType(),
+            arith::MinUIOp::create(b, arith::AddIOp::create(b, t0Narrow, rNarrow),
+                                   lastRow));
+        inRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rNarrow,
+                                       validNarrow);
+      } else {
+        row = e.minIndex(e.addIndex(t0, r), e.subIndex(seqLen, e.index(1)));
+        inRows = ult(r, valid);
+      }
+      Value n = select(inRows, e.index(perCopy), e.index(0));
       bool full = perCopy * srcType.getElementTypeBitWidth() == 128;
       nvgpu::DeviceAsyncCopyOp::create(
           b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, c),
@@ -1608,7 +1639,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       return st;
     };
     // Starts the copies of chunk `n` (rows past the sequence, or every row
-    // of a chunk past the last, arrive as zeros) and closes their group.
+    // of a chunk past the last, arrive as zeros) and closes their group;
+    // rows in 32-bit arithmetic where there is W (copyRowsAsync).
+    bool narrowRows = wBuf != nullptr;
     auto prefetch = [&](Value n) {
       auto [t0, valid] = chunkRows(e, n, stepLimit);
       Stage st = stageAt(n);
@@ -1620,22 +1653,22 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
             return {bIdx, t, hv, arith::DivUIOp::create(b, c, e.index(K)),
                     arith::RemUIOp::create(b, c, e.index(K))};
           return {bIdx, t, hv, c};
-        });
+        }, kChunk, narrowRows);
       k.copyRowsAsync(st.k, zero, K, t0, valid, seqLen, kBuf,
                       [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, h, c};
-      });
+      }, kChunk, narrowRows);
       k.copyRowsAsync(st.u, zero, kStateColumns, t0, valid, seqLen, uBuf,
                       [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, hv, e.addIndex(v0, c)};
-      });
+      }, kChunk, narrowRows);
       if (gates)
         k.copyRowsAsync(st.g, zero, gateCols, t0, valid, seqLen, gates,
                         [&](Value t, Value c) -> SmallVector<Value> {
           if (perKey)
             return {bIdx, t, hv, c};
           return {bIdx, t, hv};
-        });
+        }, kChunk, narrowRows);
       return k.commitCopies();
     };
 

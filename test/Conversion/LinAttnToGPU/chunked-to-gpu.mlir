@@ -191,7 +191,13 @@
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x1xf32, #gpu.address_space<workgroup>>
-// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// With W, a copy's source row min(t0 + r, T - 1) and its size (r < valid)
+// are computed in i32 (NOTES c32).
+// CHECK:           %[[ROW:.*]] = arith.minui %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:      %[[ROWI:.*]] = arith.index_castui %[[ROW]] : i32 to index
+// CHECK:           %[[INROWS:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK:           %[[SIZE:.*]] = arith.select %[[INROWS]], %{{.*}}, %{{.*}} : index
+// CHECK:           nvgpu.device_async_copy %{{.*}}[%{{.*}}, %[[ROWI]], %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %[[SIZE]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x36xf32, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
@@ -352,6 +358,8 @@ func.func @gated_delta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %
 // CHECK:         %[[RSP:.*]] = arith.constant 68608 : i32
 // CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
 // CHECK-NEXT:      gpu.dynamic_shared_memory
+// Without W the copies' rows stay in index arithmetic (NOTES c32).
+// CHECK-NOT:       arith.minui %{{.*}}, %{{.*}} : i32
 // CHECK-COUNT-3:   nvgpu.device_async_create_group
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
 // CHECK-NEXT:      gpu.barrier
