@@ -21,10 +21,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import make_inputs, parse_library  # noqa: E402
+from check import INPUT_ORDER, make_inputs, parse_library  # noqa: E402
 
 TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-INPUT_ORDER = ("q", "k", "v", "gate", "beta", "initial_state")
 
 
 def memref_type(rank):

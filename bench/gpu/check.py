@@ -127,11 +127,15 @@ def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False):
     return ins
 
 
+# The specs' argument order (the inputs each kind has, in this order).
+INPUT_ORDER = ("q", "k", "v", "gate", "beta", "initial_state")
+
+
 def runner_command(runner, lib, entry, ins, work):
     """linattn-gpu-run's command line for `ins` (written as float32 .npy in
     the spec's argument order under `work`), and its two output paths."""
     cmd = [runner, lib, "--entry", entry]
-    for n in ("q", "k", "v", "gate", "beta", "initial_state"):
+    for n in INPUT_ORDER:
         if n in ins:
             path = os.path.join(work, n + ".npy")
             np.save(path, ins[n].cpu().numpy().astype(np.float32))
