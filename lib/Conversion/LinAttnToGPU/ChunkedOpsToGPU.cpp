@@ -2256,22 +2256,22 @@ SmallVector<Value> diagonalScores(KernelEmitter &k, Value qTile, Value kTile,
   return llvm::to_vector(sums);
 }
 
-/// The per-key-gate scores before the causal mask, for the warp's rows
-/// [m0, m0 + 16) and the chunk's 64 columns as 8 accumulator tiles:
-///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk).
-/// Column block b (rows [16 b, 16 b + 16)) factors the decay around its
-/// last valid row L_b, P = (q_i exp(G_i - G_L)) (k_j exp(G_L - G_j))^T; the
-/// second factor is K' (`kdTile`, staged by the caller), the first is
-/// built in registers. Below the diagonal (rows i > L_b) both factors are
-/// <= 1, so strong gates only underflow what is negligible anyway. On the
-/// diagonal block the query factor is >= 1, up to exp(G_{m0} - G_L): where
-/// that spread exceeds kMaxDiagonalSpread for some key (strong gates), the
-/// warp computes the block elementwise in fp32 instead, as
-/// flash-linear-attention does for every diagonal block. Blocks above the
-/// diagonal, and warps whose rows are all past T, are zero.
-SmallVector<SmallVector<Value>> perKeyScores(KernelEmitter &k, Value qTile,
-                                             Value kTile, Value kdTile, Value g,
-                                             Value m0, Value valid, int64_t K) {
+/// The per-key-gate scores' diagonal block, what every column block of
+/// perKeyBlockScores needs from it: whether the warp factors it, and the
+/// elementwise scores where it does not.
+struct PerKeyDiagonal {
+  Value factored;
+  SmallVector<Value> elementwise;
+};
+
+/// Whether the warp's diagonal block [m0, m0 + 16) may be factored around
+/// its last valid row L: its query factor exp(G_i - G_L) is >= 1, up to
+/// exp(G_{m0} - G_L), so where that spread exceeds kMaxDiagonalSpread for
+/// some key (strong gates), the warp computes the block elementwise in
+/// fp32 instead (diagonalScores), as flash-linear-attention does for every
+/// diagonal block; elsewhere `elementwise` is zero.
+PerKeyDiagonal perKeyDiagonal(KernelEmitter &k, Value qTile, Value kTile, Value g,
+                              Value m0, Value valid, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
@@ -2287,66 +2287,66 @@ SmallVector<SmallVector<Value>> perKeyScores(KernelEmitter &k, Value qTile,
                               e.f32(kMaxDiagonalSpread)));
   }
   Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
-  Value factorDiagonal = NVVM::VoteSyncOp::create(
-      b, b.getI1Type(), fullWarp, narrow, NVVM::VoteSyncKind::all);
-  Value active = k.ult(m0, valid);
-  SmallVector<Type> tileTypes(8, f32);
-  SmallVector<Value> zeros(8, e.f32(0.0f));
-
-  // The elementwise diagonal block, once (its code is long): zero where
-  // the factored form applies.
+  Value factored = NVVM::VoteSyncOp::create(b, b.getI1Type(), fullWarp, narrow,
+                                            NVVM::VoteSyncKind::all);
+  // The elementwise block, once (its code is long).
   auto elementwiseIf = scf::IfOp::create(
-      b, tileTypes,
+      b, SmallVector<Type>(8, f32),
       arith::AndIOp::create(
-          b, active,
-          arith::XOrIOp::create(b, factorDiagonal,
+          b, k.ult(m0, valid),
+          arith::XOrIOp::create(b, factored,
                                 arith::ConstantOp::create(b, b.getBoolAttr(true)))),
       true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(elementwiseIf.thenBlock());
-    scf::YieldOp::create(b, diagonalScores(k, qTile, kTile, g, m0, K));
-    b.setInsertionPointToStart(elementwiseIf.elseBlock());
-    scf::YieldOp::create(b, zeros);
-  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(elementwiseIf.thenBlock());
+  scf::YieldOp::create(b, diagonalScores(k, qTile, kTile, g, m0, K));
+  b.setInsertionPointToStart(elementwiseIf.elseBlock());
+  scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
+  return {factored, SmallVector<Value>(elementwiseIf.getResults())};
+}
 
-  SmallVector<SmallVector<Value>> p;
-  for (int64_t block = 0; block < kChunk / 16; ++block) {
-    Value row0 = e.index(16 * block);
-    Value below = k.ult(row0, m0);
-    Value diagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row0, m0);
-    Value factored = arith::AndIOp::create(
-        b, active,
-        arith::OrIOp::create(b, below,
-                             arith::AndIOp::create(b, diagonal, factorDiagonal)));
-    auto factoredIf = scf::IfOp::create(b, tileTypes, factored, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(factoredIf.thenBlock());
-      Value ref = blockLastRow(e, row0, valid);
-      SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
-      k.gemm(acc, [&](int64_t k0) -> KernelEmitter::FragmentA {
-        return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
-          Value q = k.loadWidened(qTile, {r, c}, 2);
-          Value decay = e.sub(k.loadWidened(g, {r, c}, 2),
-                              k.loadWidened(g, {ref, c}, 2));
-          return e.mul(q, k.expPair(decay));
-        }), {}};
-      }, Operand{{kdTile}, std::nullopt}, K, /*n0=*/16 * block);
-      scf::YieldOp::create(b, llvm::to_vector(llvm::concat<Value>(acc[0], acc[1])));
-
-      // Not factored: the elementwise diagonal, or a block above it.
-      b.setInsertionPointToStart(factoredIf.elseBlock());
-      SmallVector<Value> elementwise;
-      for (Value x : elementwiseIf.getResults())
-        elementwise.push_back(k.select(diagonal, x, zeros.front()));
-      scf::YieldOp::create(b, elementwise);
-    }
-    ValueRange tiles = factoredIf.getResults();
-    p.push_back(SmallVector<Value>(tiles.take_front(4)));
-    p.push_back(SmallVector<Value>(tiles.drop_front(4)));
+/// The per-key-gate scores of the warp's rows [m0, m0 + 16) against the
+/// keys of column block [row0, row0 + 16), row0 <= m0 (a run-time value),
+/// before the causal mask, as two accumulator tiles (8 values):
+///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk).
+/// The block factors the decay around its last valid row L, P = (q_i
+/// exp(G_i - G_L)) (k_j exp(G_L - G_j))^T; the second factor is K'
+/// (`kdTile`, staged by the caller), the first is built in registers.
+/// Below the diagonal (rows i > L) both factors are <= 1, so strong gates
+/// only underflow what is negligible anyway; the diagonal block is
+/// `diagonal`'s (factored, or elementwise).
+SmallVector<Value> perKeyBlockScores(KernelEmitter &k, Value qTile, Value kdTile,
+                                     Value g, Value m0, Value row0, Value valid,
+                                     const PerKeyDiagonal &diagonal, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Value onDiagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row0, m0);
+  Value factored = arith::OrIOp::create(
+      b, arith::XOrIOp::create(b, onDiagonal,
+                               arith::ConstantOp::create(b, b.getBoolAttr(true))),
+      diagonal.factored);
+  auto factoredIf =
+      scf::IfOp::create(b, SmallVector<Type>(8, b.getF32Type()), factored, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(factoredIf.thenBlock());
+  Value ref = blockLastRow(e, row0, valid);
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    SmallVector<Value> a = k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+      Value q = k.loadWidened(qTile, {r, c}, 2);
+      Value decay =
+          e.sub(k.loadWidened(g, {r, c}, 2), k.loadWidened(g, {ref, c}, 2));
+      return e.mul(q, k.expPair(decay));
+    });
+    SmallVector<Value> bFrag = k.fragB2({kdTile}, row0, 0, k0);
+    for (int64_t j = 0; j < 2; ++j)
+      acc[j] = k.mma(a, ArrayRef(bFrag).slice(2 * j, 2), acc[j]);
   }
-  return p;
+  scf::YieldOp::create(b, llvm::to_vector(llvm::concat<Value>(acc[0], acc[1])));
+  // Not factored: the elementwise diagonal block.
+  b.setInsertionPointToStart(factoredIf.elseBlock());
+  scf::YieldOp::create(b, diagonal.elementwise);
+  return SmallVector<Value>(factoredIf.getResults());
 }
 
 LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix) {
@@ -2487,8 +2487,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       k.waitCopies(k.commitCopies(), 0);
     k.barrier();
     if (perKey) {
-      // K' = K * exp(G_L - G) for perKeyScores, L the last valid row of
-      // the key's 16-row block.
+      // K' = K * exp(G_L - G) for perKeyBlockScores, L the last valid row
+      // of the key's 16-row block.
       decayRows(k, kTile, kdTile, gShared, rows.valid, [&](Value r) {
         Value row0 =
             e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
@@ -2499,56 +2499,53 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
 
     // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows
     //    and the 64 columns of segment `segment`, kept in its accumulator
-    //    registers (per key: perKeyScores; one segment).
+    //    registers (scalar gates; per key, step 3b computes P a column
+    //    block at a time).
     Value m0 = e.mulIndex(k.warp, e.index(16));
     auto segmentScores = [&](int64_t segment) {
-      SmallVector<SmallVector<Value>> p;
       int64_t c0 = segment * kChunk;
-      if (perKey) {
-        p = perKeyScores(k, qTile, kTile, kdTile, gShared, m0, rows.valid, K);
-      } else {
-        p = k.zeroAcc(kChunk / 8);
-        k.gemm(p, {{qTile}}, m0, {{kTile}}, K, c0);
-      }
+      SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
+      k.gemm(p, {{qTile}}, m0, {{kTile}}, K, c0);
       for (int64_t nt = 0; nt < kChunk / 8; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
-          Value x = p[nt][i];
-          if (!perKey) {
-            Value gr = memref::LoadOp::create(b, gShared, r);
-            Value gc = memref::LoadOp::create(b, gShared, c);
-            x = e.mul(x, k.exp(e.sub(gr, gc)));
-          }
+          Value gr = memref::LoadOp::create(b, gShared, r);
+          Value gc = memref::LoadOp::create(b, gShared, c);
+          Value x = e.mul(p[nt][i], k.exp(e.sub(gr, gc)));
           Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
           p[nt][i] = k.select(causal, x, e.f32(0.0f));
         }
       return p;
     };
-    // o += P D over segment `segment`'s rows of D: P is the A operand
-    // straight from its accumulators (split), D comes from shared memory,
-    // split if it is f32.
-    auto addSegmentValues = [&](SmallVector<SmallVector<Value>> &o,
-                                ArrayRef<SmallVector<Value>> p, int64_t segment) {
-      for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
-        auto [aHi, aLo] =
-            k.fragmentAFromAcc(p[2 * ks], p[2 * ks + 1], /*negate=*/false);
-        int64_t k0 = segment * kChunk + 16 * ks;
-        for (int64_t nt = 0; nt < nTiles; nt += 2) {
-          SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, k0);
-          SmallVector<Value> bLo =
-              dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, k0)
-                  : SmallVector<Value>();
-          for (int64_t j = 0; j < 2; ++j) {
-            ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
-            if (dLo)
-              o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
-            o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
-            o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
-          }
+    // o += P D over D's rows [k0, k0 + 16), P's two accumulator tiles of
+    // those columns: P is the A operand straight from its accumulators
+    // (split), D comes from shared memory, split if it is f32.
+    auto addBlockValues = [&](SmallVector<SmallVector<Value>> &o, ArrayRef<Value> p0,
+                              ArrayRef<Value> p1, Value k0) {
+      auto [aHi, aLo] = k.fragmentAFromAcc(p0, p1, /*negate=*/false);
+      for (int64_t nt = 0; nt < nTiles; nt += 2) {
+        SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, k0);
+        SmallVector<Value> bLo = dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, k0)
+                                     : SmallVector<Value>();
+        for (int64_t j = 0; j < 2; ++j) {
+          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
+          if (dLo)
+            o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
+          o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
+          o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
         }
       }
     };
-    SmallVector<SmallVector<Value>> p = segmentScores(0);
+    // o += P D over segment `segment`'s rows of D.
+    auto addSegmentValues = [&](SmallVector<SmallVector<Value>> &o,
+                                ArrayRef<SmallVector<Value>> p, int64_t segment) {
+      for (int64_t ks = 0; ks < kChunk / 16; ++ks)
+        addBlockValues(o, p[2 * ks], p[2 * ks + 1],
+                       e.index(segment * kChunk + 16 * ks));
+    };
+    SmallVector<SmallVector<Value>> p;
+    if (!perKey)
+      p = segmentScores(0);
 
     // 3. O = scale (diag(exp(G)) Q S + P D), P over the segments up to the
     //    warp's; S comes from shared memory, split if it is f32. Per key,
@@ -2601,7 +2598,41 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       scf::YieldOp::create(b, e.f32(0.0f));
       carryLogDecay = ifOp.getResult(0);
     }
-    addSegmentValues(o, p, 0);
+    if (perKey) {
+      // Per key, P D a column block at a time: o += P_b D_b for the
+      // blocks b <= the warp's (none for a warp past T). The loop body is
+      // the code of one block, where four unrolled blocks overflowed the
+      // instruction cache (GLA's output kernel: 30% of its stalls were
+      // instruction fetch, bench/NOTES.md c34).
+      PerKeyDiagonal diagonal =
+          perKeyDiagonal(k, qTile, kTile, gShared, m0, rows.valid, K);
+      Value numBlocks = k.select(k.ult(m0, rows.valid),
+                                 e.addIndex(k.warp, e.index(1)), e.index(0));
+      ValueRange sums = e.forEachReduce(numBlocks, flatten(o),
+          [&](Value block, ValueRange acc) -> SmallVector<Value> {
+        Value row0 = e.mulIndex(block, e.index(16));
+        SmallVector<Value> scores = perKeyBlockScores(
+            k, qTile, kdTile, gShared, m0, row0, rows.valid, diagonal, K);
+        for (int64_t i = 0; i < 8; ++i) {
+          // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column
+          // row0 + 8 (i / 4) + accCol(0, i % 4).
+          Value r = k.accRow(m0, i % 4);
+          Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
+          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+          scores[i] = k.select(causal, scores[i], e.f32(0.0f));
+        }
+        SmallVector<SmallVector<Value>> oBlock;
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          oBlock.push_back(SmallVector<Value>(acc.slice(4 * nt, 4)));
+        addBlockValues(oBlock, ArrayRef(scores).take_front(4),
+                       ArrayRef(scores).drop_front(4), row0);
+        return flatten(oBlock);
+      });
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        o[nt] = SmallVector<Value>(sums.slice(4 * nt, 4));
+    } else {
+      addSegmentValues(o, p, 0);
+    }
     for (int64_t segment = 1; segment < numSegments; ++segment) {
       // Only the warps whose rows lie at or past the segment's first row
       // see its columns (a warp-uniform branch).

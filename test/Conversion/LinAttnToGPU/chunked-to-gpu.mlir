@@ -399,9 +399,10 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
 // and a barrier publishes K' before the update's 16 products; the state
 // itself decays per key. The output kernel (Q, K, K' 3 x 9216, S 9216, v
 // 9216, gates 64 (64 + 4) 4 = 17408: 63488 bytes) votes per warp whether its diagonal
-// block factors, and runs the same 128 products as RetNet's: 32 for the
-// scores (4 blocks x 4 k-steps x 2 n-tiles, factored blocks only), 32 for
-// (Q exp(G)) S, 64 for P v.
+// block factors, and runs the same 128 products as RetNet's: 32 for
+// (Q exp(G)) S, then a loop over the column blocks up to the warp's, each
+// iteration one block's scores (4 k-steps x 2 n-tiles, where it factors)
+// and its P v (8 n-tiles x 2, P split): 4 x (8 + 16).
 
 // CHECK-LABEL: func.func @gla(
 // CHECK:         gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
@@ -420,9 +421,18 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
 // CHECK:           gpu.terminator
 // CHECK:         %[[GOUT:.*]] = arith.constant 63488 : i32
 // CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[GOUT]] {
-// CHECK:           nvvm.vote.sync all
-// CHECK-COUNT-128: nvvm.mma.sync
-// CHECK-NOT:       nvvm.mma.sync
+// CHECK-COUNT-32:    nvvm.mma.sync
+// CHECK:             nvvm.vote.sync all
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:             %[[GBLOCKS:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{[_0-9]*}} : index
+// CHECK:             scf.for %{{.*}} = %c0{{[_0-9]*}} to %[[GBLOCKS]] step %c1{{[_0-9]*}} iter_args({{.*}}) -> ({{(f32, ){31}f32}}) {
+// CHECK:               scf.if %{{.*}} -> ({{(f32, ){7}f32}}) {
+// CHECK-COUNT-8:         nvvm.mma.sync
+// CHECK:               } else {
+// CHECK-NOT:             nvvm.mma.sync
+// CHECK:               }
+// CHECK-COUNT-16:      nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
 // CHECK:           gpu.terminator
 // CHECK-NOT:     gpu.launch
 // CHECK:         return
