@@ -82,7 +82,9 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     16-row column block's decay around the block's last row, `(q exp(G_i -
     G_L)) (k exp(G_L - G_j))^T` (both factors <= 1 below the diagonal),
     and a warp computes its diagonal block elementwise in fp32 where its
-    gates spread by more than e^64 there.
+    gates spread by more than e^64 there. A warp loops over the column
+    blocks up to its own, adding each block's `P_b D_b` to O as soon as
+    its scores are formed.
 
     `chunk_cumsum` of scalar gates runs a warp per (chunk, head), a
     shuffle scan over the chunk's 64 gates; per-key gates a thread per
