@@ -2499,8 +2499,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
 
     // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows
     //    and the 64 columns of segment `segment`, kept in its accumulator
-    //    registers (scalar gates; per key, step 3b computes P a column
-    //    block at a time).
+    //    registers (scalar gates; per key, step 3 computes P a column
+    //    block at a time, after Q S).
     Value m0 = e.mulIndex(k.warp, e.index(16));
     auto segmentScores = [&](int64_t segment) {
       int64_t c0 = segment * kChunk;

@@ -399,10 +399,10 @@ func.func @retnet(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tens
 // and a barrier publishes K' before the update's 16 products; the state
 // itself decays per key. The output kernel (Q, K, K' 3 x 9216, S 9216, v
 // 9216, gates 64 (64 + 4) 4 = 17408: 63488 bytes) votes per warp whether its diagonal
-// block factors, and runs the same 128 products as RetNet's: 32 for
-// (Q exp(G)) S, then a loop over the column blocks up to the warp's, each
-// iteration one block's scores (4 k-steps x 2 n-tiles, where it factors)
-// and its P v (8 n-tiles x 2, P split): 4 x (8 + 16).
+// block factors, and runs 32 products for (Q exp(G)) S, then a loop over
+// the column blocks up to the warp's, each iteration one block's scores
+// (4 k-steps x 2 n-tiles, where it factors) and its P v (8 n-tiles x 2, P
+// split): for the last warp 32 + 4 x (8 + 16) = 128, RetNet's count.
 
 // CHECK-LABEL: func.func @gla(
 // CHECK:         gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
