@@ -2320,11 +2320,8 @@ SmallVector<Value> perKeyBlockScores(KernelEmitter &k, Value qTile, Value kdTile
                                      const PerKeyDiagonal &diagonal, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
-  Value onDiagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row0, m0);
-  Value factored = arith::OrIOp::create(
-      b, arith::XOrIOp::create(b, onDiagonal,
-                               arith::ConstantOp::create(b, b.getBoolAttr(true))),
-      diagonal.factored);
+  Value offDiagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, row0, m0);
+  Value factored = arith::OrIOp::create(b, offDiagonal, diagonal.factored);
   auto factoredIf =
       scf::IfOp::create(b, SmallVector<Type>(8, b.getF32Type()), factored, true);
   OpBuilder::InsertionGuard guard(b);
@@ -2570,11 +2567,18 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
           o[nt][i] = e.mul(o[nt][i], k.exp(g));
         }
     }
+    // O's accumulator tiles as one list (loop and branch results) and back.
     auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
       SmallVector<Value> flat;
       for (const SmallVector<Value> &tile : tiles)
         flat.append(tile.begin(), tile.end());
       return flat;
+    };
+    auto unflatten = [&](ValueRange flat) {
+      SmallVector<SmallVector<Value>> tiles;
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        tiles.push_back(SmallVector<Value>(flat.slice(4 * nt, 4)));
+      return tiles;
     };
     // 3b. Segment-local states: once every warp is past Q S_n, the
     //     segment's carry C_s takes S's tile (by cp.async, landing while
@@ -2621,24 +2625,19 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
           Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
           scores[i] = k.select(causal, scores[i], e.f32(0.0f));
         }
-        SmallVector<SmallVector<Value>> oBlock;
-        for (int64_t nt = 0; nt < nTiles; ++nt)
-          oBlock.push_back(SmallVector<Value>(acc.slice(4 * nt, 4)));
+        SmallVector<SmallVector<Value>> oBlock = unflatten(acc);
         addBlockValues(oBlock, ArrayRef(scores).take_front(4),
                        ArrayRef(scores).drop_front(4), row0);
         return flatten(oBlock);
       });
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        o[nt] = SmallVector<Value>(sums.slice(4 * nt, 4));
+      o = unflatten(sums);
     } else {
       addSegmentValues(o, p, 0);
     }
     for (int64_t segment = 1; segment < numSegments; ++segment) {
       // Only the warps whose rows lie at or past the segment's first row
       // see its columns (a warp-uniform branch).
-      SmallVector<Value> flat;
-      for (auto &tile : o)
-        flat.append(tile.begin(), tile.end());
+      SmallVector<Value> flat = flatten(o);
       auto ifOp = scf::IfOp::create(
           b, TypeRange(ValueRange(flat)),
           k.ult(e.index(segment * kChunk / 16 - 1), k.warp), true);
@@ -2647,15 +2646,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
         b.setInsertionPointToStart(ifOp.thenBlock());
         SmallVector<SmallVector<Value>> oSegment = o;
         addSegmentValues(oSegment, segmentScores(segment), segment);
-        SmallVector<Value> sums;
-        for (auto &tile : oSegment)
-          sums.append(tile.begin(), tile.end());
-        scf::YieldOp::create(b, sums);
+        scf::YieldOp::create(b, flatten(oSegment));
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, flat);
       }
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
+      o = unflatten(ifOp.getResults());
     }
     if (carries) {
       // 3c. O += diag(exp(G + log a)) Q C_s, where there is a carry.
@@ -2679,8 +2674,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, flat);
       }
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
+      o = unflatten(ifOp.getResults());
     }
     for (SmallVector<Value> &tile : o)
       for (Value &x : tile)
