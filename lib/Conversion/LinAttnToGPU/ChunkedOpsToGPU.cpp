@@ -2360,6 +2360,18 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   // chunk), each over the chunk's 64-row segments up to its own.
   int64_t chunk = op.getChunkSize(), numSegments = chunk / kChunk;
   int64_t numWarps = chunk / 16;
+  int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
+  // Per-key gates: a block takes two column tiles of its chunk, a unit of
+  // numWarps warps each (the kernel's `unit`), so that Q, K, K' and the
+  // gates are loaded and K' decayed once for both. Warp w of unit 0 owns
+  // row block w, of unit 1 row block numWarps - 1 - w: a warp's score
+  // blocks grow with its row block (1 to 4), and warps w and w + 4 share
+  // an SM sub-partition, which now gets 5 blocks whatever w is, where two
+  // blocks of 4 warps each put 2 x 4 on the sub-partition of warp 3.
+  int64_t units = perKey && columnTiles % 2 == 0 && numSegments == 1 &&
+                          !op.getCarries()
+                      ? 2
+                      : 1;
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
@@ -2389,40 +2401,77 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
   bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
+  // With two units, each has its own S and D tiles and an output tile
+  // (the Q tile's rows, which unit 0 stages its output in, are read by
+  // unit 1 until it is done).
   int64_t qBytes = chunk * (K + kPad) * 2;
   int64_t sBytes = K * (kOutputColumns + kPad) * 2;
   int64_t dBytes = chunk * (kOutputColumns + kPad) * 2;
+  int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
+  int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
   int64_t sOffset = (perKey ? 3 : 2) * qBytes;
-  int64_t dOffset = sOffset + (sIsOperand ? 1 : 2) * sBytes;
-  int64_t gOffset = dOffset + (dIsOperand ? 1 : 2) * dBytes;
+  int64_t dOffset = sOffset + units * sUnitBytes;
+  int64_t gOffset = dOffset + units * dUnitBytes;
   // Per-key gate rows are padded by 16 bytes: the score operands read
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
   int64_t gStride = perKey ? K + 4 : 1;
   int64_t gBytes = chunk * gStride * 4;
-  int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
+  int64_t outOffset = gOffset + gBytes;
+  int64_t outBytes = units > 1 ? units * dBytes : 0;
+  int64_t blocksPerChunk = columnTiles / units;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
-  Value blocks = e.mulIndex(numChunks, e.index(columnTiles));
+  Value blocks = e.mulIndex(numChunks, e.index(blocksPerChunk));
 
-  emitLaunch(b, {blocks, e.index(numVHeads), batch}, gOffset + gBytes,
+  emitLaunch(b, {blocks, e.index(numVHeads), batch}, outOffset + outBytes,
              *mmaElem, [&](KernelEmitter &k) {
     Block *body = b.getInsertionBlock();
-    Value n = arith::DivUIOp::create(b, body->getArgument(0), e.index(columnTiles));
-    Value v0 = e.mulIndex(
-        arith::RemUIOp::create(b, body->getArgument(0), e.index(columnTiles)),
-        e.index(kOutputColumns));
+    Value n = arith::DivUIOp::create(b, body->getArgument(0),
+                                     e.index(blocksPerChunk));
+    // The block's first column tile; unit u takes tile firstTile + u.
+    Value firstTile =
+        arith::RemUIOp::create(b, body->getArgument(0), e.index(blocksPerChunk));
+    if (units > 1)
+      firstTile = e.mulIndex(firstTile, e.index(units));
+    auto unitColumns = [&](Value u) {
+      Value tile = units > 1 ? e.addIndex(firstTile, u) : firstTile;
+      return e.mulIndex(tile, e.index(kOutputColumns));
+    };
+    // Byte `offset` of unit u's copy of a tile of `unitBytes` per unit.
+    auto unitOffset = [&](int64_t offset, Value u, int64_t unitBytes) {
+      if (units == 1)
+        return e.index(offset);
+      return e.addIndex(e.index(offset), e.mulIndex(u, e.index(unitBytes)));
+    };
+    Value unit = units > 1 ? arith::DivUIOp::create(b, k.warp, e.index(numWarps))
+                                 .getResult()
+                           : e.index(0);
+    Value v0 = unitColumns(unit);
+    // The warp's 16 rows (row block `rowBlock`).
+    Value rowBlock = k.warp;
+    if (units > 1) {
+      Value w = arith::RemUIOp::create(b, k.warp, e.index(numWarps));
+      rowBlock = k.select(k.ult(unit, e.index(1)), w,
+                          e.subIndex(e.index(numWarps - 1), w));
+    }
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = e.qkHead(hv, numVHeads, numQKHeads);
     ChunkRows rows = chunkRows(e, n, seqLen, chunk);
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, chunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, chunk, K + kPad, elem);
-    Value sHi = k.tile(sOffset, K, kOutputColumns + kPad, elem);
-    Value sLo = sIsOperand ? Value()
-                           : k.tile(sOffset + sBytes, K, kOutputColumns + kPad, elem);
-    Value dHi = k.tile(dOffset, chunk, kOutputColumns + kPad, elem);
-    Value dLo = dIsOperand ? Value()
-                           : k.tile(dOffset + dBytes, chunk, kOutputColumns + kPad, elem);
+    // Unit u's S and D tiles (hi, then lo where they are f32), and the
+    // calling warp's.
+    auto sTile = [&](Value u, int64_t part) {
+      return k.tile(unitOffset(sOffset + part * sBytes, u, sUnitBytes), K,
+                    kOutputColumns + kPad, elem);
+    };
+    auto dTile = [&](Value u, int64_t part) {
+      return k.tile(unitOffset(dOffset + part * dBytes, u, dUnitBytes), chunk,
+                    kOutputColumns + kPad, elem);
+    };
+    Value sHi = sTile(unit, 0), sLo = sIsOperand ? Value() : sTile(unit, 1);
+    Value dHi = dTile(unit, 0), dLo = dIsOperand ? Value() : dTile(unit, 1);
     Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
     Value gShared = perKey ? k.tile(gOffset, kChunk, gStride, f32)
                            : k.vec(gOffset, chunk, f32);
@@ -2451,26 +2500,31 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     chunkTile(kTile, Value(), K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, h, c};
     });
-    // The block's columns of a [B, N, HV, K, V] state (chunk states, or
-    // carries) into S's tile: by cp.async (true) or through registers.
-    auto loadStateTile = [&](Value src, Value at) {
+    // Unit u's columns of a [B, N, HV, K, V] state (chunk states, or
+    // carries) into its S tile: by cp.async (true) or through registers.
+    auto loadStateTile = [&](Value src, Value at, Value u) {
+      Value columns = unitColumns(u);
       auto index = [&](Value r, Value c) -> SmallVector<Value> {
-        return {bIdx, at, hv, r, e.addIndex(v0, c)};
+        return {bIdx, at, hv, r, e.addIndex(columns, c)};
       };
       if (sIsOperand) {
-        k.copyRowsAsync(sHi, zero, kOutputColumns, zero, e.index(K), e.index(K),
-                        src, index, /*rows=*/K);
+        k.copyRowsAsync(sTile(u, 0), zero, kOutputColumns, zero, e.index(K),
+                        e.index(K), src, index, /*rows=*/K);
         return true;
       }
-      k.fillTile(sHi, K, kOutputColumns, Value(), [&](Value r, Value c) {
+      k.fillTile(sTile(u, 0), K, kOutputColumns, Value(), [&](Value r, Value c) {
         return k.load8(src, index(r, c));
-      }, sLo);
+      }, sTile(u, 1));
       return false;
     };
-    async |= loadStateTile(states, n);
-    chunkTile(dHi, dLo, kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
-      return {bIdx, t, hv, e.addIndex(v0, c)};
-    });
+    for (int64_t u = 0; u < units; ++u) {
+      Value columns = unitColumns(e.index(u));
+      async |= loadStateTile(states, n, e.index(u));
+      chunkTile(dTile(e.index(u), 0), dIsOperand ? Value() : dTile(e.index(u), 1),
+                kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, e.addIndex(columns, c)};
+      });
+    }
     if (perKey) {
       async = true;
       k.copyRowsAsync(gShared, zero, K, rows.t0, rows.valid, seqLen, gates,
@@ -2498,7 +2552,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
     //    and the 64 columns of segment `segment`, kept in its accumulator
     //    registers (scalar gates; per key, step 3 computes P a column
     //    block at a time, after Q S).
-    Value m0 = e.mulIndex(k.warp, e.index(16));
+    Value m0 = e.mulIndex(rowBlock, e.index(16));
     auto segmentScores = [&](int64_t segment) {
       int64_t c0 = segment * kChunk;
       SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
@@ -2592,7 +2646,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
       k.barrier();
-      if (loadStateTile(carries, segment))
+      if (loadStateTile(carries, segment, unit))
         k.commitCopies();
       scf::YieldOp::create(
           b, sumChunkTotals(k, gates, bIdx, hv,
@@ -2611,7 +2665,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       PerKeyDiagonal diagonal =
           perKeyDiagonal(k, qTile, kTile, gShared, m0, rows.valid, K);
       Value numBlocks = k.select(k.ult(m0, rows.valid),
-                                 e.addIndex(k.warp, e.index(1)), e.index(0));
+                                 e.addIndex(rowBlock, e.index(1)), e.index(0));
       ValueRange sums = e.forEachReduce(numBlocks, flatten(o),
           [&](Value block, ValueRange acc) -> SmallVector<Value> {
         Value row0 = e.mulIndex(block, e.index(16));
@@ -2640,7 +2694,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       SmallVector<Value> flat = flatten(o);
       auto ifOp = scf::IfOp::create(
           b, TypeRange(ValueRange(flat)),
-          k.ult(e.index(segment * kChunk / 16 - 1), k.warp), true);
+          k.ult(e.index(segment * kChunk / 16 - 1), rowBlock), true);
       {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(ifOp.thenBlock());
@@ -2689,19 +2743,23 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
       return;
     }
     // 4. O leaves through the warp's own 16 rows of the Q tile (no other
-    //    warp reads them): stmatrix, then 16-byte row pieces, 8 rows of
-    //    128 bytes per instruction instead of 4-byte pairs.
+    //    warp reads them; with two units, of its unit's output tile):
+    //    stmatrix, then 16-byte row pieces, 8 rows of 128 bytes per
+    //    instruction instead of 4-byte pairs.
+    Value outTile = units > 1 ? k.tile(unitOffset(outOffset, unit, dBytes), chunk,
+                                       kOutputColumns + kPad, elem)
+                              : qTile;
     Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
     NVVM::SyncWarpOp::create(b, fullWarp);
     for (int64_t nt = 0; nt < nTiles; nt += 2)
-      k.stmatrix4(qTile, m0, e.index(8 * nt), o[nt], o[nt + 1],
+      k.stmatrix4(outTile, m0, e.index(8 * nt), o[nt], o[nt + 1],
                   /*transposed=*/false);
     NVVM::SyncWarpOp::create(b, fullWarp);
-    k.copyRowsOut(qTile, m0, 16, kOutputColumns, rows.valid, out,
+    k.copyRowsOut(outTile, m0, 16, kOutputColumns, rows.valid, out,
                   [&](Value r, Value c) -> SmallVector<Value> {
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     }, /*byWarp=*/true);
-  }, numWarps * 32);
+  }, units * numWarps * 32);
   e.replaceWithBuffers(op, {out});
   return success();
 }

@@ -442,6 +442,41 @@ func.func @gla(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<
   return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
 }
 
+// GLA with V = 128 (K = 64): the output kernel's block takes both of the
+// chunk's 64-column tiles, two units of four warps (256 threads) that share
+// Q, K, K' and the gates (3 x 9216 + 17408 bytes) and each have their own
+// S (9216), v (9216) and output tile (9216): 100352 bytes. Unit u = warp /
+// 4 takes columns 64 u; its warp w = warp % 4 owns row block w in unit 0
+// and 3 - w in unit 1, so that warps w and w + 4 together score five
+// column blocks. Each warp runs the 64-column kernel's products.
+
+// CHECK-LABEL: func.func @gla_paired(
+// CHECK:         %[[PSMEM:.*]] = arith.constant 100352 : i32
+// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[PSMEM]] {
+// CHECK:           %[[WARP:.*]] = arith.divui %{{.*}}, %c32{{[_0-9]*}} : index
+// CHECK:           %[[UNIT:.*]] = arith.divui %[[WARP]], %c4{{[_0-9]*}} : index
+// CHECK:           %[[W:.*]] = arith.remui %[[WARP]], %c4{{[_0-9]*}} : index
+// CHECK:           %[[MIRROR:.*]] = arith.subi %c3{{[_0-9]*}}, %[[W]] : index
+// CHECK:           %[[FIRST:.*]] = arith.cmpi ult, %[[UNIT]], %c1{{[_0-9]*}} : index
+// CHECK:           %[[ROWBLOCK:.*]] = arith.select %[[FIRST]], %[[W]], %[[MIRROR]] : index
+// CHECK-COUNT-32:    nvvm.mma.sync
+// CHECK:             nvvm.vote.sync all
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:             %[[PBLOCKS:.*]] = arith.select %{{.*}}, %{{.*}}, %c0{{[_0-9]*}} : index
+// CHECK:             scf.for %{{.*}} = %c0{{[_0-9]*}} to %[[PBLOCKS]] step %c1{{[_0-9]*}} iter_args({{.*}}) -> ({{(f32, ){31}f32}}) {
+// CHECK-COUNT-8:         nvvm.mma.sync
+// CHECK-COUNT-16:      nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:             nvvm.stmatrix
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @gla_paired(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x64x128xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%k) v(%v) gate(%g) state(%s0)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x2x64x128xf32>)
+  return %o, %s : tensor<?x?x2x128xbf16>, tensor<?x2x64x128xf32>
+}
+
 // A scalar cumsum that no UT kernel reads (here the caller does) keeps its
 // kernel: blocks (NC, HV / 8, B) of 8 warps, one per head; lane l loads
 // rows 2l and 2l + 1 (rows past T as 0, read from the last valid row) and
