@@ -18,7 +18,7 @@
 // 1. UT: W [B, T, HV, 2, K] in bf16, U f32.
 // CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x2x128xbf16>
 // CHECK:         memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
-// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c55808_i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c56832_i32
 // The hi part, then the lo part, copied out in 16-byte rows.
 // CHECK:           vector.store %{{.*}}, %[[W]][%{{.*}}, %{{.*}}, %{{.*}}, %c0{{[_0-9]*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x2x2x128xbf16>, vector<8xbf16>
 // CHECK:           arith.truncf %{{.*}} : f32 to bf16

@@ -19,11 +19,11 @@
 // Dynamic shared memory sizes, from the layouts in ChunkedOpsToGPU.cpp
 // (chunk C = 64, 16-bit tiles padded by 8 elements per row, 32 state columns
 // and 64 output columns per block), for K = V = 128:
-//   ut_transform:     Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x C,
-//                     16384), then R = max(C C 4, 2 C (C + 8) 2) = 18432,
-//                     then 64 gates and 64 betas (f32), then the
-//                     inverse's scratch M (fp32 16 x 48, 3072):
-//                     17408 + 16384 + 18432 + 256 + 256 + 3072 = 55808.
+//   ut_transform:     Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x
+//                     (C + 4), 17408), then R = max(C (C + 4) 4, 2 C (C +
+//                     8) 2) = 18432, then 64 gates and 64 betas (f32),
+//                     then the inverse's scratch M (fp32 16 x 48, 3072):
+//                     17408 + 17408 + 18432 + 256 + 256 + 3072 = 56832.
 //   chunk_state_pass: three input stages of W (bf16 for the delta rule:
 //                     C (K + 8) 2 = 17408), K (C (K + 8) 2 = 17408), U
 //                     columns (C (32 + 4) 4 = 9216), gates (256):
@@ -51,18 +51,18 @@
 // CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
 // CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         %[[UTSMEM:.*]] = arith.constant 55808 : i32
+// CHECK:         %[[UTSMEM:.*]] = arith.constant 56832 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC1]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[UTSMEM]] {
 // CHECK-NEXT:      %[[SM1:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
 // Row gates, betas, key/value tile, T (fp32), L (fp32), T hi, T lo, M.
-// CHECK:           memref.view %[[SM1]][%c52224{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM1]][%c52480{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c53248{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c53504{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           %[[TF32:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x64xf32, #gpu.address_space<workgroup>>
-// CHECK:           %[[LTILE:.*]] = memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x64xf32, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM1]][%c43008{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c52736{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[TF32:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[LTILE:.*]] = memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c44032{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c53760{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
 // CHECK:           vector.load %[[KB]]
 // CHECK:           scf.if
 // CHECK-COUNT-2:     memref.load %[[GB]]
@@ -87,46 +87,54 @@
 // T = (I + L)^-1 by 16-row blocks. T is zeroed first (its blocks above
 // the diagonal stay so). Each warp inverts its diagonal block by forward
 // substitution, one column per lane: 0 + 1 + ... + 15 = 120 fused
-// multiply-adds on L rows read as 4-vectors, 16 stores. Then block rows 1,
-// 2, 3 in turn, each behind a barrier: M = L[I, :16 I] T[:16 I, :16 I]
-// (16 I multiply-adds per element), a barrier, T[I, :16 I] = -T_II M (16
-// per element), in block-strided loops over the 16 x 16 I elements.
+// multiply-adds on L rows read as 4-vectors, 16 stores. Then block rows
+// I = 1, 2, 3 in turn, each behind a barrier: a half-warp's lanes take the
+// rows of one column pair per column block J < I, M's pair first (two
+// columns times 16 (I - J) L elements: 32 (I - J) multiply-adds), into
+// the scratch M; a warp barrier; then T's pair, -T_II M (32 per pair).
 // CHECK:           scf.for
-// CHECK:             vector.store %{{.*}}, %[[TF32]]{{.*}} : memref<64x64xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:             vector.store %{{.*}}, %[[TF32]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK:           gpu.barrier
 // CHECK-NOT:       gpu.barrier
 // CHECK:           vector.load %[[LTILE]]
 // CHECK-COUNT-120: math.fma
 // CHECK-NOT:       math.fma
 // CHECK-COUNT-16:  memref.store %{{.*}}, %[[TF32]]
-// CHECK-NEXT:      gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-16:    math.fma
-// CHECK-NOT:         math.fma
-// CHECK:             memref.store %{{.*}}, %[[MTILE]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-16:    math.fma
-// CHECK:             arith.negf
-// CHECK-NEXT:        memref.store %{{.*}}, %[[TF32]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           arith.negf
+// CHECK-NEXT:      vector.store %{{.*}}, %[[TF32]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-32:    math.fma
-// CHECK-NOT:         math.fma
-// CHECK:             memref.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-64:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[TF32]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[TF32]]
 // CHECK:           gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-16:    math.fma
-// CHECK:           gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-48:    math.fma
-// CHECK-NOT:         math.fma
-// CHECK:             memref.store %{{.*}}, %[[MTILE]]
-// CHECK:           gpu.barrier
-// CHECK:           scf.for
-// CHECK-COUNT-16:    math.fma
-// CHECK-NOT:         math.fma
-// CHECK:             memref.store %{{.*}}, %[[TF32]]
+// CHECK-COUNT-96:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-64:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-3:   vector.store %{{.*}}, %[[TF32]]
 // CHECK:           gpu.barrier
 // W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
 // CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
@@ -135,7 +143,7 @@
 // tile over the T hi/lo tiles (behind a barrier: every warp is done with
 // them), then whole rows to global memory in 16-byte pieces.
 // CHECK-NOT:       nvvm.mma.sync
-// CHECK:           %[[WSTAGE:.*]] = memref.view %[[SM1]][%c33792{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[WSTAGE:.*]] = memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK-NEXT:      gpu.barrier
 // CHECK-COUNT-32:  vector.store %{{.*}}, %[[WSTAGE]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
 // CHECK-NEXT:      gpu.barrier
