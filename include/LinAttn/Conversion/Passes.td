@@ -66,8 +66,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       products summed through shared memory; a 16-bit W goes to the
       tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
-      `cp.async` (three stages; without W or per-key gates four, chunk n +
-      3's) while chunk n is computed. 16-bit chunk
+      `cp.async` (three stages; without W four, chunk n + 3's) while
+      chunk n is computed. 16-bit chunk
       states and new values leave by `stmatrix` through shared memory;
       without W the new values are `u` itself.
     - `chunk_output`, one block per (chunk x 64 columns, value head,
@@ -77,14 +77,21 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       are; their tiles arrive by `cp.async`, O leaves by `stmatrix`).
 
     Per-key gates (`key_gate`, GLA; G is [B, T, HV, K]) cannot decay rows
-    of D: the state pass decays its staged keys in place, `K' = K
-    exp(G_C - G)`, and the state per key; the output kernel factors each
-    16-row column block's decay around the block's last row, `(q exp(G_i -
-    G_L)) (k exp(G_L - G_j))^T` (both factors <= 1 below the diagonal),
-    and a warp computes its diagonal block elementwise in fp32 where its
-    gates spread by more than e^64 there. A warp loops over the column
-    blocks up to its own, adding each block's `P_b D_b` to O as soon as
-    its scores are formed.
+    of D: the keys are decayed instead, `K' = K exp(G_C - G)`, by the
+    cumsum kernel, which runs just before the state pass and also writes
+    the chunks' total gates G_C; the state pass stages K' and G_C's row
+    (no decay pass in its loop) and decays the state per key (where a
+    reader of G comes before the state pass, the cumsum kernel keeps its
+    place and the state pass decays its staged keys in place). The output
+    kernel takes both 64-column tiles of
+    a chunk where V is 128 (two units of four warps sharing Q, K, K' and
+    the gates, unit 1's row blocks mirrored), factors each 16-row column
+    block's decay around the block's last row, `(q exp(G_i - G_L)) (k
+    exp(G_L - G_j))^T` (both factors <= 1 below the diagonal), and a warp
+    computes its diagonal block elementwise in fp32 where its gates spread
+    by more than e^64 there. A warp loops over the column blocks up to its
+    own, adding each block's `P_b D_b` to O as soon as its scores are
+    formed.
 
     `chunk_cumsum` of scalar gates runs a warp per (chunk, head), a
     shuffle scan over the chunk's 64 gates; per-key gates a thread per

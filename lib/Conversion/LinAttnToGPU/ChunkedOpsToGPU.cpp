@@ -95,6 +95,17 @@ constexpr int64_t kMaxSharedBytes = 232448;
 /// banks.
 constexpr int64_t kPad = 8;
 
+/// exp(x) = 2^(x log2 e) by ex2.approx.ftz (two instructions; the kernels
+/// never need a subnormal result).
+Value approxExp(ImplicitLocOpBuilder &b, Value x) {
+  Value scaled = arith::MulFOp::create(
+      b, x, arith::ConstantOp::create(b, b.getF32FloatAttr(llvm::numbers::log2ef)));
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+             ValueRange{scaled})
+      .getResult(0);
+}
+
 /// A 2-D shared tile seen as an operand: element (i, k) is buf[i][k], or
 /// buf[k][i] when `transposed`. Fragments pair elements along k.
 struct TileView {
@@ -444,14 +455,7 @@ public:
   /// becomes) wraps MUFU.EX2 in a rescaling for subnormal results, three
   /// more (bench/NOTES.md c31). Results below 2^-126 become 0, which every
   /// use (a decay factor <= 1 multiplying an operand) tolerates.
-  Value exp(Value x) {
-    Value scaled = e.mul(x, e.f32(llvm::numbers::log2ef));
-    return LLVM::CallIntrinsicOp::create(
-               b, b.getF32Type(),
-               b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
-               ValueRange{scaled})
-        .getResult(0);
-  }
+  Value exp(Value x) { return approxExp(b, x); }
 
   /// exp of both elements of a vector<2xf32>.
   Value expPair(Value x) {
@@ -1026,14 +1030,55 @@ ChunkCumsumOp cumsumForUTKernel(UTTransformOp op) {
   return cumsum;
 }
 
-LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
+/// What a per-key cumsum kernel writes for the state pass besides G (GLA):
+/// the keys decayed to their chunk's last row and the chunks' total gates,
+///   K'[b, t, hv, :] = k[b, t, h, :] * exp(G_C - G_t)   (keys' type),
+///   G_C[b, n, hv, :] = G at chunk n's last valid row    (f32),
+/// so that the state pass stages K' and one row of G_C per chunk instead of
+/// K and the chunk's [64][K] gates, and its loop has no decay pass
+/// (bench/NOTES.md c38).
+struct DecayedKeys {
+  Value keys, chunkTotals;
+};
+
+/// The chunk_state_pass that can read decayed keys from `cumsum`'s kernel:
+/// it takes the per-key cumsum's G as its gates, unsegmented, in 64-row
+/// chunks, and every other reader of G comes after it in its block (the
+/// cumsum kernel then runs just before it, where its keys are defined).
+/// Null otherwise.
+ChunkStatePassOp statePassForDecayedKeys(ChunkCumsumOp cumsum) {
+  if (cast<ShapedType>(cumsum.getType()).getRank() != 4 ||
+      cumsum.getChunkSize() != kChunk)
+    return nullptr;
+  ChunkStatePassOp statePass;
+  for (Operation *user : cumsum->getUsers())
+    if (auto pass = dyn_cast<ChunkStatePassOp>(user))
+      if (pass.getGates() == cumsum.getResult() && !pass.getSegmentChunks() &&
+          !pass.getW() && pass.getChunkSize() == kChunk && !statePass)
+        statePass = pass;
+  if (!statePass)
+    return nullptr;
+  for (Operation *user : cumsum->getUsers())
+    if (user != statePass.getOperation() &&
+        (user->getBlock() != statePass->getBlock() ||
+         !statePass->isBeforeInBlock(user)))
+      return nullptr;
+  return statePass;
+}
+
+/// Lowers a chunk_cumsum to its kernel; with `decayFor` (per-key gates,
+/// statePassForDecayedKeys), the kernel runs just before that state pass
+/// and also writes its DecayedKeys into `decayed`.
+LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor = nullptr,
+                               DecayedKeys *decayed = nullptr) {
   auto type = cast<RankedTensorType>(op.getGate().getType());
   bool perKey = type.getRank() == 4;
   int64_t chunk = op.getChunkSize();
   if (failed(checkChunkGeometry(op, chunk, {},
                                 perKey ? "per-key gates" : "")))
     return failure();
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+  ImplicitLocOpBuilder b(op.getLoc(), decayFor ? decayFor.getOperation()
+                                               : op.getOperation());
   LoopEmitter e(b);
   int64_t numKeys = perKey ? type.getDimSize(3) : 1;
   if (numKeys > 1024)
@@ -1076,6 +1121,16 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
 
   // Per-key gates [B, T, HV, K]: a thread per (chunk, head, key), keys
   // contiguous in memory.
+  Value keys, decayedKeys, chunkTotals;
+  int64_t numVHeads = type.getDimSize(2), numQKHeads = 0;
+  if (decayFor) {
+    keys = e.toBuffer(decayFor.getK());
+    numQKHeads = dimOf(decayFor.getK(), 2);
+    auto keyType = cast<RankedTensorType>(decayFor.getK().getType());
+    decayedKeys = e.allocFor(
+        RankedTensorType::get(type.getShape(), keyType.getElementType()), sizes);
+    chunkTotals = e.allocFor(type, {sizes[0], numChunks, sizes[2], sizes[3]});
+  }
   auto launch = gpu::LaunchOp::create(b, numChunks, sizes[2], sizes[0],
                                       e.index(numKeys), e.index(1), e.index(1));
   {
@@ -1093,25 +1148,44 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op) {
     // as far as the compiler knows, so no load moves above them.
     Value lastRow = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
     auto index = [&](Value t) { return SmallVector<Value>{bIdx, t, hv, key}; };
-    SmallVector<Value> gates, inRange;
+    SmallVector<Value> gates, inRange, rowKeys;
+    Value h = decayFor ? e.qkHead(hv, numVHeads, numQKHeads) : Value();
     for (int64_t r = 0; r < kChunk; ++r) {
       Value t = e.addIndex(rows.t0, e.index(r));
       Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
                                           e.index(r), rows.valid);
       inRange.push_back(valid);
-      gates.push_back(gate.read(b, index(e.minIndex(t, lastRow))));
+      Value clamped = e.minIndex(t, lastRow);
+      gates.push_back(gate.read(b, index(clamped)));
+      if (decayFor)
+        rowKeys.push_back(e.loadF32(keys, {bIdx, clamped, h, key}));
     }
     Value sum = e.f32(0.0f);
+    SmallVector<Value> sums;
     for (int64_t r = 0; r < kChunk; ++r) {
       sum = e.add(sum, arith::SelectOp::create(b, inRange[r], gates[r],
                                                e.f32(0.0f)));
+      sums.push_back(sum);
       auto store = scf::IfOp::create(b, inRange[r], /*withElseRegion=*/false);
       OpBuilder::InsertionGuard storeGuard(b);
       b.setInsertionPointToStart(store.thenBlock());
       memref::StoreOp::create(
           b, sum, out, index(e.addIndex(rows.t0, e.index(r))));
     }
+    if (decayFor) {
+      // G_C is the last sum (rows past T add 0); exp(G_C - G_t) <= 1.
+      memref::StoreOp::create(b, sum, chunkTotals, ValueRange{bIdx, n, hv, key});
+      for (int64_t r = 0; r < kChunk; ++r) {
+        auto store = scf::IfOp::create(b, inRange[r], /*withElseRegion=*/false);
+        OpBuilder::InsertionGuard storeGuard(b);
+        b.setInsertionPointToStart(store.thenBlock());
+        e.storeFromF32(e.mul(rowKeys[r], approxExp(b, e.sub(sum, sums[r]))),
+                       decayedKeys, index(e.addIndex(rows.t0, e.index(r))));
+      }
+    }
   }
+  if (decayed)
+    *decayed = {decayedKeys, chunkTotals};
   return finish();
 }
 
@@ -1479,7 +1553,8 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
 }
 
 LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
-                                  bool hasStMatrix) {
+                                  bool hasStMatrix,
+                                  const DecayedKeys *decayed = nullptr) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
@@ -1508,9 +1583,15 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
 
   ImplicitLocOpBuilder b(op.getLoc(), op);
   LoopEmitter e(b);
-  Value kBuf = e.toBuffer(op.getK()), uBuf = e.toBuffer(op.getU());
+  // Decayed keys (per-key gates, from the cumsum kernel): K' takes K's
+  // place (one per value head) and the chunks' total gates G_C the gates'
+  // (one row per chunk); the loop neither decays keys nor waits to.
+  Value kBuf = decayed ? decayed->keys : e.toBuffer(op.getK());
+  Value uBuf = e.toBuffer(op.getU());
   Value wBuf = op.getW() ? e.toBuffer(op.getW()) : Value();
-  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value gates = decayed             ? decayed->chunkTotals
+                : op.getGates() ? e.toBuffer(op.getGates())
+                                : Value();
   Value s0 = e.toBuffer(op.getInitialState());
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
@@ -1562,7 +1643,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t kStageBytes = kChunk * kStride * bytesOf(kElem);
   int64_t uStageBytes = kChunk * uStride * bytesOf(uElem);
   int64_t gateCols = perKey ? K : 1;
-  int64_t gStageBytes = gates ? kChunk * gateCols * 4 : 0;
+  int64_t gateRows = decayed ? 1 : kChunk;
+  int64_t gStageBytes = gates ? gateRows * gateCols * 4 : 0;
   int64_t stageBytes = wStageBytes + kStageBytes + uStageBytes + gStageBytes;
   int64_t keysPerWarp = K / kStateKeySplit;
   static_assert(64 % (16 * kStateKeySplit) == 0,
@@ -1582,7 +1664,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   // element by element (a 16-bit load per element; simple GLA's state pass
   // -10% at T = 16384: bench/NOTES.md c31). Rows past T are staged zeros
   // with zero gates, so their decayed D is 0 without a select.
-  bool directD = !wBuf && !perKey && forwardValues && uElem == elem;
+  bool directD = !wBuf && (!perKey || decayed) && forwardValues && uElem == elem;
   // 16-bit chunk states and new values leave through shared memory: a
   // warp's S^T and D^T accumulator tiles go in by stmatrix .trans (four
   // 8x8 tiles per instruction) as rows of the block's 32 columns, and the
@@ -1599,7 +1681,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t outBytes = 2 * (stateOutBytes + valueOutBytes);
   // Per-key gates (GLA) stage [64][K] gates besides: their loop is not the
   // short one, and keeps three.
-  int64_t stages = wBuf || perKey ? kStateStages : kStateStagesWithoutW;
+  int64_t stages =
+      wBuf || (perKey && !decayed) ? kStateStages : kStateStagesWithoutW;
   while (stages > 2 && stages * stageBytes + xchgBytes + outBytes > kMaxSharedBytes)
     --stages;
   int64_t xchgOffset = stages * stageBytes;
@@ -1650,8 +1733,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       st.k = k.tile(at(wStageBytes), kChunk, kStride, kElem);
       st.u = k.tile(at(wStageBytes + kStageBytes), kChunk, uStride, uElem);
       if (gates) // [64][1] for gates [B, T, HV] (one 4-byte copy per row),
-                 // [64][K] per key.
-        st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), kChunk,
+                 // [64][K] per key, [1][K] chunk totals.
+        st.g = k.tile(at(wStageBytes + kStageBytes + uStageBytes), gateRows,
                       gateCols, f32);
       return st;
     };
@@ -1673,13 +1756,20 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         }, kChunk, narrowRows);
       k.copyRowsAsync(st.k, zero, K, t0, valid, seqLen, kBuf,
                       [&](Value t, Value c) -> SmallVector<Value> {
-        return {bIdx, t, h, c};
+        return {bIdx, t, decayed ? hv : h, c};
       }, kChunk, narrowRows);
       k.copyRowsAsync(st.u, zero, kStateColumns, t0, valid, seqLen, uBuf,
                       [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, hv, e.addIndex(v0, c)};
       }, kChunk, narrowRows);
-      if (gates)
+      if (decayed) // chunk n's row of G_C (zeros past the last chunk)
+        k.copyRowsAsync(st.g, zero, K, n,
+                        k.select(k.ult(n, numChunks), e.index(1), e.index(0)),
+                        numChunks, gates,
+                        [&](Value chunkIdx, Value c) -> SmallVector<Value> {
+          return {bIdx, chunkIdx, hv, c};
+        }, /*rows=*/1);
+      else if (gates)
         k.copyRowsAsync(st.g, zero, gateCols, t0, valid, seqLen, gates,
                         [&](Value t, Value c) -> SmallVector<Value> {
           if (perKey)
@@ -1804,7 +1894,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       // Per-key gates: K' = K * exp(G_C - G) in place (step c's B
       // operand), each element once per block; the barrier before step c
       // publishes it.
-      if (perKey)
+      if (perKey && !decayed)
         decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return lastRow; }, K);
       if (stageStates || stageValues) {
         // Step n - 1's outputs, staged before the barrier.
@@ -1998,7 +2088,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
       //    D, so the keys stay exact and only A is split. Rows past T are
       //    dropped before the exp can meet them.
       Value gLast;
-      if (perKey)
+      if (perKey && !decayed)
         k.barrier();
       if (gates && !perKey) {
         gLast = memref::LoadOp::create(b, st.g, ValueRange{lastRow, e.index(0)});
@@ -2031,7 +2121,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
         // one key, decayed by exp(G_C[key]).
         for (int64_t odd = 0; perKey && odd < 2; ++odd) {
           Value key = stateIndex(kt, odd).first;
-          Value decay = k.exp(memref::LoadOp::create(b, st.g, ValueRange{lastRow, key}));
+          Value decay = k.exp(memref::LoadOp::create(
+              b, st.g, ValueRange{decayed ? e.index(0) : lastRow, key}));
           for (int64_t i : {odd, odd + 2})
             tile[i] = e.mul(tile[i], decay);
         }
@@ -2833,6 +2924,22 @@ struct ConvertLinAttnChunkedToGPU
         return signalPassFailure();
       mmaTypes[op] = *type;
     }
+    // Per-key cumsums that decay their state pass's keys run first: the
+    // state pass reads what they write.
+    DenseMap<Operation *, DecayedKeys> decayedKeys;
+    bool failedCumsum = false;
+    llvm::erase_if(cumsums, [&](Operation *op) {
+      auto cumsum = cast<ChunkCumsumOp>(op);
+      ChunkStatePassOp statePass = statePassForDecayedKeys(cumsum);
+      if (!statePass)
+        return false;
+      if (failed(lowerChunkCumsum(cumsum, statePass, &decayedKeys[statePass])))
+        failedCumsum = true;
+      ++numKernels;
+      return true;
+    });
+    if (failedCumsum)
+      return signalPassFailure();
     for (Operation *op : ops) {
       Type mma = mmaTypes[op];
       LogicalResult result =
@@ -2840,7 +2947,10 @@ struct ConvertLinAttnChunkedToGPU
               .Case([](L2NormOp o) { return lowerL2Norm(o); })
               .Case([&](UTTransformOp o) { return lowerUTTransform(o, mma); })
               .Case([&](ChunkStatePassOp o) {
-                return lowerChunkStatePass(o, mma, hasStMatrix);
+                auto decayed = decayedKeys.find(o);
+                return lowerChunkStatePass(
+                    o, mma, hasStMatrix,
+                    decayed == decayedKeys.end() ? nullptr : &decayed->second);
               })
               .Case([](SegmentCarriesOp o) { return lowerSegmentCarries(o); })
               .Case([&](ChunkOutputOp o) {
