@@ -1679,8 +1679,8 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   int64_t stateOutBytes = stageStates ? K * outStride * 2 : 0;
   int64_t valueOutBytes = stageValues ? kChunk * outStride * 2 : 0;
   int64_t outBytes = 2 * (stateOutBytes + valueOutBytes);
-  // Per-key gates (GLA) stage [64][K] gates besides: their loop is not the
-  // short one, and keeps three.
+  // Per-key gates (GLA) that the state pass decays itself stage [64][K]
+  // gates besides: their loop is not the short one, and keeps three.
   int64_t stages =
       wBuf || (perKey && !decayed) ? kStateStages : kStateStagesWithoutW;
   while (stages > 2 && stages * stageBytes + xchgBytes + outBytes > kMaxSharedBytes)
@@ -2473,9 +2473,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType, bool hasStMatrix)
   // numWarps warps each (the kernel's `unit`), so that Q, K, K' and the
   // gates are loaded and K' decayed once for both. Warp w of unit 0 owns
   // row block w, of unit 1 row block numWarps - 1 - w: a warp's score
-  // blocks grow with its row block (1 to 4), and warps w and w + 4 share
-  // an SM sub-partition, which now gets 5 blocks whatever w is, where two
-  // blocks of 4 warps each put 2 x 4 on the sub-partition of warp 3.
+  // blocks grow with its row block (1 to 4), and warps w and w + 4 (one SM
+  // sub-partition, if warps go to them by warp % 4) score 5 together.
+  // Measured -2% (GLA's output kernel at T = 1024; bench/NOTES.md c36):
+  // it waits on its tiles' loads more than on the busiest sub-partition.
   int64_t units = perKey && columnTiles % 2 == 0 && numSegments == 1 &&
                           !op.getCarries()
                       ? 2
