@@ -493,6 +493,35 @@ func.func @gla_paired(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: 
   return %o, %s : tensor<?x?x2x128xbf16>, tensor<?x2x64x128xf32>
 }
 
+// A per-key state pass whose gates no cumsum kernel of this pass makes
+// (here the caller's G) decays its staged keys itself: three stages of
+// 9216 + 5120 + 16384 = 30720 bytes (the chunk's [64][64] gates with its
+// keys), two 5120-byte chunk-state buffers: 102400; once a chunk lands,
+// K' = K exp(G_C - G) in place (eight ex2 per thread and step, one 16-byte
+// store), and a second barrier publishes K' before the update's 16
+// products.
+
+// CHECK-LABEL: func.func @gla_state_pass_given_gates(
+// CHECK:         %[[FSP:.*]] = arith.constant 102400 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[FSP]] {
+// CHECK:           scf.for
+// CHECK:             nvgpu.device_async_wait
+// CHECK-NEXT:        gpu.barrier
+// CHECK:             scf.for
+// CHECK-COUNT-8:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK:               vector.store %{{.*}}, %{{.*}} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:             gpu.barrier
+// CHECK-COUNT-16:    nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @gla_state_pass_given_gates(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%g) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  return %states, %final : tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>
+}
+
 // A scalar cumsum that no UT kernel reads (here the caller does) keeps its
 // kernel: blocks (NC, HV / 8, B) of 8 warps, one per head; lane l loads
 // rows 2l and 2l + 1 (rows past T as 0, read from the last valid row) and
