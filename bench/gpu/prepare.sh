@@ -1,88 +1,16 @@
 #!/usr/bin/env bash
 # Compiles the GPU test and benchmark specs to objects on this (MLIR) machine:
 #   bench/gpu/prepare.sh [OUT_DIR=.carry/gpu]
-# One object per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32 K=V=64},
-# H = HV = 8, dynamic B and T, each strategy with a GPU mapping: recurrent for
-# all; scan (the token scan, one thread per state element) for the families
-# with diagonal transitions; chunked (tensor cores) and segment-scan (the
-# chunk states by a scan, the chunk kernels around it) for the 16-bit specs
-# of every family.
-# Objects are named <family>_<dtype>_<K>_<strategy>.o; gated_deltanet_l2norm
-# and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
-# gated_deltanet_f16_128 the example in f16; <strategy>-c128 objects are
-# the chunked strategies with 128-token chunks, chunked-sN ones the
-# chunked strategy with the state pass cut into segments of N chunks,
-# <strategy> auto the default (for the kinds where it differs from chunked).
+# One object per variant of bench/gpu/variants.sh (the specs and strategies
+# it lists), named <variant>.o.
 # The device script (bench/gpu/device.sh) links them with the runtime there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=${1:-.carry/gpu}
 rm -rf "$out" && mkdir -p "$out/specs"
-families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla key_gate:gla delta:deltanet gated_delta:gated_deltanet negeig_delta:deltanet_negeig"
-for pair in $families; do
-  kind=${pair%%:*} name=${pair##*:}
-  cp "examples/$name.mlir" "$out/specs/${name}_bf16_128.mlir"
-  for dtype in bf16 f32; do
-    /usr/bin/python3 - "$kind" "$name" "$dtype" "$out/specs/${name}_${dtype}_64.mlir" <<'PY'
-import sys
-sys.path.insert(0, "test/lib")
-import linattn_ref as ref
-kind, name, dtype, path = sys.argv[1:]
-decay = ref.retnet_decay(8) if kind == "constant_decay" else None
-ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, 64, 64, decay=decay)
-PY
-  done
-done
-# Gated DeltaNet with q and k normalised in the call (qk_l2norm): the
-# tensor-core kernels then read f32 keys (the l2norm results).
-sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
-  > "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
-grep -q qk_l2norm "$out/specs/gated_deltanet_l2norm_bf16_128.mlir"
-# GLA likewise: per-key gates with f32 keys in the state pass.
-sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
-  > "$out/specs/gla_l2norm_bf16_128.mlir"
-grep -q qk_l2norm "$out/specs/gla_l2norm_bf16_128.mlir"
-# And in f16 (the tensor cores' other 16-bit type).
-sed 's/bf16/f16/g' examples/gated_deltanet.mlir > "$out/specs/gated_deltanet_f16_128.mlir"
-for spec in "$out"/specs/*.mlir; do
-  base=$(basename "$spec" .mlir)
-  build/bin/linattn-compile "$spec" -o "$out/${base}_recurrent.o" --strategy=recurrent
-  case "$base" in
-    *_f32_*) ;;
-    *) build/bin/linattn-compile "$spec" -o "$out/${base}_chunked.o" --strategy=chunked
-       build/bin/linattn-compile "$spec" -o "$out/${base}_segment-scan.o" --strategy=segment-scan ;;
-  esac
-  case "$base" in
-    linear_attention_*|retnet_*|simple_gla_*|gla_*)
-      build/bin/linattn-compile "$spec" -o "$out/${base}_scan.o" --strategy=scan ;;
-  esac
-  # The chunk states' segments (linattn-segment-chunk-states) of the kinds
-  # whose transitions are scalars: chunked-sN, N chunks per segment.
-  case "$base" in
-    *_f32_*) ;;
-    linear_attention_*|retnet_*|simple_gla_*)
-      for segments in ${LINATTN_SEGMENT_VARIANTS:-16 32 64}; do
-        build/bin/linattn-compile "$spec" -o "$out/${base}_chunked-s${segments}.o" \
-            --strategy=chunked --segment-chunks=$segments
-      done ;;
-  esac
-  # strategy=auto where it is not chunked at every shape: the kinds whose
-  # state pass auto cuts into segments at run time when B is small.
-  case "$base" in
-    *_f32_*) ;;
-    linear_attention_*|retnet_*|simple_gla_*)
-      build/bin/linattn-compile "$spec" -o "$out/${base}_auto.o" ;;
-  esac
-  # The long chunk (128 tokens) of the kinds without a rank-1 term and
-  # with row gates, forced: <strategy>-c128.
-  case "$base" in
-    *_f32_*) ;;
-    linear_attention_*|retnet_*|simple_gla_*)
-      for strategy in chunked segment-scan; do
-        build/bin/linattn-compile "$spec" -o "$out/${base}_${strategy}-c128.o" \
-            --strategy=$strategy --chunk-size=128
-      done ;;
-  esac
+bench/gpu/variants.sh "$out/specs" | while read -r name spec options; do
+  # shellcheck disable=SC2086 # the options are words
+  build/bin/linattn-compile "$spec" -o "$out/$name.o" $options
 done
 cp test/lib/linattn_ref.py "$out/"
 ls "$out"/*.o | wc -l

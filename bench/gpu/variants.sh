@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The GPU specs and the compile variants of each, one home for every script
+# that builds them (bench/gpu/prepare.sh: objects for the device;
+# scripts/generated_code.sh: the PTX and host code, to compare two builds):
+#   bench/gpu/variants.sh SPEC_DIR
+# writes the specs into SPEC_DIR and prints one variant per line,
+#   NAME SPEC [linattn-compile options...]
+# One spec per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32
+# K=V=64}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
+# recurrent for all; scan (the token scan, one thread per state element) for
+# the families with diagonal transitions; chunked (tensor cores) and
+# segment-scan (the chunk states by a scan, the chunk kernels around it) for
+# the 16-bit specs of every family.
+# Variants are named <family>_<dtype>_<K>_<strategy>; gated_deltanet_l2norm
+# and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
+# gated_deltanet_f16_128 the example in f16; <strategy>-c128 variants are
+# the chunked strategies with 128-token chunks, chunked-sN ones the chunked
+# strategy with the state pass cut into segments of N chunks (N from
+# LINATTN_SEGMENT_VARIANTS, default "16 32 64"), <strategy> auto the default
+# (for the kinds where it differs from chunked).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+specs=${1:?usage: bench/gpu/variants.sh SPEC_DIR}
+mkdir -p "$specs"
+families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla key_gate:gla delta:deltanet gated_delta:gated_deltanet negeig_delta:deltanet_negeig"
+for pair in $families; do
+  kind=${pair%%:*} name=${pair##*:}
+  cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
+  for dtype in bf16 f32; do
+    /usr/bin/python3 - "$kind" "$name" "$dtype" "$specs/${name}_${dtype}_64.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/lib")
+import linattn_ref as ref
+kind, name, dtype, path = sys.argv[1:]
+decay = ref.retnet_decay(8) if kind == "constant_decay" else None
+ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, 64, 64, decay=decay)
+PY
+  done
+done
+# Gated DeltaNet with q and k normalised in the call (qk_l2norm): the
+# tensor-core kernels then read f32 keys (the l2norm results).
+sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
+  > "$specs/gated_deltanet_l2norm_bf16_128.mlir"
+grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_128.mlir"
+# GLA likewise: per-key gates with f32 keys in the state pass.
+sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
+  > "$specs/gla_l2norm_bf16_128.mlir"
+grep -q qk_l2norm "$specs/gla_l2norm_bf16_128.mlir"
+# And in f16 (the tensor cores' other 16-bit type).
+sed 's/bf16/f16/g' examples/gated_deltanet.mlir > "$specs/gated_deltanet_f16_128.mlir"
+
+for spec in "$specs"/*.mlir; do
+  base=$(basename "$spec" .mlir)
+  echo "${base}_recurrent $spec --strategy=recurrent"
+  case "$base" in
+    *_f32_*) ;;
+    *) echo "${base}_chunked $spec --strategy=chunked"
+       echo "${base}_segment-scan $spec --strategy=segment-scan" ;;
+  esac
+  case "$base" in
+    linear_attention_*|retnet_*|simple_gla_*|gla_*)
+      echo "${base}_scan $spec --strategy=scan" ;;
+  esac
+  case "$base" in
+    *_f32_*) ;;
+    linear_attention_*|retnet_*|simple_gla_*)
+      # The chunk states' segments (linattn-segment-chunk-states) of the
+      # kinds whose transitions are scalars.
+      for segments in ${LINATTN_SEGMENT_VARIANTS:-16 32 64}; do
+        echo "${base}_chunked-s${segments} $spec --strategy=chunked --segment-chunks=$segments"
+      done
+      # strategy=auto where it is not chunked at every shape: the state
+      # pass is cut into segments at run time when B is small.
+      echo "${base}_auto $spec"
+      # The long chunk (128 tokens) of the kinds without a rank-1 term and
+      # with row gates, forced.
+      for strategy in chunked segment-scan; do
+        echo "${base}_${strategy}-c128 $spec --strategy=$strategy --chunk-size=128"
+      done ;;
+  esac
+done

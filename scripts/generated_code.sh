@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What the GPU pipeline generates, to show that a change leaves it alone:
+#
+#   scripts/generated_code.sh snapshot BUILD_DIR OUT_DIR
+#       compiles every variant of bench/gpu/variants.sh (what
+#       bench/gpu/prepare.sh builds for the device) and every example with
+#       its default options through BUILD_DIR's `linattn-compile
+#       --format=isa`, and writes OUT_DIR/<variant>.ptx (the kernels' PTX)
+#       and OUT_DIR/<variant>.host.mlir (the host code, the PTX left out);
+#   scripts/generated_code.sh compare BASE_DIR NEW_DIR
+#       diffs two snapshots file by file and prints the variants whose
+#       PTX or host code differ; exits 1 if any does.
+#   scripts/generated_code.sh against REV [BUILD_DIR=build]
+#       builds REV (a git revision) in a worktree beside the checkout
+#       (build-rev/, reused when it is at REV already), snapshots it and
+#       BUILD_DIR, and compares them.
+# JOBS (default 2) variants compile at once.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+
+snapshot() {
+  local build=$1 out=$2
+  [ -x "$build/bin/linattn-compile" ] || { echo "generated_code: no $build/bin/linattn-compile" >&2; exit 2; }
+  rm -rf "$out" && mkdir -p "$out/specs"
+  local list="$out/variants.txt"
+  bench/gpu/variants.sh "$out/specs" > "$list"
+  for example in examples/*.mlir; do
+    echo "example_$(basename "$example" .mlir) $example" >> "$list"
+  done
+  export build out
+  # shellcheck disable=SC2016 # expanded by the inner shell
+  xargs -P "$JOBS" -L 1 bash -c '
+    name=$0 spec=$1; shift
+    "$build/bin/linattn-compile" "$spec" -o "$out/$name.mlir" --format=isa "$@" 2> "$out/$name.err" || {
+      echo "generated_code: $name failed to compile:" >&2; cat "$out/$name.err" >&2; exit 255; }
+    /usr/bin/python3 test/lib/extract_ptx.py "$out/$name.mlir" > "$out/$name.ptx"
+    # The host code: the module without the binary'"'"'s escaped PTX.
+    sed -E "s/assembly = \"([^\"\\\\]|\\\\.)*\"/assembly = \"<ptx>\"/" "$out/$name.mlir" > "$out/$name.host.mlir"
+    rm -f "$out/$name.mlir" "$out/$name.err"' < "$list"
+  echo "generated_code: $(wc -l < "$list") variants in $out"
+}
+
+compare() {
+  local base=$1 new=$2 differ=0 same=0
+  while read -r name _; do
+    for part in ptx host.mlir; do
+      if ! cmp -s "$base/$name.$part" "$new/$name.$part"; then
+        echo "differs: $name.$part ($(diff "$base/$name.$part" "$new/$name.$part" | grep -c '^[<>]') lines)"
+        differ=$((differ + 1))
+      else
+        same=$((same + 1))
+      fi
+    done
+  done < "$new/variants.txt"
+  if ! cmp -s <(cut -d' ' -f1 "$base/variants.txt") <(cut -d' ' -f1 "$new/variants.txt"); then
+    echo "differs: the variant lists"; differ=$((differ + 1))
+  fi
+  echo "generated_code: $same identical, $differ different"
+  [ "$differ" -eq 0 ]
+}
+
+case "${1:-}" in
+  snapshot) snapshot "${2:?BUILD_DIR}" "${3:?OUT_DIR}" ;;
+  compare) compare "${2:?BASE_DIR}" "${3:?NEW_DIR}" ;;
+  against)
+    rev=$(git rev-parse --verify "${2:?REV}^{commit}")
+    build=${3:-build}
+    src=build-rev/src
+    if [ ! -d "$src" ]; then
+      git worktree add --detach "$src" "$rev" >/dev/null
+    else
+      git -C "$src" checkout --detach -q "$rev"
+    fi
+    BUILD_DIR=../obj "$src/scripts/setup.sh" >/dev/null
+    snapshot build-rev/obj build-rev/generated
+    snapshot "$build" "$build/generated"
+    compare build-rev/generated "$build/generated" ;;
+  *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+esac
