@@ -1,0 +1,79 @@
+//===- TargetInfo.h - What the GPU kernels know of their target -*- C++ -*-===//
+//
+// One home for the facts about the GPU target that the conversion to GPU
+// kernels, the strategy selector and the cost model all need: the chip's
+// compute capability and SM count, the shared memory a block may take, the
+// instructions the kernels rely on, and what the chunked tensor-core
+// kernels take (chunk lengths, head sizes, element types).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LINATTN_CONVERSION_LINATTNTOGPU_TARGETINFO_H
+#define LINATTN_CONVERSION_LINATTNTOGPU_TARGETINFO_H
+
+#include "mlir/IR/Types.h"
+#include "mlir/Support/LLVM.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace mlir::linattn {
+class RecurrenceOp;
+
+/// An NVIDIA GPU the kernels are generated for.
+class GPUTargetInfo {
+public:
+  /// The target named by a CUDA chip name, "sm_XY" or "sm_XYa" (sm_90a:
+  /// compute capability 90), or none for any other string.
+  static std::optional<GPUTargetInfo> forChip(StringRef chip);
+
+  /// One NVIDIA H200 (sm_90a), the target every measurement in bench/ is
+  /// from.
+  static GPUTargetInfo h200();
+
+  /// 10 * major + minor: 90 for sm_90a.
+  int computeCapability() const { return capability; }
+  /// Streaming multiprocessors: 132 on the H100 SXM and the H200, the
+  /// sm_90 parts LinAttn is tuned on; other chips are planned as if they
+  /// had as many.
+  int64_t smCount() const { return sms; }
+  /// Dynamic shared memory one block may opt in to (sm_90: 227 KiB).
+  int64_t maxSharedBytesPerBlock() const { return maxSharedBytes; }
+  /// stmatrix (sm_90 and later): 16-bit accumulator tiles leave through
+  /// shared memory in one instruction per four 8x8 tiles.
+  bool hasStMatrix() const { return capability >= 90; }
+
+private:
+  GPUTargetInfo(int capability, int64_t sms, int64_t maxSharedBytes)
+      : capability(capability), sms(sms), maxSharedBytes(maxSharedBytes) {}
+  int capability;
+  int64_t sms;
+  int64_t maxSharedBytes;
+};
+
+/// What the chunked tensor-core kernels take, on every target they run on.
+namespace chunked_kernels {
+/// Tokens per chunk: four warps of 16 rows each.
+constexpr int64_t kChunk = 64;
+/// The long chunk of the kinds without a rank-1 term and with one decay
+/// per row (linear attention, RetNet, simple GLA).
+constexpr int64_t kLongChunk = 128;
+/// Value columns of the state one block of the state pass carries.
+constexpr int64_t kStateColumns = 32;
+
+/// Why the kernels cannot take a head dimension `name` (K or V) of `size`,
+/// or "" if they can.
+std::string checkHeadDim(StringRef name, int64_t size);
+/// Why the kernels cannot run inputs of element type `elem` on tensor
+/// cores, or "" if they can.
+std::string checkOperandType(Type elem);
+/// Why a recurrence's chunked form (chunks of kChunk) has no tensor-core
+/// kernels, or "" if it has: the checks the conversion makes of the
+/// algorithm ops it becomes, asked of the spec.
+std::string whyNoKernels(RecurrenceOp op);
+} // namespace chunked_kernels
+
+} // namespace mlir::linattn
+
+#endif // LINATTN_CONVERSION_LINATTNTOGPU_TARGETINFO_H

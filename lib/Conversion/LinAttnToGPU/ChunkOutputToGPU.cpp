@@ -1,0 +1,451 @@
+//===- ChunkOutputToGPU.cpp - linattn.chunk_output to a kernel --------------===//
+//
+// A block per (chunk, 64 value columns): Q S_n and the masked scores times
+// the new values, on tensor cores; per-key gates by PerKeyScores.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedLowerings.h"
+#include "KernelSupport.h"
+#include "Kernel/Gates.h"
+#include "Kernel/PerKeyScores.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+
+/// Value columns per block of the output kernel. Every block recomputes
+/// Q K^T and reloads Q and K, so wider blocks do less of both; with 16-bit
+/// S and D tiles 64 columns fit 3 blocks per SM (62720 B) and measured
+/// 0.33 ms against 32 columns' 0.51 ms (B = 4, T = 16384, K = V = 128 on
+/// the H200; bench/NOTES.md c16). With f32 tiles (split in two) 64 columns
+/// had measured slower, 2.89 vs 2.27 ms, when the shared tiles halved the
+/// resident blocks.
+constexpr int64_t kOutputColumns = 64;
+static_assert(64 % kOutputColumns == 0,
+              "every V the geometry check admits splits into output blocks");
+
+LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
+                               const GPUTargetInfo &target) {
+  std::optional<Type> mmaElem = mmaType;
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  int64_t numQKHeads = dimOf(op.getQ(), 2), K = dimOf(op.getQ(), 3);
+  int64_t numVHeads = dimOf(op.getNewValues(), 2);
+  int64_t V = dimOf(op.getNewValues(), 3);
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}},
+                                perKey ? "per-key gates" : "")))
+    return failure();
+  // A block takes one chunk: a warp per 16 rows (8 warps for a long
+  // chunk), each over the chunk's 64-row segments up to its own.
+  int64_t chunk = op.getChunkSize(), numSegments = chunk / kChunk;
+  int64_t numWarps = chunk / 16;
+  int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
+  // Per-key gates: a block takes two column tiles of its chunk, a unit of
+  // numWarps warps each (the kernel's `unit`), so that Q, K, K' and the
+  // gates are loaded and K' decayed once for both. Warp w of unit 0 owns
+  // row block w, of unit 1 row block numWarps - 1 - w: a warp's score
+  // blocks grow with its row block (1 to 4), and warps w and w + 4 (one SM
+  // sub-partition, if warps go to them by warp % 4) score 5 together.
+  // Measured -2% (GLA's output kernel at T = 1024; bench/NOTES.md c36):
+  // it waits on its tiles' loads more than on the busiest sub-partition.
+  int64_t units = perKey && columnTiles % 2 == 0 && numSegments == 1 &&
+                          !op.getCarries()
+                      ? 2
+                      : 1;
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
+  Value dBuf = e.toBuffer(op.getNewValues());
+  Value states = e.toBuffer(op.getChunkStates());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  // Segment-local states: chunk n adds exp(sum of G_C over its segment's
+  // chunks before it) C_s (step 3b).
+  Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
+  int64_t segmentChunks = op.getSegmentChunks().value_or(0);
+  if (carries && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
+    return op.emitOpError() << "GPU output kernel stages carries in the chunk "
+                               "states' tile: their element types must agree, got "
+                            << elementOf(op.getCarries()) << " and "
+                            << elementOf(op.getChunkStates());
+  Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
+  Value out = e.allocFor(op.getOutput().getType(),
+                         {batch, seqLen, e.index(numVHeads), e.index(V)});
+  float scale = op.getScale().convertToFloat();
+
+  // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
+  // keys K' [64][K]), then S [K][kOutputColumns] and D [C][kOutputColumns]
+  // (each split if f32; 16-bit ones are operands as they are; both read
+  // transposed by ldmatrix .trans); C row gates, or per key [64][K].
+  // Everything is loaded at once, so the block waits on global memory
+  // once; P stays in registers.
+  bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
+  bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
+  // With two units, each has its own S and D tiles and an output tile
+  // (the Q tile's rows, which unit 0 stages its output in, are read by
+  // unit 1 until it is done).
+  int64_t qBytes = chunk * (K + kPad) * 2;
+  int64_t sBytes = K * (kOutputColumns + kPad) * 2;
+  int64_t dBytes = chunk * (kOutputColumns + kPad) * 2;
+  int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
+  int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
+  int64_t sOffset = (perKey ? 3 : 2) * qBytes;
+  int64_t dOffset = sOffset + units * sUnitBytes;
+  int64_t gOffset = dOffset + units * dUnitBytes;
+  // Per-key gate rows are padded by 16 bytes: the score operands read
+  // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
+  // (K = 128) puts in the same banks.
+  int64_t gStride = perKey ? K + 4 : 1;
+  int64_t gBytes = chunk * gStride * 4;
+  int64_t outOffset = gOffset + gBytes;
+  int64_t outBytes = units > 1 ? units * dBytes : 0;
+  int64_t blocksPerChunk = columnTiles / units;
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
+  Value blocks = e.mulIndex(numChunks, e.index(blocksPerChunk));
+
+  emitLaunch(b, {blocks, e.index(numVHeads), batch}, outOffset + outBytes,
+             *mmaElem, [&](MmaEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = arith::DivUIOp::create(b, body->getArgument(0),
+                                     e.index(blocksPerChunk));
+    // The block's first column tile; unit u takes tile firstTile + u.
+    Value firstTile =
+        arith::RemUIOp::create(b, body->getArgument(0), e.index(blocksPerChunk));
+    if (units > 1)
+      firstTile = e.mulIndex(firstTile, e.index(units));
+    auto unitColumns = [&](Value u) {
+      Value tile = units > 1 ? e.addIndex(firstTile, u) : firstTile;
+      return e.mulIndex(tile, e.index(kOutputColumns));
+    };
+    // Byte `offset` of unit u's copy of a tile of `unitBytes` per unit.
+    auto unitOffset = [&](int64_t offset, Value u, int64_t unitBytes) {
+      if (units == 1)
+        return e.index(offset);
+      return e.addIndex(e.index(offset), e.mulIndex(u, e.index(unitBytes)));
+    };
+    Value unit = units > 1 ? arith::DivUIOp::create(b, k.warp, e.index(numWarps))
+                                 .getResult()
+                           : e.index(0);
+    Value v0 = unitColumns(unit);
+    // The warp's 16 rows (row block `rowBlock`).
+    Value rowBlock = k.warp;
+    if (units > 1) {
+      Value w = arith::RemUIOp::create(b, k.warp, e.index(numWarps));
+      rowBlock = k.select(k.ult(unit, e.index(1)), w,
+                          e.subIndex(e.index(numWarps - 1), w));
+    }
+    Value hv = body->getArgument(1), bIdx = body->getArgument(2);
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
+    ChunkRows rows = chunkRows(e, n, seqLen, chunk);
+    Type elem = *mmaElem, f32 = b.getF32Type();
+    Value qTile = k.tile(0, chunk, K + kPad, elem);
+    Value kTile = k.tile(qBytes, chunk, K + kPad, elem);
+    // Unit u's S and D tiles (hi, then lo where they are f32), and the
+    // calling warp's.
+    auto sTile = [&](Value u, int64_t part) {
+      return k.tile(unitOffset(sOffset + part * sBytes, u, sUnitBytes), K,
+                    kOutputColumns + kPad, elem);
+    };
+    auto dTile = [&](Value u, int64_t part) {
+      return k.tile(unitOffset(dOffset + part * dBytes, u, dUnitBytes), chunk,
+                    kOutputColumns + kPad, elem);
+    };
+    Value sHi = sTile(unit, 0), sLo = sIsOperand ? Value() : sTile(unit, 1);
+    Value dHi = dTile(unit, 0), dLo = dIsOperand ? Value() : dTile(unit, 1);
+    Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
+    Value gShared = perKey ? k.tile(gOffset, kChunk, gStride, f32)
+                           : k.vec(gOffset, chunk, f32);
+
+    // 1. Q and K of the chunk, S_n and D of the block's columns, row
+    //    gates (per key: the [64][K] gates by cp.async). Operand-typed
+    //    tiles arrive by cp.async, straight into shared memory (rows past
+    //    T as zeros); f32 ones (l2norm results, fp32 states or new values)
+    //    through registers, rounded or split.
+    Value zero = e.index(0);
+    bool async = false;
+    auto chunkTile = [&](Value dst, Value dstLo, int64_t cols, Value src,
+                         function_ref<SmallVector<Value>(Value, Value)> at) {
+      if (elementOf(src) == elem) {
+        async = true;
+        return k.copyRowsAsync(dst, zero, cols, rows.t0, rows.valid, seqLen, src,
+                               at, chunk);
+      }
+      k.fillTile(dst, chunk, cols, rows.valid, [&](Value r, Value c) {
+        return k.load8(src, at(e.addIndex(rows.t0, r), c));
+      }, dstLo);
+    };
+    chunkTile(qTile, Value(), K, qBuf, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, h, c};
+    });
+    chunkTile(kTile, Value(), K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, h, c};
+    });
+    // Unit u's columns of a [B, N, HV, K, V] state (chunk states, or
+    // carries) into its S tile: by cp.async (true) or through registers.
+    auto loadStateTile = [&](Value src, Value at, Value u) {
+      Value columns = unitColumns(u);
+      auto index = [&](Value r, Value c) -> SmallVector<Value> {
+        return {bIdx, at, hv, r, e.addIndex(columns, c)};
+      };
+      if (sIsOperand) {
+        k.copyRowsAsync(sTile(u, 0), zero, kOutputColumns, zero, e.index(K),
+                        e.index(K), src, index, /*rows=*/K);
+        return true;
+      }
+      k.fillTile(sTile(u, 0), K, kOutputColumns, Value(), [&](Value r, Value c) {
+        return k.load8(src, index(r, c));
+      }, sTile(u, 1));
+      return false;
+    };
+    for (int64_t u = 0; u < units; ++u) {
+      Value columns = unitColumns(e.index(u));
+      async |= loadStateTile(states, n, e.index(u));
+      chunkTile(dTile(e.index(u), 0), dIsOperand ? Value() : dTile(e.index(u), 1),
+                kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, e.addIndex(columns, c)};
+      });
+    }
+    if (perKey) {
+      async = true;
+      k.copyRowsAsync(gShared, zero, K, rows.t0, rows.valid, seqLen, gates,
+                      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, c};
+      });
+    } else {
+      fillRowGates(k, gShared, gates, bIdx, rows, hv, chunk);
+    }
+    if (async)
+      k.waitCopies(k.commitCopies(), 0);
+    k.barrier();
+    if (perKey) {
+      // K' = K * exp(G_L - G) for perKeyBlockScores, L the last valid row
+      // of the key's 16-row block.
+      decayRows(k, kTile, kdTile, gShared, rows.valid, [&](Value r) {
+        Value row0 =
+            e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+        return blockLastRow(e, row0, rows.valid);
+      }, K);
+      k.barrier();
+    }
+
+    // 2. P = Mask_{j <= i}(Q K^T * exp(G_i - G_j)) for the warp's 16 rows
+    //    and the 64 columns of segment `segment`, kept in its accumulator
+    //    registers (scalar gates; per key, step 3 computes P a column
+    //    block at a time, after Q S).
+    Value m0 = e.mulIndex(rowBlock, e.index(16));
+    auto segmentScores = [&](int64_t segment) {
+      int64_t c0 = segment * kChunk;
+      SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
+      k.gemm(p, {{qTile}}, m0, {{kTile}}, K, c0);
+      for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
+          Value gr = memref::LoadOp::create(b, gShared, r);
+          Value gc = memref::LoadOp::create(b, gShared, c);
+          Value x = e.mul(p[nt][i], k.exp(e.sub(gr, gc)));
+          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+          p[nt][i] = k.select(causal, x, e.f32(0.0f));
+        }
+      return p;
+    };
+    // o += P D over D's rows [k0, k0 + 16), P's two accumulator tiles of
+    // those columns: P is the A operand straight from its accumulators
+    // (split), D comes from shared memory, split if it is f32.
+    auto addBlockValues = [&](SmallVector<SmallVector<Value>> &o, ArrayRef<Value> p0,
+                              ArrayRef<Value> p1, Value k0) {
+      auto [aHi, aLo] = k.fragmentAFromAcc(p0, p1, /*negate=*/false);
+      for (int64_t nt = 0; nt < nTiles; nt += 2) {
+        SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, k0);
+        SmallVector<Value> bLo = dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, k0)
+                                     : SmallVector<Value>();
+        for (int64_t j = 0; j < 2; ++j) {
+          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
+          if (dLo)
+            o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
+          o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
+          o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
+        }
+      }
+    };
+    // o += P D over segment `segment`'s rows of D.
+    auto addSegmentValues = [&](SmallVector<SmallVector<Value>> &o,
+                                ArrayRef<SmallVector<Value>> p, int64_t segment) {
+      for (int64_t ks = 0; ks < kChunk / 16; ++ks)
+        addBlockValues(o, p[2 * ks], p[2 * ks + 1],
+                       e.index(segment * kChunk + 16 * ks));
+    };
+    SmallVector<SmallVector<Value>> p;
+    if (!perKey)
+      p = segmentScores(0);
+
+    // 3. O = scale (diag(exp(G)) Q S + P D), P over the segments up to the
+    //    warp's; S comes from shared memory, split if it is f32. Per key,
+    //    the A operand of Q S is Q * exp(G) itself (<= |q|), rounded once.
+    SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
+    Operand sOperand = {{sHi, /*transposed=*/true}};
+    if (sLo)
+      sOperand.lo = TileView{sLo, true};
+    if (perKey) {
+      k.gemm(o, [&](int64_t k0) -> MmaEmitter::FragmentA {
+        return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+          Value q = k.loadWidened(qTile, {r, c}, 2);
+          Value g = k.loadWidened(gShared, {r, c}, 2);
+          return e.mul(q, k.expPair(g));
+        }), {}};
+      }, sOperand, K);
+    } else {
+      k.gemm(o, {{qTile}}, m0, sOperand, K);
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
+          o[nt][i] = e.mul(o[nt][i], k.exp(g));
+        }
+    }
+    // O's accumulator tiles as one list (loop and branch results) and back.
+    auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
+      SmallVector<Value> flat;
+      for (const SmallVector<Value> &tile : tiles)
+        flat.append(tile.begin(), tile.end());
+      return flat;
+    };
+    auto unflatten = [&](ValueRange flat) {
+      SmallVector<SmallVector<Value>> tiles;
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        tiles.push_back(SmallVector<Value>(flat.slice(4 * nt, 4)));
+      return tiles;
+    };
+    // 3b. Segment-local states: once every warp is past Q S_n, the
+    //     segment's carry C_s takes S's tile (by cp.async, landing while
+    //     P D runs) and the block sums log a = sum of G_C over the
+    //     segment's chunks before n (one per lane, shuffles).
+    Value hasCarry, carryLogDecay;
+    if (carries) {
+      Value segment = arith::DivUIOp::create(b, n, e.index(segmentChunks));
+      hasCarry = k.ult(e.index(0), segment);
+      auto ifOp = scf::IfOp::create(b, TypeRange{f32}, hasCarry, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      k.barrier();
+      if (loadStateTile(carries, segment, unit))
+        k.commitCopies();
+      scf::YieldOp::create(
+          b, sumChunkTotals(k, gates, bIdx, hv,
+                            e.mulIndex(segment, e.index(segmentChunks)), n,
+                            segmentChunks, chunk, seqLen));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, e.f32(0.0f));
+      carryLogDecay = ifOp.getResult(0);
+    }
+    if (perKey) {
+      // Per key, P D a column block at a time: o += P_b D_b for the
+      // blocks b <= the warp's (none for a warp past T). The loop body is
+      // the code of one block, where four unrolled blocks overflowed the
+      // instruction cache (GLA's output kernel: 30% of its stalls were
+      // instruction fetch, bench/NOTES.md c34).
+      PerKeyDiagonal diagonal =
+          perKeyDiagonal(k, qTile, kTile, gShared, m0, rows.valid, K);
+      Value numBlocks = k.select(k.ult(m0, rows.valid),
+                                 e.addIndex(rowBlock, e.index(1)), e.index(0));
+      ValueRange sums = e.forEachReduce(numBlocks, flatten(o),
+          [&](Value block, ValueRange acc) -> SmallVector<Value> {
+        Value row0 = e.mulIndex(block, e.index(16));
+        SmallVector<Value> scores = perKeyBlockScores(
+            k, qTile, kdTile, gShared, m0, row0, rows.valid, diagonal, K);
+        for (int64_t i = 0; i < 8; ++i) {
+          // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column
+          // row0 + 8 (i / 4) + accCol(0, i % 4).
+          Value r = k.accRow(m0, i % 4);
+          Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
+          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+          scores[i] = k.select(causal, scores[i], e.f32(0.0f));
+        }
+        SmallVector<SmallVector<Value>> oBlock = unflatten(acc);
+        addBlockValues(oBlock, ArrayRef(scores).take_front(4),
+                       ArrayRef(scores).drop_front(4), row0);
+        return flatten(oBlock);
+      });
+      o = unflatten(sums);
+    } else {
+      addSegmentValues(o, p, 0);
+    }
+    for (int64_t segment = 1; segment < numSegments; ++segment) {
+      // Only the warps whose rows lie at or past the segment's first row
+      // see its columns (a warp-uniform branch).
+      SmallVector<Value> flat = flatten(o);
+      auto ifOp = scf::IfOp::create(
+          b, TypeRange(ValueRange(flat)),
+          k.ult(e.index(segment * kChunk / 16 - 1), rowBlock), true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        SmallVector<SmallVector<Value>> oSegment = o;
+        addSegmentValues(oSegment, segmentScores(segment), segment);
+        scf::YieldOp::create(b, flatten(oSegment));
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, flat);
+      }
+      o = unflatten(ifOp.getResults());
+    }
+    if (carries) {
+      // 3c. O += diag(exp(G + log a)) Q C_s, where there is a carry.
+      SmallVector<Value> flat = flatten(o);
+      auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)), hasCarry, true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        k.waitCopies(k.commitCopies(), 0);
+        k.barrier();
+        SmallVector<SmallVector<Value>> qc = k.zeroAcc(nTiles);
+        k.gemm(qc, {{qTile}}, m0, sOperand, K);
+        SmallVector<SmallVector<Value>> sums = o;
+        for (int64_t nt = 0; nt < nTiles; ++nt)
+          for (int64_t i = 0; i < 4; ++i) {
+            Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
+            sums[nt][i] = math::FmaOp::create(
+                b, qc[nt][i], k.exp(e.add(g, carryLogDecay)), sums[nt][i]);
+          }
+        scf::YieldOp::create(b, flatten(sums));
+        b.setInsertionPointToStart(ifOp.elseBlock());
+        scf::YieldOp::create(b, flat);
+      }
+      o = unflatten(ifOp.getResults());
+    }
+    for (SmallVector<Value> &tile : o)
+      for (Value &x : tile)
+        x = e.mul(x, e.f32(scale));
+    if (!target.hasStMatrix() || elementOf(out) != elem) {
+      for (int64_t nt = 0; nt < nTiles; ++nt)
+        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePair(o[nt][i], o[nt][i + 1], out,
+                      {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
+                      k.ult(r, rows.valid));
+        });
+      return;
+    }
+    // 4. O leaves through the warp's own 16 rows of the Q tile (no other
+    //    warp reads them; with two units, of its unit's output tile):
+    //    stmatrix, then 16-byte row pieces, 8 rows of 128 bytes per
+    //    instruction instead of 4-byte pairs.
+    Value outTile = units > 1 ? k.tile(unitOffset(outOffset, unit, dBytes), chunk,
+                                       kOutputColumns + kPad, elem)
+                              : qTile;
+    Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    for (int64_t nt = 0; nt < nTiles; nt += 2)
+      k.stmatrix4(outTile, m0, e.index(8 * nt), o[nt], o[nt + 1],
+                  /*transposed=*/false);
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    k.copyRowsOut(outTile, m0, 16, kOutputColumns, rows.valid, out,
+                  [&](Value r, Value c) -> SmallVector<Value> {
+      return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
+    }, /*byWarp=*/true);
+  }, units * numWarps * 32);
+  e.replaceWithBuffers(op, {out});
+  return success();
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,274 @@
+//===- KernelEmitter.cpp - The body of one generated kernel ---------------===//
+
+#include "KernelEmitter.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
+namespace mlir::linattn::kernel {
+
+Value approxExp(ImplicitLocOpBuilder &b, Value x) {
+  Value scaled = arith::MulFOp::create(
+      b, x, arith::ConstantOp::create(b, b.getF32FloatAttr(llvm::numbers::log2ef)));
+  return LLVM::CallIntrinsicOp::create(
+             b, b.getF32Type(), b.getStringAttr("llvm.nvvm.ex2.approx.ftz.f32"),
+             ValueRange{scaled})
+      .getResult(0);
+}
+
+KernelEmitter::KernelEmitter(ImplicitLocOpBuilder &b, gpu::LaunchOp launch,
+                             Value smem, int64_t threads)
+    : b(b), e(b), smem(smem), threads(threads) {
+  tid = launch.getThreadIds().x;
+  Value c32 = e.index(32);
+  warp = arith::DivUIOp::create(b, tid, c32);
+  lane = arith::RemUIOp::create(b, tid, c32);
+}
+
+Value KernelEmitter::tile(int64_t offset, int64_t rows, int64_t cols, Type elem) {
+  return tile(e.index(offset), rows, cols, elem);
+}
+
+Value KernelEmitter::tile(Value offset, int64_t rows, int64_t cols, Type elem) {
+  auto type = MemRefType::get({rows, cols}, elem, MemRefLayoutAttrInterface(),
+                              workgroupSpace(b.getContext()));
+  return memref::ViewOp::create(b, type, smem, offset, ValueRange{});
+}
+
+Value KernelEmitter::vec(int64_t offset, int64_t n, Type elem) {
+  auto type = MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
+                              workgroupSpace(b.getContext()));
+  return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+}
+
+Attribute KernelEmitter::workgroupSpace(MLIRContext *ctx) {
+  return gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+}
+
+void KernelEmitter::forEachOfBlock(int64_t total, function_ref<void(Value)> body) {
+  assert(total % threads == 0 && "block-strided loop needs a multiple of the block");
+  e.forEach(e.index(total / threads), [&](Value it) {
+    body(e.addIndex(e.mulIndex(it, e.index(threads)), tid));
+  });
+}
+
+void KernelEmitter::copyRowsOut(
+    Value src, Value row0, int64_t rows, int64_t cols, Value valid, Value dst,
+    function_ref<SmallVector<Value>(Value, Value)> dstIndices, bool byWarp) {
+  Type elem = cast<MemRefType>(src.getType()).getElementType();
+  int64_t perPiece = 128 / elem.getIntOrFloatBitWidth();
+  int64_t perRow = cols / perPiece;
+  auto type = VectorType::get({perPiece}, elem);
+  auto body = [&](Value idx) {
+    Value r = e.addIndex(row0, arith::DivUIOp::create(b, idx, e.index(perRow)));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                         e.index(perPiece));
+    OpBuilder::InsertionGuard guard(b);
+    if (valid)
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, ult(r, valid), false).thenBlock());
+    Value x = vector::LoadOp::create(b, type, src, ValueRange{r, c}, false,
+                                     llvm::Align(16));
+    vector::StoreOp::create(b, x, dst, dstIndices(r, c), false, llvm::Align(16));
+  };
+  if (!byWarp)
+    return forEachOfBlock(rows * perRow, body);
+  assert(rows * perRow % 32 == 0 && "a warp's rows split into whole lane steps");
+  for (int64_t it = 0; it < rows * perRow / 32; ++it)
+    body(e.addIndex(lane, e.index(32 * it)));
+}
+
+void KernelEmitter::fillTile(Value dst, int64_t rows, int64_t cols, Value valid,
+                             function_ref<Value(Value, Value)> load, Value loDst) {
+  constexpr int64_t kWidth = 8;
+  auto f32x8 = VectorType::get({kWidth}, b.getF32Type());
+  auto elemx8 = VectorType::get(
+      {kWidth}, cast<MemRefType>(dst.getType()).getElementType());
+  int64_t perRow = cols / kWidth;
+  forEachOfBlock(rows * perRow, [&](Value idx) {
+    Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                         e.index(kWidth));
+    Value x = valid ? loadRowOrZero(r, valid, f32x8,
+                                    [&](Value row) { return load(row, c); })
+                    : load(r, c);
+    auto [hi, lo] = split(x, elemx8);
+    for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, loDst}})
+      if (buf)
+        vector::StoreOp::create(b, part, buf, ValueRange{r, c},
+                                /*nontemporal=*/false, llvm::Align(16));
+  });
+}
+
+Value KernelEmitter::loadRowOrZero(Value r, Value valid, Type type,
+                                   function_ref<Value(Value)> load) {
+  Value clamped = e.minIndex(r, e.subIndex(valid, e.index(1)));
+  Value zero = arith::ConstantOp::create(b, type, b.getZeroAttr(type));
+  return select(ult(r, valid), load(clamped), zero);
+}
+
+void KernelEmitter::copyRowsAsync(
+    Value dst, Value dstRow0, int64_t cols, Value t0, Value valid, Value seqLen,
+    Value src, function_ref<SmallVector<Value>(Value, Value)> srcIndices,
+    int64_t rows, bool narrowRows) {
+  auto srcType = cast<MemRefType>(src.getType());
+  int64_t perCopy =
+      std::min<int64_t>(cols, 128 / srcType.getElementTypeBitWidth());
+  int64_t perRow = cols / perCopy;
+  Type i32 = b.getI32Type();
+  auto narrow = [&](Value x) -> Value {
+    return arith::IndexCastUIOp::create(b, i32, x);
+  };
+  Value t0Narrow, validNarrow, lastRow;
+  if (narrowRows) {
+    t0Narrow = narrow(t0);
+    validNarrow = narrow(valid);
+    lastRow = arith::SubIOp::create(b, narrow(seqLen),
+                                    arith::ConstantIntOp::create(b, i32, 1));
+  }
+  auto body = [&](Value idx) {
+    Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                         e.index(perCopy));
+    Value row, inRows;
+    if (narrowRows) {
+      Value rNarrow = narrow(r);
+      row = arith::IndexCastUIOp::create(
+          b, b.getIndexType(),
+          arith::MinUIOp::create(b, arith::AddIOp::create(b, t0Narrow, rNarrow),
+                                 lastRow));
+      inRows = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, rNarrow,
+                                     validNarrow);
+    } else {
+      row = e.minIndex(e.addIndex(t0, r), e.subIndex(seqLen, e.index(1)));
+      inRows = ult(r, valid);
+    }
+    Value n = select(inRows, e.index(perCopy), e.index(0));
+    bool full = perCopy * srcType.getElementTypeBitWidth() == 128;
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, c),
+        b.getIndexAttr(perCopy), n, full ? b.getUnitAttr() : UnitAttr());
+  };
+  int64_t total = rows * perRow;
+  if (total % threads == 0)
+    return forEachOfBlock(total, body);
+  auto ifOp = scf::IfOp::create(b, ult(tid, e.index(total)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  body(tid);
+}
+
+Value KernelEmitter::commitCopies() {
+  return nvgpu::DeviceAsyncCreateGroupOp::create(
+      b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});
+}
+
+void KernelEmitter::waitCopies(Value group, int64_t pending) {
+  nvgpu::DeviceAsyncWaitOp::create(b, group, b.getI32IntegerAttr(pending));
+}
+
+std::pair<Value, Value> KernelEmitter::split(Value x, Type narrow) {
+  return {arith::TruncFOp::create(b, narrow, x),
+          arith::TruncFOp::create(b, narrow, e.roundingRest(x, narrow))};
+}
+
+Value KernelEmitter::loadWidened(Value memref, ValueRange indices, int64_t width) {
+  auto type = cast<MemRefType>(memref.getType());
+  auto vecType = VectorType::get({width}, type.getElementType());
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  Value x = vector::LoadOp::create(b, vecType, memref, indices,
+                                   /*nontemporal=*/false,
+                                   llvm::Align(std::min<int64_t>(16, width * bytes)));
+  if (!type.getElementType().isF32())
+    x = arith::ExtFOp::create(b, VectorType::get({width}, b.getF32Type()), x);
+  return x;
+}
+
+Value KernelEmitter::load8(Value memref, ValueRange indices) {
+  return loadWidened(memref, indices, 8);
+}
+
+Value KernelEmitter::sharedPointer(Value buf, Value row, Value col) {
+  auto type = cast<MemRefType>(buf.getType());
+  int64_t bytes = type.getElementTypeBitWidth() / 8;
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, buf);
+  Value element = e.addIndex(e.mulIndex(row, e.index(type.getDimSize(1))), col);
+  Value address = arith::IndexCastOp::create(
+      b, b.getI64Type(), e.addIndex(base, e.mulIndex(element, e.index(bytes))));
+  return LLVM::IntToPtrOp::create(
+      b, LLVM::LLVMPointerType::get(b.getContext(), /*addressSpace=*/3), address);
+}
+
+Value KernelEmitter::expPair(Value x) {
+  Value lo = exp(vector::ExtractOp::create(b, x, 0));
+  Value hi = exp(vector::ExtractOp::create(b, x, 1));
+  return vector::FromElementsOp::create(b, x.getType(), ValueRange{lo, hi});
+}
+
+void KernelEmitter::storePair(Value x0, Value x1, Value memref,
+                              SmallVector<Value> indices, Value pred) {
+  auto type = cast<MemRefType>(memref.getType());
+  Type elem = type.getElementType();
+  auto ifOp = pred ? scf::IfOp::create(b, pred, /*withElse=*/false) : nullptr;
+  OpBuilder::InsertionGuard guard(b);
+  if (ifOp)
+    b.setInsertionPointToStart(ifOp.thenBlock());
+  Value v = vector::FromElementsOp::create(
+      b, VectorType::get({2}, b.getF32Type()), ValueRange{x0, x1});
+  if (!elem.isF32())
+    v = arith::TruncFOp::create(b, VectorType::get({2}, elem), v);
+  vector::StoreOp::create(b, v, memref, indices, /*nontemporal=*/false,
+                          llvm::Align(2 * type.getElementTypeBitWidth() / 8));
+}
+
+Value KernelEmitter::ult(Value x, Value y) {
+  return arith::CmpIOp::create(b, arith::CmpIPredicate::ult, x, y);
+}
+
+Value KernelEmitter::select(Value c, Value x, Value y) {
+  return arith::SelectOp::create(b, c, x, y);
+}
+
+void KernelEmitter::barrier() { gpu::BarrierOp::create(b); }
+
+void emitLaunchBody(ImplicitLocOpBuilder &b, ArrayRef<Value> grid,
+                    int64_t smemBytes, int64_t threads,
+                    function_ref<void(gpu::LaunchOp, Value)> body) {
+  LoopEmitter e(b);
+  // Dynamic shared memory: its global is 16-byte aligned (static
+  // attributions are byte-aligned), which the 16-byte vector accesses need,
+  // and the runtime raises the per-kernel limit past 48 KiB when asked.
+  Value bytes = smemBytes ? arith::ConstantOp::create(
+                               b, b.getI32IntegerAttr(smemBytes)).getResult()
+                         : Value();
+  auto launch = gpu::LaunchOp::create(b, grid[0], grid[1], grid[2],
+                                      e.index(threads), e.index(1), e.index(1),
+                                      bytes);
+  OpBuilder::InsertionGuard guard(b);
+  Block &block = launch.getBody().front();
+  b.setInsertionPointToEnd(&block);
+  auto terminator = gpu::TerminatorOp::create(b);
+  b.setInsertionPoint(terminator);
+  Value smem;
+  if (smemBytes)
+    smem = gpu::DynamicSharedMemoryOp::create(
+        b, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(),
+                           MemRefLayoutAttrInterface(),
+                           KernelEmitter::workgroupSpace(b.getContext())));
+  body(launch, smem);
+}
+
+void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
+                function_ref<void(KernelEmitter &)> body, int64_t threads) {
+  emitLaunchBody(b, grid, smemBytes, threads, [&](gpu::LaunchOp launch, Value smem) {
+    KernelEmitter k(b, launch, smem, threads);
+    body(k);
+  });
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,114 @@
+//===- PerKeyScores.cpp - Scores under per-key gates ----------------------===//
+
+#include "PerKeyScores.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+
+SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
+                                  Value g, Value m0, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Value row = e.addIndex(m0, k.group);
+  Value rowIdx[2] = {row, e.addIndex(row, e.index(8))};
+  Value col = e.addIndex(m0, e.mulIndex(k.quad, e.index(2)));
+  Value colIdx[4] = {col, e.addIndex(col, e.index(1)), e.addIndex(col, e.index(8)),
+                     e.addIndex(col, e.index(9))};
+  ValueRange sums = e.forEachReduce(
+      e.index(K / 2), SmallVector<Value>(8, e.f32(0.0f)),
+      [&](Value step, ValueRange acc) -> SmallVector<Value> {
+    Value c = e.mulIndex(step, e.index(2));
+    Value q[2], gq[2], kv[4], gk[4];
+    for (int64_t r = 0; r < 2; ++r) {
+      q[r] = k.loadWidened(qTile, {rowIdx[r], c}, 2);
+      gq[r] = k.loadWidened(g, {rowIdx[r], c}, 2);
+    }
+    for (int64_t j = 0; j < 4; ++j) {
+      kv[j] = k.loadWidened(kTile, {colIdx[j], c}, 2);
+      gk[j] = k.loadWidened(g, {colIdx[j], c}, 2);
+    }
+    SmallVector<Value> next(acc);
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t j = 0; j < 4; ++j) {
+        if (r == 0 && j >= 2)
+          continue;
+        // Accumulator element (tile j / 2, index 2 r + j % 2).
+        Value term = e.mul(e.mul(q[r], kv[j]), k.expPair(e.sub(gq[r], gk[j])));
+        int64_t slot = 4 * (j / 2) + 2 * r + j % 2;
+        for (int64_t x = 0; x < 2; ++x)
+          next[slot] = e.add(next[slot], vector::ExtractOp::create(b, term, x));
+      }
+    return next;
+  });
+  return llvm::to_vector(sums);
+}
+
+PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
+                              Value m0, Value valid, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Type f32 = b.getF32Type();
+  // Every lane tests keys lane, lane + 32, ...; the warp votes.
+  Value ownLast = blockLastRow(e, m0, valid);
+  Value narrow = arith::ConstantOp::create(b, b.getBoolAttr(true));
+  for (int64_t c0 = 0; c0 < K; c0 += 32) {
+    Value c = e.addIndex(k.lane, e.index(c0));
+    Value spread = e.sub(e.loadF32(g, {m0, c}), e.loadF32(g, {ownLast, c}));
+    narrow = arith::AndIOp::create(
+        b, narrow,
+        arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, spread,
+                              e.f32(kMaxDiagonalSpread)));
+  }
+  Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+  Value factored = NVVM::VoteSyncOp::create(b, b.getI1Type(), fullWarp, narrow,
+                                            NVVM::VoteSyncKind::all);
+  // The elementwise block, once (its code is long).
+  auto elementwiseIf = scf::IfOp::create(
+      b, SmallVector<Type>(8, f32),
+      arith::AndIOp::create(
+          b, k.ult(m0, valid),
+          arith::XOrIOp::create(b, factored,
+                                arith::ConstantOp::create(b, b.getBoolAttr(true)))),
+      true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(elementwiseIf.thenBlock());
+  scf::YieldOp::create(b, diagonalScores(k, qTile, kTile, g, m0, K));
+  b.setInsertionPointToStart(elementwiseIf.elseBlock());
+  scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
+  return {factored, SmallVector<Value>(elementwiseIf.getResults())};
+}
+
+SmallVector<Value> perKeyBlockScores(MmaEmitter &k, Value qTile, Value kdTile,
+                                     Value g, Value m0, Value row0, Value valid,
+                                     const PerKeyDiagonal &diagonal, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  Value offDiagonal = arith::CmpIOp::create(b, arith::CmpIPredicate::ne, row0, m0);
+  Value factored = arith::OrIOp::create(b, offDiagonal, diagonal.factored);
+  auto factoredIf =
+      scf::IfOp::create(b, SmallVector<Type>(8, b.getF32Type()), factored, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(factoredIf.thenBlock());
+  Value ref = blockLastRow(e, row0, valid);
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
+  for (int64_t k0 = 0; k0 < K; k0 += 16) {
+    SmallVector<Value> a = k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+      Value q = k.loadWidened(qTile, {r, c}, 2);
+      Value decay =
+          e.sub(k.loadWidened(g, {r, c}, 2), k.loadWidened(g, {ref, c}, 2));
+      return e.mul(q, k.expPair(decay));
+    });
+    SmallVector<Value> bFrag = k.fragB2({kdTile}, row0, 0, k0);
+    for (int64_t j = 0; j < 2; ++j)
+      acc[j] = k.mma(a, ArrayRef(bFrag).slice(2 * j, 2), acc[j]);
+  }
+  scf::YieldOp::create(b, llvm::to_vector(llvm::concat<Value>(acc[0], acc[1])));
+  // Not factored: the elementwise diagonal block.
+  b.setInsertionPointToStart(factoredIf.elseBlock());
+  scf::YieldOp::create(b, diagonal.elementwise);
+  return SmallVector<Value>(factoredIf.getResults());
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,65 @@
+//===- PerKeyScores.h - Scores under per-key gates ---------------*- C++ -*-===//
+//
+// P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk) for a warp's 16 rows against a
+// 16-key column block, on tensor cores where the decay factors and in fp32
+// where it does not: GLA's intra-chunk scores.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_LINATTNTOGPU_KERNEL_PERKEYSCORES_H
+#define LIB_CONVERSION_LINATTNTOGPU_KERNEL_PERKEYSCORES_H
+
+#include "MmaEmitter.h"
+
+namespace mlir::linattn::kernel {
+
+/// The widest spread exp(G_first - G_last) of a 16-row diagonal block, per
+/// key, whose factored scores stay in range: the query factor grows up to
+/// e^64 and the key factor shrinks down to e^-64, both far inside bf16's
+/// and fp32's e^+-87 (128-term sums of such products included).
+constexpr float kMaxDiagonalSpread = 64.0f;
+
+/// The diagonal block of the per-key-gate scores, elementwise in fp32:
+///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk)
+/// for the warp's rows i and columns j in [m0, m0 + 16), as two
+/// accumulator tiles (8 values, tile 0 then tile 1). Each lane sums its
+/// own elements over k, two keys per step; the elements above the
+/// diagonal for every lane (rows m0 + g, columns m0 + 8..) are not
+/// computed, the others above it are dropped by the caller's mask.
+SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
+                                  Value g, Value m0, int64_t K);
+
+/// The per-key-gate scores' diagonal block, what every column block of
+/// perKeyBlockScores needs from it: whether the warp factors it, and the
+/// elementwise scores where it does not.
+struct PerKeyDiagonal {
+  Value factored;
+  SmallVector<Value> elementwise;
+};
+
+/// Whether the warp's diagonal block [m0, m0 + 16) may be factored around
+/// its last valid row L: its query factor exp(G_i - G_L) is >= 1, up to
+/// exp(G_{m0} - G_L), so where that spread exceeds kMaxDiagonalSpread for
+/// some key (strong gates), the warp computes the block elementwise in
+/// fp32 instead (diagonalScores), as flash-linear-attention does for every
+/// diagonal block; elsewhere `elementwise` is zero.
+PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
+                              Value m0, Value valid, int64_t K);
+
+/// The per-key-gate scores of the warp's rows [m0, m0 + 16) against the
+/// keys of column block [row0, row0 + 16), row0 <= m0 (a run-time value),
+/// before the causal mask, as two accumulator tiles (8 values):
+///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk).
+/// The block factors the decay around its last valid row L, P = (q_i
+/// exp(G_i - G_L)) (k_j exp(G_L - G_j))^T; the second factor is K'
+/// (`kdTile`, staged by the caller), the first is built in registers.
+/// Below the diagonal (rows i > L) both factors are <= 1, so strong gates
+/// only underflow what is negligible anyway; the diagonal block is
+/// `diagonal`'s (factored, or elementwise).
+SmallVector<Value> perKeyBlockScores(MmaEmitter &k, Value qTile, Value kdTile,
+                                     Value g, Value m0, Value row0, Value valid,
+                                     const PerKeyDiagonal &diagonal, int64_t K);
+
+} // namespace mlir::linattn::kernel
+
+#endif // LIB_CONVERSION_LINATTNTOGPU_KERNEL_PERKEYSCORES_H

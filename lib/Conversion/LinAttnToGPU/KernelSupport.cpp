@@ -1,0 +1,48 @@
+//===- KernelSupport.cpp - Whether the chunked kernels take an op ---------===//
+
+#include "KernelSupport.h"
+
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+namespace mlir::linattn::kernel {
+
+using chunked_kernels::kChunk;
+using chunked_kernels::kLongChunk;
+
+Type elementOf(Value v) { return cast<ShapedType>(v.getType()).getElementType(); }
+
+Type operandTypeOf(Value v) {
+  if (auto norm = v.getDefiningOp<L2NormOp>())
+    if (Type in = elementOf(norm.getInput()); in.isBF16() || in.isF16())
+      return in;
+  return elementOf(v);
+}
+
+FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
+  Type elem = operandTypeOf(inputs.front());
+  for (Value v : inputs)
+    if (operandTypeOf(v) != elem)
+      return op->emitOpError() << "GPU chunked kernels need q, k and v of one "
+                                  "element type, got "
+                               << operandTypeOf(v) << " and " << elem;
+  if (std::string why = chunked_kernels::checkOperandType(elem); !why.empty())
+    return op->emitOpError() << why;
+  return elem;
+}
+
+LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
+                                 ArrayRef<std::pair<StringRef, int64_t>> dims,
+                                 StringRef whyNotLong) {
+  if (chunkSize != kChunk && (chunkSize != kLongChunk || !whyNotLong.empty()))
+    return op->emitOpError() << "GPU chunked kernels take chunk_size = " << kChunk
+                             << (whyNotLong.empty() ? " or " + std::to_string(kLongChunk)
+                                                    : " (" + whyNotLong.str() + ")")
+                             << ", got " << chunkSize;
+  for (auto [name, size] : dims)
+    if (std::string why = chunked_kernels::checkHeadDim(name, size); !why.empty())
+      return op->emitOpError() << why;
+  return success();
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,37 @@
+//===- KernelSupport.h - Whether the chunked kernels take an op -*- C++ -*-===//
+//
+// The checks every chunked lowering makes of the op it is given, as op
+// errors: the tensor-core operand type of its inputs, its chunk length and
+// its head sizes (what the kernels take is TargetInfo.h's).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_LINATTNTOGPU_KERNELSUPPORT_H
+#define LIB_CONVERSION_LINATTNTOGPU_KERNELSUPPORT_H
+
+#include "mlir/IR/Operation.h"
+
+namespace mlir::linattn::kernel {
+
+Type elementOf(Value v);
+
+/// The 16-bit type an input is rounded to on the tensor cores: its own, or
+/// for the f32 result of `linattn.l2norm` (qk_l2norm) that of the
+/// normalised input, as flash-linear-attention does.
+Type operandTypeOf(Value v);
+
+/// The tensor-core operand type of an op's 16-bit inputs, or an error.
+/// Called before any op is rewritten, while l2norm results are visible.
+FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs);
+
+/// Errors unless `op`'s kernels take `chunkSize` and every named dimension:
+/// chunks of kChunk tokens, or kLongChunk where `whyNotLong` is empty (it
+/// says why the op has no long-chunk kernel otherwise); head dimensions
+/// the kernels take.
+LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
+                                 ArrayRef<std::pair<StringRef, int64_t>> dims,
+                                 StringRef whyNotLong = "");
+
+} // namespace mlir::linattn::kernel
+
+#endif // LIB_CONVERSION_LINATTNTOGPU_KERNELSUPPORT_H

@@ -1,0 +1,61 @@
+//===- TargetInfo.cpp - What the GPU kernels know of their target ---------===//
+
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::linattn {
+
+/// SMs of the sm_90 parts LinAttn is tuned on (H100 SXM, H200).
+constexpr int64_t kHopperSMs = 132;
+/// Dynamic shared memory a block may opt in to on sm_90 (227 KiB).
+constexpr int64_t kHopperMaxSharedBytes = 232448;
+
+std::optional<GPUTargetInfo> GPUTargetInfo::forChip(StringRef chip) {
+  int version;
+  if (!chip.consume_front("sm_"))
+    return std::nullopt;
+  chip.consume_back("a");
+  if (chip.getAsInteger(10, version))
+    return std::nullopt;
+  return GPUTargetInfo(version, kHopperSMs, kHopperMaxSharedBytes);
+}
+
+GPUTargetInfo GPUTargetInfo::h200() { return *forChip("sm_90a"); }
+
+namespace chunked_kernels {
+
+std::string checkHeadDim(StringRef name, int64_t size) {
+  if (size % 64 != 0 || size > 128)
+    return ("GPU chunked kernels need " + name + " = 64 or 128, got " +
+            llvm::itostr(size)).str();
+  return "";
+}
+
+std::string checkOperandType(Type elem) {
+  if (elem.isBF16() || elem.isF16())
+    return "";
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "GPU chunked kernels run bf16/f16 inputs on tensor cores; '" << elem << "'"
+     << " inputs have no chunked GPU mapping (use strategy=recurrent)";
+  return text;
+}
+
+std::string whyNoKernels(RecurrenceOp op) {
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    Type elem = cast<ShapedType>(operand.getType()).getElementType();
+    if (std::string why = checkOperandType(elem); !why.empty())
+      return why;
+  }
+  for (auto [name, size] : {std::pair<StringRef, int64_t>{"K", op.getKeyDim()},
+                            {"V", op.getValueDim()}})
+    if (std::string why = checkHeadDim(name, size); !why.empty())
+      return why;
+  return "";
+}
+
+} // namespace chunked_kernels
+} // namespace mlir::linattn

@@ -1,0 +1,337 @@
+//===- UTTransformToGPU.cpp - linattn.ut_transform to a kernel --------------===//
+//
+// A block per (chunk, value head): K K^T on tensor cores, the triangular
+// inverse T = (I + L)^-1 in fp32 by 16-row blocks, then W and U as products
+// with the split T.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedLowerings.h"
+#include "KernelSupport.h"
+#include "Kernel/Gates.h"
+#include "Kernel/MmaEmitter.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+
+LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
+  std::optional<Type> mmaElem = mmaType;
+  int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
+  int64_t numVHeads = dimOf(op.getV(), 2), V = dimOf(op.getV(), 3);
+  if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}},
+                                "the UT transform")))
+    return failure();
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  Value kBuf = e.toBuffer(op.getK()), vBuf = e.toBuffer(op.getV());
+  Value beta = e.toBuffer(op.getBeta());
+  Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
+  // Scalar gates G = chunk_cumsum(g) that only later ops read: this kernel,
+  // their first reader, sums g itself (warp 0, warpChunkCumsum) and writes
+  // G for the state pass and the output kernel, so that no cumsum kernel
+  // runs (NOTES c22: Gated DeltaNet 0.096 -> 0.092 ms at T = 1024).
+  ChunkCumsumOp cumsum = cumsumForUTKernel(op);
+  std::optional<GateReader> rawGates;
+  Value gates, cumulative;
+  if (cumsum) {
+    rawGates.emplace(e, cumsum.getGate());
+    cumulative = e.allocFor(cumsum.getType(),
+                            {batch, seqLen, e.index(numVHeads)});
+  } else if (op.getGates()) {
+    gates = e.toBuffer(op.getGates());
+  }
+  // W [B, T, HV, K], or split [B, T, HV, 2, K] (hi, lo).
+  bool splitW = isSplitW(op.getW().getType());
+  SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads)};
+  if (splitW)
+    wSizes.push_back(e.index(2));
+  wSizes.push_back(e.index(K));
+  Value w = e.allocFor(op.getW().getType(), wSizes);
+  Value u = e.allocFor(op.getU().getType(),
+                       {batch, seqLen, e.index(numVHeads), e.index(V)});
+  float rank1Scale = op.getRank1Scale().convertToFloat();
+
+  // Shared memory: Y holds the key tile, later the value tile (16-bit,
+  // exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
+  // split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
+  // inverse's [16][48] fp32 scratch M. T's and L's rows are padded by 16
+  // bytes: the inverse's lanes read 16 different rows at once (step 3b),
+  // which a 256-byte stride puts in the same banks.
+  int64_t fpStride = kChunk + 4;
+  int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
+  int64_t xOffset = yBytes, rOffset = xOffset + kChunk * fpStride * 4;
+  int64_t tileBytes = kChunk * (kChunk + kPad) * 2;
+  int64_t gOffset = rOffset + std::max(kChunk * fpStride * 4, 2 * tileBytes);
+  int64_t betaOffset = gOffset + kChunk * 4;
+  int64_t mOffset = betaOffset + kChunk * 4;
+  int64_t mCols = kChunk - 16;
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch},
+             mOffset + 16 * mCols * 4, *mmaElem, [&](MmaEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = body->getArgument(0), hv = body->getArgument(1);
+    Value bIdx = body->getArgument(2);
+    Value h = e.qkHead(hv, numVHeads, numQKHeads);
+    ChunkRows rows = chunkRows(e, n, seqLen);
+    Type elem = *mmaElem, f32 = b.getF32Type();
+    Value gShared = k.vec(gOffset, kChunk, f32);
+    Value betaShared = k.vec(betaOffset, kChunk, f32);
+    Value keyTile = k.tile(0, kChunk, K + kPad, elem);
+    Value valueTile = k.tile(0, kChunk, V + kPad, elem);
+    Value tF32 = k.tile(xOffset, kChunk, fpStride, f32);
+    Value lTile = k.tile(rOffset, kChunk, fpStride, f32);
+    Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
+    Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
+    Value mTile = k.tile(mOffset, 16, mCols, f32);
+
+    // 1. Keys, gates and betas of the chunk.
+    k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
+      return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+    });
+    if (cumsum) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+      storeChunkCumsum(k, warpChunkCumsum(k, *rawGates, bIdx, rows, hv),
+                       cumulative, gShared, bIdx, rows, hv);
+    } else {
+      fillRowGates(k, gShared, gates, bIdx, rows, hv);
+    }
+    fillRowGates(k, betaShared, beta, bIdx, rows, hv);
+    k.barrier();
+
+    // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
+    Value m0 = e.mulIndex(k.warp, e.index(16));
+    SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
+    k.gemm(acc, {{keyTile}}, m0, {{keyTile}}, K);
+    for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+      for (int64_t i = 0; i < 4; ++i) {
+        Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
+        Value gr = memref::LoadOp::create(b, gShared, r);
+        Value gc = memref::LoadOp::create(b, gShared, c);
+        Value cr = e.mul(e.f32(rank1Scale),
+                         memref::LoadOp::create(b, betaShared, r));
+        Value l = e.mul(e.mul(acc[nt][i], cr), k.exp(e.sub(gr, gc)));
+        Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, rows.valid));
+        memref::StoreOp::create(b, k.select(keep, l, e.f32(0.0f)), lTile,
+                                ValueRange{r, c});
+      }
+    }
+    // T's blocks above the diagonal stay zero; the inverse writes the rest.
+    {
+      auto f32x4 = VectorType::get({4}, f32);
+      Value zero = arith::ConstantOp::create(b, f32x4, b.getZeroAttr(f32x4));
+      k.forEachOfBlock(kChunk * kChunk / 4, [&](Value idx) {
+        Value r = arith::DivUIOp::create(b, idx, e.index(kChunk / 4));
+        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / 4)),
+                             e.index(4));
+        vector::StoreOp::create(b, zero, tF32, ValueRange{r, c}, false,
+                                llvm::Align(16));
+      });
+    }
+    k.barrier();
+
+    // 3. T = (I + L)^-1 in fp32, by blocks of 16 rows. Block row I of
+    //    (I + L) T = I gives, for column blocks J < I,
+    //      T_II = (I + L_II)^-1,   T_IJ = -T_II M_IJ,
+    //      M_IJ = sum_{J <= K < I} L_IK T_KJ = L[I, 16 J : 16 I] T[16 J : 16 I, J]
+    //    (T is zero above its diagonal blocks).
+    //    a. Warp w inverts diagonal block w by forward substitution, one
+    //       column per lane (lanes l and l + 16 the same one): t_i = [i ==
+    //       c] - sum_{j < i} L_ij t_j over the block's 16 rows; L's rows
+    //       are read as 4-vectors, the same address in every lane.
+    //    b. Block rows I = 1, 2, 3 in turn (r0 = 16 I). Half-warp h = tid /
+    //       16 takes column pair c = 16 J + 2 h of every column block J < I,
+    //       its lane r = tid % 16 row r: M's pair, then T's,
+    //         M[r][c] = sum_{16 J <= j < r0} L[r0 + r][j] T[j][c]
+    //       (T[j][c] = 0 for j < 16 J), two columns per L element loaded.
+    //       The pair's M column is the half-warp's own, so a warp barrier
+    //       (not the block's) lets its lanes read each other's rows.
+    {
+      auto f32x4 = VectorType::get({4}, f32);
+      auto f32x2 = VectorType::get({2}, f32);
+      auto dot4 = [&](ArrayRef<Value> partial) {
+        return e.add(e.add(partial[0], partial[1]), e.add(partial[2], partial[3]));
+      };
+      Value base = e.mulIndex(k.warp, e.index(16));
+      Value c = arith::RemUIOp::create(b, k.lane, e.index(16));
+      SmallVector<Value> t(16);
+      for (int64_t i = 0; i < 16; ++i) {
+        // Four partial sums, one per vector lane, shorten the chain.
+        SmallVector<Value> partial(4, e.f32(0.0f));
+        for (int64_t j0 = 0; j0 < i; j0 += 4) {
+          Value l = vector::LoadOp::create(
+              b, f32x4, lTile,
+              ValueRange{e.addIndex(base, e.index(i)), e.addIndex(base, e.index(j0))},
+              false, llvm::Align(16));
+          for (int64_t x = 0; x < 4 && j0 + x < i; ++x)
+            partial[x] = math::FmaOp::create(
+                b, vector::ExtractOp::create(b, l, x), t[j0 + x], partial[x]);
+        }
+        Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c,
+                                           e.index(i));
+        t[i] = e.sub(k.select(diag, e.f32(1.0f), e.f32(0.0f)), dot4(partial));
+      }
+      for (int64_t i = 0; i < 16; ++i)
+        memref::StoreOp::create(b, t[i], tF32,
+                                ValueRange{e.addIndex(base, e.index(i)),
+                                           e.addIndex(base, c)});
+      // sum_{x < n} a[aRow][aCol0 + x] bt[bRow0 + x][col .. col + 1]: a's
+      //    row read as 4-vectors, bt's column pair as 2-vectors (the same
+      //    address in the 16 lanes of a half-warp), two partial sums per
+      //    column.
+      auto rowTimesColumnPair = [&](Value a, Value aRow, int64_t aCol0, Value bt,
+                                    int64_t bRow0, int64_t n, Value col) {
+        SmallVector<Value> partial(4, e.f32(0.0f));
+        for (int64_t x0 = 0; x0 < n; x0 += 4) {
+          Value aRow4 = vector::LoadOp::create(b, f32x4, a,
+                                               ValueRange{aRow, e.index(aCol0 + x0)},
+                                               false, llvm::Align(16));
+          for (int64_t x = 0; x < 4; ++x) {
+            Value ax = vector::ExtractOp::create(b, aRow4, x);
+            Value pair = vector::LoadOp::create(
+                b, f32x2, bt, ValueRange{e.index(bRow0 + x0 + x), col}, false,
+                llvm::Align(8));
+            for (int64_t j = 0; j < 2; ++j)
+              partial[2 * j + x % 2] = math::FmaOp::create(
+                  b, ax, vector::ExtractOp::create(b, pair, j),
+                  partial[2 * j + x % 2]);
+          }
+        }
+        return vector::FromElementsOp::create(
+            b, f32x2,
+            ValueRange{e.add(partial[0], partial[1]), e.add(partial[2], partial[3])});
+      };
+      static_assert(kThreads / 16 * 2 == 16,
+                    "the block's half-warps cover a 16-column block in pairs");
+      Value halfWarp = arith::DivUIOp::create(b, k.tid, e.index(16));
+      Value r = arith::RemUIOp::create(b, k.tid, e.index(16));
+      Value pairCol = e.mulIndex(halfWarp, e.index(2));
+      Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+      for (int64_t blockRow = 1; blockRow < kChunk / 16; ++blockRow) {
+        int64_t r0 = 16 * blockRow;
+        Value row = e.addIndex(r, e.index(r0));
+        k.barrier();
+        for (int64_t J = 0; J < blockRow; ++J) {
+          Value col = e.addIndex(pairCol, e.index(16 * J));
+          Value m = rowTimesColumnPair(lTile, row, 16 * J, tF32, 16 * J,
+                                       r0 - 16 * J, col);
+          vector::StoreOp::create(b, m, mTile, ValueRange{r, col}, false,
+                                  llvm::Align(8));
+        }
+        NVVM::SyncWarpOp::create(b, fullWarp);
+        //       T[r0 + r][c] = -sum_{m < 16} T[r0 + r][r0 + m] M[m][c].
+        for (int64_t J = 0; J < blockRow; ++J) {
+          Value col = e.addIndex(pairCol, e.index(16 * J));
+          Value sum = rowTimesColumnPair(tF32, row, r0, mTile, 0, 16, col);
+          vector::StoreOp::create(b, arith::NegFOp::create(b, sum), tF32,
+                                  ValueRange{row, col}, false, llvm::Align(8));
+        }
+      }
+    }
+    k.barrier();
+
+    // 4. W = (T diag(c exp(G))) K, then U = (T diag(beta)) V: the column
+    //    scaling goes into T (split over L), so the keys and values stay
+    //    exact.
+    //    Each product's result leaves through shared memory when its
+    //    staging tile fits (`stageOffset` >= 0): the warps store their
+    //    accumulator pairs there, then the block copies whole rows out in
+    //    16-byte pieces (coalesced: 8-16 stores per thread instead of 32
+    //    scattered pairs). W's tile overlays the T hi/lo tiles (T's fp32
+    //    copy is still needed for U); U's the fp32 T as well, which is
+    //    dead by then.
+    auto product = [&](int64_t cols, Value tile,
+                       function_ref<Value(Value)> columnScale) {
+      k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
+        SmallVector<Value> scales;
+        for (int64_t j = 0; j < 8; ++j)
+          scales.push_back(columnScale(e.addIndex(c, e.index(j))));
+        Value scale = vector::FromElementsOp::create(
+            b, VectorType::get({8}, b.getF32Type()), scales);
+        return arith::MulFOp::create(b, k.load8(tF32, {r, c}), scale).getResult();
+      }, tLo);
+      k.barrier();
+      SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
+      k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
+      return out;
+    };
+    // Stores a product's rows [t0, t0 + valid) to dst: [B, T, HV, cols],
+    // or part `part` of a split W [B, T, HV, 2, cols].
+    auto storeResult = [&](ArrayRef<SmallVector<Value>> out, int64_t cols,
+                           Value dst, int64_t stageOffset,
+                           std::optional<int64_t> part) {
+      auto dstIndices = [&](Value r, Value c) -> SmallVector<Value> {
+        Value t = e.addIndex(rows.t0, r);
+        if (part)
+          return {bIdx, t, hv, e.index(*part), c};
+        return {bIdx, t, hv, c};
+      };
+      if (stageOffset < 0) {
+        for (int64_t nt = 0; nt < cols / 8; ++nt)
+          k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+            k.storePair(out[nt][i], out[nt][i + 1], dst, dstIndices(r, c),
+                        k.ult(r, rows.valid));
+          });
+        k.barrier();
+        return;
+      }
+      Type dstElem = cast<MemRefType>(dst.getType()).getElementType();
+      Value stage = k.tile(stageOffset, kChunk, cols + kPad, dstElem);
+      k.barrier(); // every warp is done reading the T tiles (or the stage)
+      for (int64_t nt = 0; nt < cols / 8; ++nt)
+        k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+          k.storePair(out[nt][i], out[nt][i + 1], stage, {r, c}, Value());
+        });
+      k.barrier();
+      k.copyRowsOut(stage, e.index(0), kChunk, cols, rows.valid, dst, dstIndices);
+      k.barrier();
+    };
+    // Staging tiles: W's in R (the T hi/lo tiles), U's in X and R.
+    auto stageBytes = [&](int64_t cols, Value dst) {
+      return kChunk * (cols + kPad) *
+             int64_t(cast<MemRefType>(dst.getType()).getElementTypeBitWidth() / 8);
+    };
+    int64_t rBytes = gOffset - rOffset;
+    int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
+    int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
+    SmallVector<SmallVector<Value>> wOut = product(K, keyTile, [&](Value c) {
+      Value g = memref::LoadOp::create(b, gShared, c);
+      Value betaC = memref::LoadOp::create(b, betaShared, c);
+      return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
+    });
+    if (splitW) {
+      // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
+      // the state pass reads both by ldmatrix (NOTES c28).
+      storeResult(wOut, K, w, wStage, /*part=*/0);
+      Type wElem = cast<MemRefType>(w.getType()).getElementType();
+      for (auto &tile : wOut)
+        for (Value &x : tile)
+          x = e.roundingRest(x, wElem);
+      storeResult(wOut, K, w, wStage, /*part=*/1);
+    } else {
+      storeResult(wOut, K, w, wStage, std::nullopt);
+    }
+    k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
+      return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+    });
+    storeResult(product(V, valueTile, [&](Value c) {
+                  return memref::LoadOp::create(b, betaShared, c).getResult();
+                }),
+                V, u, uStage, std::nullopt);
+  });
+  // The cumsum's other readers take G from this kernel; the cumsum is
+  // left without uses, and the pass erases it.
+  if (cumsum)
+    cumsum.getResult().replaceAllUsesWith(
+        e.toTensor(cumulative, cumsum.getType()));
+  e.replaceWithBuffers(op, {w, u});
+  return success();
+}
+
+} // namespace mlir::linattn::kernel
