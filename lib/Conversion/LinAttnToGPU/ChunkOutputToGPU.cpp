@@ -262,13 +262,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         SmallVector<Value> bHi = k.fragB2({dHi, /*transposed=*/true}, 8 * nt, k0);
         SmallVector<Value> bLo = dLo ? k.fragB2({dLo, /*transposed=*/true}, 8 * nt, k0)
                                      : SmallVector<Value>();
-        for (int64_t j = 0; j < 2; ++j) {
-          ArrayRef<Value> bHiJ = ArrayRef(bHi).slice(2 * j, 2);
-          if (dLo)
-            o[nt + j] = k.mma(aHi, ArrayRef(bLo).slice(2 * j, 2), o[nt + j]);
-          o[nt + j] = k.mma(aLo, bHiJ, o[nt + j]);
-          o[nt + j] = k.mma(aHi, bHiJ, o[nt + j]);
-        }
+        for (int64_t j = 0; j < 2; ++j)
+          o[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bHi).slice(2 * j, 2),
+                                 dLo ? ArrayRef(bLo).slice(2 * j, 2)
+                                     : ArrayRef<Value>(),
+                                 o[nt + j]);
       }
     };
     // o += P D over segment `segment`'s rows of D.

@@ -467,12 +467,11 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
               SmallVector<Value> bLoFrag;
               if (wSplit)
                 bLoFrag = k.fragB2({st.w}, 8 * rt, e.addIndex(k0, e.index(K)));
-              for (int64_t j = 0; j < 2; ++j) {
-                ArrayRef<Value> bHi = ArrayRef(bFrag).slice(2 * j, 2);
-                if (wSplit)
-                  d[rt + j] = k.mma(aHi, ArrayRef(bLoFrag).slice(2 * j, 2), d[rt + j]);
-                d[rt + j] = k.mma(aHi, bHi, d[rt + j]);
-              }
+              for (int64_t j = 0; j < 2; ++j)
+                d[rt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                       wSplit ? ArrayRef(bLoFrag).slice(2 * j, 2)
+                                              : ArrayRef<Value>(),
+                                       d[rt + j]);
             }
             continue;
           }
@@ -487,9 +486,7 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
               bHi.push_back(hi);
               bLo.push_back(lo);
             }
-            d[rt] = k.mma(aHi, bLo, d[rt]);
-            d[rt] = k.mma(aLo, bHi, d[rt]);
-            d[rt] = k.mma(aHi, bHi, d[rt]);
+            d[rt] = k.mmaSplit(aHi, aLo, bHi, bLo, d[rt]);
           }
         }
       }
@@ -662,12 +659,9 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
           SmallVector<Value> bFrag =
               kIsOperand ? k.fragB2({st.k, /*transposed=*/true}, key0, 8 * kt, 16 * ks)
                          : k.fragB2FromF32Columns(st.k, key0, 8 * kt, 16 * ks);
-          for (int64_t j = 0; j < 2; ++j) {
-            ArrayRef<Value> bJ = ArrayRef(bFrag).slice(2 * j, 2);
-            if (splitUpdate)
-              acc[kt + j] = k.mma(aLo, bJ, acc[kt + j]);
-            acc[kt + j] = k.mma(aHi, bJ, acc[kt + j]);
-          }
+          for (int64_t j = 0; j < 2; ++j)
+            acc[kt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                     /*bLo=*/{}, acc[kt + j]);
         }
       }
       SmallVector<Value> next;
