@@ -166,9 +166,11 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
     addRuntimeSegmentPass(pm, smCount);
   else
     addSegmentPass(pm, options.segmentChunks);
-  // Chunked-state ops become tensor-core kernels; what is left (the
+  // Chunked-state ops become tensor-core kernels, each kernel computing
+  // what linattn-fuse-chunk-cumsum folded into its op; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());

@@ -62,7 +62,10 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
       auto gateType = cast<RankedTensorType>(logGate.getType());
       gates = ChunkCumsumOp::create(rewriter, loc,
                                     f32Tensor(rewriter, gateType.getShape()),
-                                    logGate, rewriter.getI64IntegerAttr(chunkSize));
+                                    /*decayed_keys=*/Type(), /*chunk_totals=*/Type(),
+                                    logGate, /*keys=*/Value(),
+                                    rewriter.getI64IntegerAttr(chunkSize))
+                  .getResult();
     }
 
     Value beta;
@@ -91,7 +94,7 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
         TypeRange{newValuesType, statesType, op.getFinalState().getType()},
         k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
         rewriter.getI64IntegerAttr(chunkSize), rank1Scale,
-        /*segment_chunks=*/IntegerAttr());
+        /*segment_chunks=*/IntegerAttr(), /*decayed_keys=*/UnitAttr());
     // The segment-scan choice travels to linattn-state-pass-to-scan.
     if (Attribute strategy = op->getAttr(kStrategyAttrName))
       statePass->setAttr(kStrategyAttrName, strategy);

@@ -72,7 +72,7 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
                 segmentType(finalType.getElementType())},
       op.getK(), op.getU(), /*w=*/Value(), /*beta=*/Value(), op.getGates(),
       op.getInitialState(), op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
-      segmentAttr);
+      segmentAttr, /*decayed_keys=*/UnitAttr());
   local->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   auto carries = SegmentCarriesOp::create(
       b, loc, TypeRange{segmentType(statesType.getElementType()), finalType},

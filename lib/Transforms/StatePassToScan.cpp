@@ -57,6 +57,9 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
       return rewriter.notifyMatchFailure(op, "another strategy was chosen");
     if (op.getSegmentChunks())
       return rewriter.notifyMatchFailure(op, "already cut into segments");
+    if (op.getDecayedKeys())
+      return rewriter.notifyMatchFailure(
+          op, "keys decayed for the sequential pass (linattn-fuse-chunk-cumsum)");
     Location loc = op.getLoc();
     auto states = cast<RankedTensorType>(op.getChunkStates().getType());
     int64_t batch = states.getDimSize(0), numChunks = states.getDimSize(1);
@@ -135,7 +138,8 @@ struct LinAttnStatePassToScan
     int64_t count = 0;
     bool splitW = false;
     getOperation()->walk([&](ChunkStatePassOp op) {
-      if (op.getBeta() || !isSelectedFor(op, {Strategy::SegmentScan}))
+      if (op.getBeta() || op.getDecayedKeys() ||
+          !isSelectedFor(op, {Strategy::SegmentScan}))
         return;
       // chunk_transitions and chunk_new_values take W whole.
       if (op.getW() && isSplitW(op.getW().getType())) {

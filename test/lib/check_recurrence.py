@@ -52,6 +52,11 @@ def parse_args(argv):
     p.add_argument("--tol", type=float, default=None, help="max rel. error (default 1e-5 f32, 1e-2 bf16/f16)")
     p.add_argument("--workdir", default=None, help="directory for temp files (default: a fresh temp dir, "
                    "removed on success)")
+    p.add_argument("--linattn-opt", default=None, metavar="PATH",
+                   help="with --pre-passes: the linattn-opt that runs them")
+    p.add_argument("--pre-passes", default="",
+                   help="linattn-opt arguments (split with shlex) run on the spec before linattn-run "
+                        "takes it, e.g. algorithm passes whose output the runner then lowers")
     p.add_argument("--extra-args", default="",
                    help="extra runner arguments, split with shlex (write --extra-args='--flag ...')")
     return p.parse_args(argv)
@@ -110,6 +115,16 @@ def main(argv=None):
     ref.write_spec(spec_path, kind, func_name, dtype, B, T, H, HV, K, V,
                    gate_dtype=GATE_DTYPE, beta_dtype=BETA_DTYPE, scale=scale,
                    qk_l2norm=args.qk_l2norm, decay=decay, dynamic_bt=True)
+    if args.pre_passes:
+        if not args.linattn_opt:
+            return fail("--pre-passes needs --linattn-opt")
+        prepared = os.path.join(workdir, "prepared.mlir")
+        pre = [args.linattn_opt, spec_path, *shlex.split(args.pre_passes), "-o", prepared]
+        proc = subprocess.run(pre, capture_output=True, text=True, timeout=600)
+        if proc.returncode != 0:
+            return fail(f"linattn-opt exited with {proc.returncode}: " + shlex.join(pre) +
+                        "\n" + proc.stderr[-2000:])
+        spec_path = prepared
 
     cmd = [args.linattn_run, spec_path, "--entry", func_name]
     for name in ("q", "k", "v", "gate", "beta", "initial_state"):

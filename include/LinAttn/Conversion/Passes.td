@@ -77,12 +77,10 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       are; their tiles arrive by `cp.async`, O leaves by `stmatrix`).
 
     Per-key gates (`key_gate`, GLA; G is [B, T, HV, K]) cannot decay rows
-    of D: the keys are decayed instead, `K' = K exp(G_C - G)`, by the
-    cumsum kernel, which runs just before the state pass and also writes
-    the chunks' total gates G_C; the state pass stages K' and G_C's row
-    (no decay pass in its loop) and decays the state per key (where a
-    reader of G comes before the state pass, the cumsum kernel keeps its
-    place and the state pass decays its staged keys in place). The output
+    of D: the keys are decayed instead, `K' = K exp(G_C - G)`. A state
+    pass with `decayed_keys` stages K' and G_C's row as a `chunk_cumsum`
+    with `keys` wrote them (no decay pass in its loop); one without decays
+    its staged keys in place. The state is decayed per key. The output
     kernel takes both 64-column tiles of
     a chunk where V is 128 (two units of four warps sharing Q, K, K' and
     the gates, unit 1's row blocks mirrored), factors each 16-row column
@@ -95,9 +93,12 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
 
     `chunk_cumsum` of scalar gates runs a warp per (chunk, head), a
     shuffle scan over the chunk's 64 gates; per-key gates a thread per
-    key. Where a `ut_transform` is the first reader of a scalar cumsum,
-    its kernel sums the gates itself and writes G for the later readers,
-    and no cumsum kernel runs.
+    key (with `keys`, it also writes K' and G_C). A `ut_transform` with
+    `raw_gates` sums the gates itself (warp 0) and writes G for the later
+    readers.
+
+    Each op is lowered by its own pattern, exactly as given: what a kernel
+    fuses is decided before, on the IR, by `linattn-fuse-chunk-cumsum`.
 
     `stmatrix` needs sm_90: for an older `chip` the kernels store their
     results from the accumulators directly.
@@ -129,8 +130,6 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,
-    Statistic<"numCumsumsFused", "num-cumsums-fused",
-               "Scalar chunk_cumsum ops computed by a UT kernel instead">,
   ];
 }
 

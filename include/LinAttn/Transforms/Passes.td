@@ -261,6 +261,44 @@ def LinAttnLowerRank1ToWY
   ];
 }
 
+def LinAttnFuseChunkCumsum : Pass<"linattn-fuse-chunk-cumsum"> {
+  let summary = "Fold each chunk_cumsum into the kernel of its first reader";
+  let description = [{
+    Decides on the algorithm ops what a GPU kernel computes on the way, so
+    that each op's lowering lowers exactly the op it is given:
+
+    - A scalar `linattn.chunk_cumsum` whose first reader is a
+      `linattn.ut_transform` (every other reader after it in its block)
+      becomes that transform's `raw_gates`: the transform sums the gates
+      itself and returns G as its third result, which the later readers
+      take. No cumsum kernel runs (Gated DeltaNet: bench/NOTES.md c22).
+    - A per-key `linattn.chunk_cumsum` whose first reader is a
+      `linattn.chunk_state_pass` without a rank-1 term or segments (GLA)
+      moves to just before that state pass and takes its keys: it returns
+      the keys decayed to their chunk's end and the chunks' total gates,
+      and the state pass reads those (`decayed_keys`), so that its loop
+      stages one row of gates per chunk and decays nothing (NOTES c38).
+
+    The results are the same to rounding: the fused forms compute the same
+    sums and products. `linattn-to-nvvm` runs this pass before
+    `convert-linattn-chunked-to-gpu`.
+
+    ```mlir
+    // before
+    %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : ...
+    %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) ...
+    // after
+    %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g) ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numIntoUTTransform", "num-into-ut-transform",
+              "Number of scalar cumsums folded into a UT transform">,
+    Statistic<"numDecayingKeys", "num-decaying-keys",
+              "Number of per-key cumsums that decay their state pass's keys">,
+  ];
+}
+
 def LinAttnStatePassToScan
     : Pass<"linattn-state-pass-to-scan"> {
   let summary = "Replace the sequential inter-chunk state pass by a scan";
@@ -278,7 +316,8 @@ def LinAttnStatePassToScan
     otherwise), which a target may evaluate as a tree over segments of
     chunks. Rank-1 product state passes are left to
     `linattn-lower-rank1-to-wy`; recurrences whose recorded strategy is not
-    `segment-scan` are left alone.
+    `segment-scan`, and state passes whose keys a cumsum already decayed
+    (`decayed_keys`), are left alone.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

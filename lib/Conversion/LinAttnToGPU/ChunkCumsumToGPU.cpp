@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
@@ -17,70 +17,20 @@
 
 namespace mlir::linattn::kernel {
 
-/// Erases a chunk_cumsum that nothing reads any more, and the constant-gate
-/// generator it read once nothing else does (the kernels that read the
-/// gates inlined it), so that no host loop materialises it.
-void eraseCumsum(ChunkCumsumOp op) {
-  auto generator = op.getGate().getDefiningOp<tensor::GenerateOp>();
-  op.erase();
-  if (generator && generator->use_empty())
-    generator->erase();
-}
+namespace {
 
-/// The scalar chunk_cumsum that `op`'s UT kernel can compute on the way:
-/// the producer of its [B, T, HV] gates when every other reader comes
-/// after `op` in its block (the UT kernel runs first, so they may read
-/// what it writes). Null otherwise.
-ChunkCumsumOp cumsumForUTKernel(UTTransformOp op) {
-  auto cumsum = op.getGates() ? op.getGates().getDefiningOp<ChunkCumsumOp>()
-                              : nullptr;
-  if (!cumsum || cast<ShapedType>(cumsum.getType()).getRank() != 3)
-    return nullptr;
-  for (Operation *user : cumsum->getUsers())
-    if (user != op.getOperation() &&
-        (user->getBlock() != op->getBlock() || !op->isBeforeInBlock(user)))
-      return nullptr;
-  return cumsum;
-}
-
-/// The chunk_state_pass that can read decayed keys from `cumsum`'s kernel:
-/// it takes the per-key cumsum's G as its gates, unsegmented, in 64-row
-/// chunks, and every other reader of G comes after it in its block (the
-/// cumsum kernel then runs just before it, where its keys are defined).
-/// Null otherwise.
-ChunkStatePassOp statePassForDecayedKeys(ChunkCumsumOp cumsum) {
-  if (cast<ShapedType>(cumsum.getType()).getRank() != 4 ||
-      cumsum.getChunkSize() != kChunk)
-    return nullptr;
-  ChunkStatePassOp statePass;
-  for (Operation *user : cumsum->getUsers())
-    if (auto pass = dyn_cast<ChunkStatePassOp>(user))
-      if (pass.getGates() == cumsum.getResult() && !pass.getSegmentChunks() &&
-          !pass.getW() && pass.getChunkSize() == kChunk && !statePass)
-        statePass = pass;
-  if (!statePass)
-    return nullptr;
-  for (Operation *user : cumsum->getUsers())
-    if (user != statePass.getOperation() &&
-        (user->getBlock() != statePass->getBlock() ||
-         !statePass->isBeforeInBlock(user)))
-      return nullptr;
-  return statePass;
-}
-
-/// Lowers a chunk_cumsum to its kernel; with `decayFor` (per-key gates,
-/// statePassForDecayedKeys), the kernel runs just before that state pass
-/// and also writes its DecayedKeys into `decayed`.
-LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
-                               DecayedKeys *decayed) {
+/// G_t = sum of g_s over s in [start of t's chunk, t]; with keys (per-key
+/// gates) also the decayed keys K'_t = k_t exp(G_C - G_t) and the chunk
+/// totals G_C.
+LogicalResult lowerChunkCumsum(ChunkCumsumOp op, RewriterBase &rewriter) {
   auto type = cast<RankedTensorType>(op.getGate().getType());
   bool perKey = type.getRank() == 4;
   int64_t chunk = op.getChunkSize();
   if (failed(checkChunkGeometry(op, chunk, {},
                                 perKey ? "per-key gates" : "")))
     return failure();
-  ImplicitLocOpBuilder b(op.getLoc(), decayFor ? decayFor.getOperation()
-                                               : op.getOperation());
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   int64_t numKeys = perKey ? type.getDimSize(3) : 1;
   if (numKeys > 1024)
@@ -91,9 +41,13 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
     sizes.push_back(gate.size(d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
   Value numChunks = arith::CeilDivUIOp::create(b, sizes[1], e.index(chunk));
-  auto finish = [&] {
-    op.getResult().replaceAllUsesWith(e.toTensor(out, op.getResult().getType()));
-    eraseCumsum(op);
+  // A constant-gate generator the kernel inlined (GateReader) is left to
+  // nothing else once the cumsum is gone: erased, no host loop fills it.
+  auto generator = op.getGate().getDefiningOp<tensor::GenerateOp>();
+  auto finish = [&](ArrayRef<Value> buffers) {
+    e.replaceWithBuffers(rewriter, op, buffers);
+    if (generator && generator->use_empty())
+      rewriter.eraseOp(generator);
     return success();
   };
 
@@ -118,20 +72,20 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
       storeChunkCumsum(k, warpChunkCumsum(k, gate, bIdx, rows, hv, chunk), out,
                        Value(), bIdx, rows, hv);
     }, 32 * headsPerBlock);
-    return finish();
+    return finish({out});
   }
 
   // Per-key gates [B, T, HV, K]: a thread per (chunk, head, key), keys
   // contiguous in memory.
   Value keys, decayedKeys, chunkTotals;
   int64_t numVHeads = type.getDimSize(2), numQKHeads = 0;
-  if (decayFor) {
-    keys = e.toBuffer(decayFor.getK());
-    numQKHeads = dimOf(decayFor.getK(), 2);
-    auto keyType = cast<RankedTensorType>(decayFor.getK().getType());
-    decayedKeys = e.allocFor(
-        RankedTensorType::get(type.getShape(), keyType.getElementType()), sizes);
-    chunkTotals = e.allocFor(type, {sizes[0], numChunks, sizes[2], sizes[3]});
+  bool decay = op.getKeys() != nullptr;
+  if (decay) {
+    keys = e.toBuffer(op.getKeys());
+    numQKHeads = dimOf(op.getKeys(), 2);
+    decayedKeys = e.allocFor(op.getDecayedKeys().getType(), sizes);
+    chunkTotals = e.allocFor(op.getChunkTotals().getType(),
+                             {sizes[0], numChunks, sizes[2], sizes[3]});
   }
   auto launch = gpu::LaunchOp::create(b, numChunks, sizes[2], sizes[0],
                                       e.index(numKeys), e.index(1), e.index(1));
@@ -151,7 +105,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
     Value lastRow = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
     auto index = [&](Value t) { return SmallVector<Value>{bIdx, t, hv, key}; };
     SmallVector<Value> gates, inRange, rowKeys;
-    Value h = decayFor ? e.qkHead(hv, numVHeads, numQKHeads) : Value();
+    Value h = decay ? e.qkHead(hv, numVHeads, numQKHeads) : Value();
     for (int64_t r = 0; r < kChunk; ++r) {
       Value t = e.addIndex(rows.t0, e.index(r));
       Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
@@ -159,7 +113,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
       inRange.push_back(valid);
       Value clamped = e.minIndex(t, lastRow);
       gates.push_back(gate.read(b, index(clamped)));
-      if (decayFor)
+      if (decay)
         rowKeys.push_back(e.loadF32(keys, {bIdx, clamped, h, key}));
     }
     Value sum = e.f32(0.0f);
@@ -174,7 +128,7 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
       memref::StoreOp::create(
           b, sum, out, index(e.addIndex(rows.t0, e.index(r))));
     }
-    if (decayFor) {
+    if (decay) {
       // G_C is the last sum (rows past T add 0); exp(G_C - G_t) <= 1.
       memref::StoreOp::create(b, sum, chunkTotals, ValueRange{bIdx, n, hv, key});
       for (int64_t r = 0; r < kChunk; ++r) {
@@ -186,9 +140,24 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, ChunkStatePassOp decayFor,
       }
     }
   }
-  if (decayed)
-    *decayed = {decayedKeys, chunkTotals};
-  return finish();
+  if (decay)
+    return finish({out, decayedKeys, chunkTotals});
+  return finish({out});
+}
+
+struct ChunkCumsumToGPU : OpRewritePattern<ChunkCumsumOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ChunkCumsumOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerChunkCumsum(op, rewriter);
+  }
+};
+
+} // namespace
+
+void populateChunkCumsumToGPUPatterns(RewritePatternSet &patterns,
+                                      const ChunkedLoweringContext &) {
+  patterns.add<ChunkCumsumToGPU>(patterns.getContext());
 }
 
 } // namespace mlir::linattn::kernel

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "Kernel/PerKeyScores.h"
@@ -28,8 +28,11 @@ constexpr int64_t kOutputColumns = 64;
 static_assert(64 % kOutputColumns == 0,
               "every V the geometry check admits splits into output blocks");
 
+namespace {
+
 LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
-                               const GPUTargetInfo &target) {
+                               const GPUTargetInfo &target,
+                               RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
   bool perKey =
       op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
@@ -57,7 +60,14 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                       ? 2
                       : 1;
 
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+  if (op.getCarries() && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
+    return op.emitOpError() << "GPU output kernel stages carries in the chunk "
+                               "states' tile: their element types must agree, got "
+                            << elementOf(op.getCarries()) << " and "
+                            << elementOf(op.getChunkStates());
+
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
   Value dBuf = e.toBuffer(op.getNewValues());
@@ -67,11 +77,6 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // chunks before it) C_s (step 3b).
   Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
   int64_t segmentChunks = op.getSegmentChunks().value_or(0);
-  if (carries && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
-    return op.emitOpError() << "GPU output kernel stages carries in the chunk "
-                               "states' tile: their element types must agree, got "
-                            << elementOf(op.getCarries()) << " and "
-                            << elementOf(op.getChunkStates());
   Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
   Value out = e.allocFor(op.getOutput().getType(),
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
@@ -442,8 +447,26 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     }, /*byWarp=*/true);
   }, units * numWarps * 32);
-  e.replaceWithBuffers(op, {out});
+  e.replaceWithBuffers(rewriter, op, {out});
   return success();
+}
+
+struct ChunkOutputToGPU : OpRewritePattern<ChunkOutputOp> {
+  ChunkOutputToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+  LogicalResult matchAndRewrite(ChunkOutputOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerChunkOutput(op, context.getMmaType(op), context.getTarget(),
+                            rewriter);
+  }
+  const ChunkedLoweringContext &context;
+};
+
+} // namespace
+
+void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,
+                                      const ChunkedLoweringContext &context) {
+  patterns.add<ChunkOutputToGPU>(patterns.getContext(), context);
 }
 
 } // namespace mlir::linattn::kernel

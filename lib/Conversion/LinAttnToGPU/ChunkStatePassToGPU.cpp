@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "Kernel/MmaEmitter.h"
@@ -39,9 +39,11 @@ constexpr int64_t kStateStages = 3;
 /// difference (bench/results/state_pass_stages_ab_c24.log, NOTES c24).
 constexpr int64_t kStateStagesWithoutW = 4;
 
+namespace {
+
 LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                   const GPUTargetInfo &target,
-                                  const DecayedKeys *decayed) {
+                                  RewriterBase &rewriter) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
@@ -68,17 +70,17 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   std::optional<uint64_t> segmentChunks = op.getSegmentChunks();
   int64_t segmentSteps = segmentChunks ? int64_t(*segmentChunks) * stepsPerChunk : 0;
 
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
-  // Decayed keys (per-key gates, from the cumsum kernel): K' takes K's
-  // place (one per value head) and the chunks' total gates G_C the gates'
-  // (one row per chunk); the loop neither decays keys nor waits to.
-  Value kBuf = decayed ? decayed->keys : e.toBuffer(op.getK());
+  // Decayed keys (linattn-fuse-chunk-cumsum): K' = k exp(G_C - G) in K's
+  // place (one per value head) and the chunks' total gates G_C in the
+  // gates' (one row per chunk); the loop neither decays keys nor waits to.
+  bool decayed = op.getDecayedKeys();
+  Value kBuf = e.toBuffer(op.getK());
   Value uBuf = e.toBuffer(op.getU());
   Value wBuf = op.getW() ? e.toBuffer(op.getW()) : Value();
-  Value gates = decayed             ? decayed->chunkTotals
-                : op.getGates() ? e.toBuffer(op.getGates())
-                                : Value();
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
   Value s0 = e.toBuffer(op.getInitialState());
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
@@ -687,13 +689,31 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
     else
       storeState(final, finalState, {bIdx, hv});
   }, kStateWarps * 32);
-  op.replaceAllUsesWith(
-      ValueRange{forwardValues ? op.getU()
-                               : e.toTensor(newValues, op.getNewValues().getType()),
-                 e.toTensor(states, op.getChunkStates().getType()),
-                 e.toTensor(finalState, op.getFinalState().getType())});
-  op.erase();
+  rewriter.replaceOp(
+      op, ValueRange{forwardValues
+                         ? op.getU()
+                         : e.toTensor(newValues, op.getNewValues().getType()),
+                     e.toTensor(states, op.getChunkStates().getType()),
+                     e.toTensor(finalState, op.getFinalState().getType())});
   return success();
+}
+
+struct ChunkStatePassToGPU : OpRewritePattern<ChunkStatePassOp> {
+  ChunkStatePassToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+  LogicalResult matchAndRewrite(ChunkStatePassOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerChunkStatePass(op, context.getMmaType(op), context.getTarget(),
+                               rewriter);
+  }
+  const ChunkedLoweringContext &context;
+};
+
+} // namespace
+
+void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
+                                         const ChunkedLoweringContext &context) {
+  patterns.add<ChunkStatePassToGPU>(patterns.getContext(), context);
 }
 
 } // namespace mlir::linattn::kernel

@@ -16,6 +16,10 @@ Type operandTypeOf(Value v) {
   if (auto norm = v.getDefiningOp<L2NormOp>())
     if (Type in = elementOf(norm.getInput()); in.isBF16() || in.isF16())
       return in;
+  // Keys decayed by a cumsum are the keys' kind of operand.
+  if (auto cumsum = v.getDefiningOp<ChunkCumsumOp>())
+    if (v == cumsum.getDecayedKeys())
+      return operandTypeOf(cumsum.getKeys());
   return elementOf(v);
 }
 

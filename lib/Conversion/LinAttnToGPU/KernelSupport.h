@@ -17,7 +17,8 @@ Type elementOf(Value v);
 
 /// The 16-bit type an input is rounded to on the tensor cores: its own, or
 /// for the f32 result of `linattn.l2norm` (qk_l2norm) that of the
-/// normalised input, as flash-linear-attention does.
+/// normalised input, as flash-linear-attention does (also when a cumsum
+/// decayed those keys).
 Type operandTypeOf(Value v);
 
 /// The tensor-core operand type of an op's 16-bit inputs, or an error.

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/KernelEmitter.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
@@ -19,8 +19,12 @@ namespace mlir::linattn::kernel {
 /// Keys per row of the l2norm kernel: a warp per row, 32 per lane at most.
 constexpr int64_t kMaxL2NormKeys = 1024;
 
-LogicalResult lowerL2Norm(L2NormOp op) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+namespace {
+
+/// y = x / sqrt(sum(x^2) + eps) over the last dimension.
+LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   auto type = cast<RankedTensorType>(op.getInput().getType());
   if (type.getRank() != 4)
@@ -81,8 +85,23 @@ LogicalResult lowerL2Norm(L2NormOp op) {
       store();
     }
   });
-  e.replaceWithBuffers(op, {out});
+  e.replaceWithBuffers(rewriter, op, {out});
   return success();
+}
+
+struct L2NormToGPU : OpRewritePattern<L2NormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(L2NormOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerL2Norm(op, rewriter);
+  }
+};
+
+} // namespace
+
+void populateL2NormToGPUPatterns(RewritePatternSet &patterns,
+                                 const ChunkedLoweringContext &) {
+  patterns.add<L2NormToGPU>(patterns.getContext());
 }
 
 } // namespace mlir::linattn::kernel

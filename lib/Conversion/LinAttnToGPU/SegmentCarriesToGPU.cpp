@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
@@ -16,8 +16,11 @@
 
 namespace mlir::linattn::kernel {
 
-LogicalResult lowerSegmentCarries(SegmentCarriesOp op) {
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+namespace {
+
+LogicalResult lowerSegmentCarries(SegmentCarriesOp op, RewriterBase &rewriter) {
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   Value ends = e.toBuffer(op.getEnds());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
@@ -66,8 +69,23 @@ LogicalResult lowerSegmentCarries(SegmentCarriesOp op) {
     });
     storeIfInRange(last[0], finalState, {bIdx, hv, row, col});
   });
-  e.replaceWithBuffers(op, {carries, finalState});
+  e.replaceWithBuffers(rewriter, op, {carries, finalState});
   return success();
+}
+
+struct SegmentCarriesToGPU : OpRewritePattern<SegmentCarriesOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SegmentCarriesOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerSegmentCarries(op, rewriter);
+  }
+};
+
+} // namespace
+
+void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
+                                 const ChunkedLoweringContext &) {
+  patterns.add<SegmentCarriesToGPU>(patterns.getContext());
 }
 
 } // namespace mlir::linattn::kernel

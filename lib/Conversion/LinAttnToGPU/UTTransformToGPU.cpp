@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedLowerings.h"
+#include "ChunkedToGPUPatterns.h"
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "Kernel/MmaEmitter.h"
@@ -18,7 +18,10 @@
 
 namespace mlir::linattn::kernel {
 
-LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
+namespace {
+
+LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
+                               RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
   int64_t numVHeads = dimOf(op.getV(), 2), V = dimOf(op.getV(), 3);
@@ -26,21 +29,21 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
                                 "the UT transform")))
     return failure();
 
-  ImplicitLocOpBuilder b(op.getLoc(), op);
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   Value kBuf = e.toBuffer(op.getK()), vBuf = e.toBuffer(op.getV());
   Value beta = e.toBuffer(op.getBeta());
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
-  // Scalar gates G = chunk_cumsum(g) that only later ops read: this kernel,
-  // their first reader, sums g itself (warp 0, warpChunkCumsum) and writes
-  // G for the state pass and the output kernel, so that no cumsum kernel
-  // runs (NOTES c22: Gated DeltaNet 0.096 -> 0.092 ms at T = 1024).
-  ChunkCumsumOp cumsum = cumsumForUTKernel(op);
+  // Raw scalar gates g (linattn-fuse-chunk-cumsum): this kernel sums them
+  // itself (warp 0, warpChunkCumsum) and writes G for the state pass and
+  // the output kernel, so that no cumsum kernel runs (NOTES c22: Gated
+  // DeltaNet 0.096 -> 0.092 ms at T = 1024).
   std::optional<GateReader> rawGates;
   Value gates, cumulative;
-  if (cumsum) {
-    rawGates.emplace(e, cumsum.getGate());
-    cumulative = e.allocFor(cumsum.getType(),
+  if (op.getRawGates()) {
+    rawGates.emplace(e, op.getRawGates());
+    cumulative = e.allocFor(op.getCumulativeGates().getType(),
                             {batch, seqLen, e.index(numVHeads)});
   } else if (op.getGates()) {
     gates = e.toBuffer(op.getGates());
@@ -93,7 +96,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
     });
-    if (cumsum) {
+    if (rawGates) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
@@ -325,13 +328,28 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType) {
                 }),
                 V, u, uStage, std::nullopt);
   });
-  // The cumsum's other readers take G from this kernel; the cumsum is
-  // left without uses, and the pass erases it.
-  if (cumsum)
-    cumsum.getResult().replaceAllUsesWith(
-        e.toTensor(cumulative, cumsum.getType()));
-  e.replaceWithBuffers(op, {w, u});
+  if (cumulative)
+    e.replaceWithBuffers(rewriter, op, {w, u, cumulative});
+  else
+    e.replaceWithBuffers(rewriter, op, {w, u});
   return success();
+}
+
+struct UTTransformToGPU : OpRewritePattern<UTTransformOp> {
+  UTTransformToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+  LogicalResult matchAndRewrite(UTTransformOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerUTTransform(op, context.getMmaType(op), rewriter);
+  }
+  const ChunkedLoweringContext &context;
+};
+
+} // namespace
+
+void populateUTTransformToGPUPatterns(RewritePatternSet &patterns,
+                                 const ChunkedLoweringContext &context) {
+  patterns.add<UTTransformToGPU>(patterns.getContext(), context);
 }
 
 } // namespace mlir::linattn::kernel

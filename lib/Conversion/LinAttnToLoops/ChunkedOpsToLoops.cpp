@@ -188,39 +188,76 @@ void lowerL2Norm(L2NormOp op) {
   e.replaceWithBuffers(op, {out});
 }
 
-// G_t = sum of g_s over s in [start of t's chunk, t].
-void lowerChunkCumsum(ChunkCumsumOp op) {
-  ChunkLowering l(op, op.getChunkSize());
+// G_t = sum of g_s over s in [start of t's chunk, t], into `out` (the
+// gates g [B, T, HV] or [B, T, HV, K] in the buffer `g`). With `keys`
+// (per-key gates), also, per chunk n with last token C,
+//   decayed[b, t, hv, :] = k[b, t, h, :] * exp(G_C - G_t),
+//   totals[b, n, hv, :] = G_C.
+void emitChunkCumsum(ChunkLowering &l, Value g, Value out, Value keys = Value(),
+                     Value decayed = Value(), Value totals = Value()) {
   LoopEmitter &e = l.e;
-  Value g = e.toBuffer(op.getGate());
   auto type = cast<MemRefType>(g.getType());
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < type.getRank(); ++d)
     sizes.push_back(e.dim(g, d));
-  Value out = e.allocFor(op.getResult().getType(), sizes);
   bool perKey = type.getRank() == 4;
   Value numKeys = perKey ? sizes[3] : e.index(1);
 
   e.forEach(sizes[0], [&](Value bIdx) {
     e.forEach(sizes[2], [&](Value hv) {
       e.forEach(numKeys, [&](Value key) {
-        l.forEachChunk(sizes[1], [&](Value, Value t0, Value t1) {
-          auto loop = scf::ForOp::create(e.b, t0, t1, e.index(1),
-                                         ValueRange{e.f32(0.0f)});
-          OpBuilder::InsertionGuard guard(e.b);
-          e.b.setInsertionPointToEnd(loop.getBody());
-          Value t = loop.getInductionVar();
-          SmallVector<Value> idx = {bIdx, t, hv};
-          if (perKey)
-            idx.push_back(key);
-          Value acc = e.add(loop.getRegionIterArgs()[0], e.loadF32(g, idx));
-          memref::StoreOp::create(e.b, acc, out, idx);
-          scf::YieldOp::create(e.b, acc);
+        l.forEachChunk(sizes[1], [&](Value n, Value t0, Value t1) {
+          auto index = [&](Value t) {
+            SmallVector<Value> idx = {bIdx, t, hv};
+            if (perKey)
+              idx.push_back(key);
+            return idx;
+          };
+          {
+            auto loop = scf::ForOp::create(e.b, t0, t1, e.index(1),
+                                           ValueRange{e.f32(0.0f)});
+            OpBuilder::InsertionGuard guard(e.b);
+            e.b.setInsertionPointToEnd(loop.getBody());
+            Value t = loop.getInductionVar();
+            Value acc = e.add(loop.getRegionIterArgs()[0], e.loadF32(g, index(t)));
+            memref::StoreOp::create(e.b, acc, out, index(t));
+            scf::YieldOp::create(e.b, acc);
+          }
+          if (!keys)
+            return;
+          Value total =
+              memref::LoadOp::create(e.b, out, index(e.subIndex(t1, e.index(1))));
+          memref::StoreOp::create(e.b, total, totals, ValueRange{bIdx, n, hv, key});
+          Value h = e.qkHead(hv, dimOf(decayed, 2), dimOf(keys, 2));
+          e.forRange(t0, t1, [&](Value t) {
+            Value decay = e.exp(e.sub(total, memref::LoadOp::create(e.b, out, index(t))));
+            e.storeFromF32(e.mul(e.loadF32(keys, {bIdx, t, h, key}), decay),
+                           decayed, index(t));
+          });
         });
       });
     });
   });
-  e.replaceWithBuffers(op, {out});
+}
+
+void lowerChunkCumsum(ChunkCumsumOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value g = e.toBuffer(op.getGate());
+  SmallVector<Value> sizes;
+  for (int64_t d = 0; d < cast<MemRefType>(g.getType()).getRank(); ++d)
+    sizes.push_back(e.dim(g, d));
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+  if (!op.getKeys()) {
+    emitChunkCumsum(l, g, out);
+    return e.replaceWithBuffers(op, {out});
+  }
+  Value keys = e.toBuffer(op.getKeys());
+  Value decayed = e.allocFor(op.getDecayedKeys().getType(), sizes);
+  Value totals = e.allocFor(op.getChunkTotals().getType(),
+                            {sizes[0], l.numChunks(sizes[1]), sizes[2], sizes[3]});
+  emitChunkCumsum(l, g, out, keys, decayed, totals);
+  e.replaceWithBuffers(op, {out, decayed, totals});
 }
 
 // Forward substitution for (I + L) [W U] = [diag(c exp(G)) K, diag(b) V],
@@ -236,6 +273,12 @@ void lowerUTTransform(UTTransformOp op) {
   int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
   int64_t numVHeads = dimOf(v, 2), V = dimOf(v, 3);
   Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
+  // Raw gates: G = chunk_cumsum(g) first, returned as the third result.
+  if (op.getRawGates()) {
+    gates = e.allocFor(op.getCumulativeGates().getType(),
+                       {batch, seqLen, e.index(numVHeads)});
+    emitChunkCumsum(l, e.toBuffer(op.getRawGates()), gates);
+  }
   SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads), e.index(K)};
   // The substitution updates W's rows in place, so a 16-bit W is solved in
   // an fp32 buffer and rounded once at the end (or split: hi = W rounded,
@@ -299,6 +342,8 @@ void lowerUTTransform(UTTransformOp op) {
     l.storeSplit(wWork, w, wSizes);
   else if (narrowW)
     l.storeRounded(wWork, w, wSizes);
+  if (op.getRawGates())
+    return e.replaceWithBuffers(op, {w, u, gates});
   e.replaceWithBuffers(op, {w, u});
 }
 
@@ -352,6 +397,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   Value scratch = memref::AllocaOp::create(
       e.b, MemRefType::get({V}, e.b.getF32Type()));
   bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
+  bool decayedKeys = op.getDecayedKeys();
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(hvDim, [&](Value hv) {
@@ -446,18 +492,25 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
             memref::StoreOp::create(e.b, d, deltaWork, ValueRange{bIdx, t, hv, c});
           });
         });
-        // S_{n+1} = exp(G_C) S_n + sum_t (k_t * exp(G_C - G_t)) D_t^T
+        // S_{n+1} = exp(G_C) S_n + sum_t (k_t * exp(G_C - G_t)) D_t^T;
+        // decayed keys are k_t * exp(G_C - G_t) already, and the gates
+        // the chunk totals G_C.
         Value tLast = e.subIndex(t1, e.index(1));
         e.forEach(kDim, [&](Value r) {
-          Value gLast = l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
+          Value gLast = decayedKeys
+                            ? e.loadF32(gates, {bIdx, n, hv, r})
+                            : l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value());
           Value decay = e.exp(gLast);
           e.forEach(vDim, [&](Value c) {
             memref::StoreOp::create(e.b, e.f32(0.0f), scratch, c);
           });
           e.forRange(t0, t1, [&](Value t) {
-            Value gT = l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
             Value kScaled =
-                e.mul(e.loadF32(k, {bIdx, t, h, r}), e.exp(e.sub(gLast, gT)));
+                decayedKeys
+                    ? e.loadF32(k, {bIdx, t, hv, r})
+                    : e.mul(e.loadF32(k, {bIdx, t, h, r}),
+                            e.exp(e.sub(gLast, l.gateAt(gates, bIdx, t, hv,
+                                                        perKey ? r : Value()))));
             e.forEach(vDim, [&](Value c) {
               Value acc = memref::LoadOp::create(e.b, scratch, c);
               Value d = memref::LoadOp::create(e.b, deltaWork,

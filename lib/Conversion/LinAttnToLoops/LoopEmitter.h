@@ -15,6 +15,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 
 namespace mlir::linattn {
 
@@ -116,6 +117,15 @@ public:
     for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
       result.replaceAllUsesWith(toTensor(buffer, result.getType()));
     op->erase();
+  }
+  /// The same through `rewriter`, for a lowering run as a pattern.
+  void replaceWithBuffers(RewriterBase &rewriter, Operation *op,
+                          ArrayRef<Value> buffers) {
+    assert(buffers.size() == op->getNumResults() && "one buffer per result");
+    SmallVector<Value> tensors;
+    for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
+      tensors.push_back(toTensor(buffer, result.getType()));
+    rewriter.replaceOp(op, tensors);
   }
 
   /// x - (x rounded to `narrow`), in x's type: what a 16-bit rounding of x

@@ -329,3 +329,84 @@ func.func @f(%q: tensor<?x?x1x16xf32>, %d: tensor<?x?x1x16xf32>, %states: tensor
       : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x?x1x16x16xf32>) -> tensor<?x?x1x16xf32>
   return
 }
+
+// -----
+
+// ut_transform with both cumulative and raw gates
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{takes either 'gates' (cumulative) or 'raw_gates' (summed by the op), not both}}
+  %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%b) gates(%g) raw_gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>)
+  return
+}
+
+// -----
+
+// ut_transform with raw gates but no cumulative-gates result
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{returns 'cumulative_gates' exactly when it takes 'raw_gates'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) raw_gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// ut_transform whose cumulative gates are not f32
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{'cumulative_gates' must have element type f32, got 'bf16'}}
+  %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%b) raw_gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xbf16>)
+  return
+}
+
+// -----
+
+// chunk_cumsum decaying keys by scalar gates
+func.func @f(%g: tensor<1x8x2xf32>, %k: tensor<1x8x2x16xf32>) {
+  // expected-error @+1 {{'keys' are decayed by per-key gates [B, T, HV, K], got 'gate' 'tensor<1x8x2xf32>'}}
+  %G, %kd, %gc = linattn.chunk_cumsum %g keys(%k : tensor<1x8x2x16xf32>) {chunk_size = 4 : i64} : tensor<1x8x2xf32> -> tensor<1x8x2xf32>, tensor<1x8x2x16xf32>, tensor<1x2x2x16xf32>
+  return
+}
+
+// -----
+
+// chunk_cumsum with keys whose totals have the wrong chunk count
+func.func @f(%g: tensor<1x8x2x16xf32>, %k: tensor<1x8x1x16xbf16>) {
+  // expected-error @+1 {{the number of chunks NC = 3 must be ceil(T / chunk_size) = 2 for T = 8 and chunk_size = 4}}
+  %G, %kd, %gc = linattn.chunk_cumsum %g keys(%k : tensor<1x8x1x16xbf16>) {chunk_size = 4 : i64} : tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>, tensor<1x8x2x16xbf16>, tensor<1x3x2x16xf32>
+  return
+}
+
+// -----
+
+// chunk_cumsum whose decayed keys change the keys' type
+func.func @f(%g: tensor<1x8x2x16xf32>, %k: tensor<1x8x1x16xbf16>) {
+  // expected-error @+1 {{'decayed_keys' must have the keys' element type 'bf16', got 'f32'}}
+  %G, %kd, %gc = linattn.chunk_cumsum %g keys(%k : tensor<1x8x1x16xbf16>) {chunk_size = 4 : i64} : tensor<1x8x2x16xf32> -> tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x2x16xf32>
+  return
+}
+
+// -----
+
+// a state pass with decayed keys whose gates are per token, not per chunk
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %g: tensor<1x8x2x16xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{dimension NC of 'chunk_states' (2) must equal NC = 8 (from 'gates')}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 4 : i64, decayed_keys} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// a state pass with decayed keys and scalar gates
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %g: tensor<1x2x2xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'decayed_keys' needs the chunks' total per-key gates [B, NC, HV, K] as 'gates'}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 4 : i64, decayed_keys} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x2x2xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+  return
+}
+
+// -----
+
+// a state pass with decayed keys and segments
+func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %g: tensor<1x2x2x16xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'decayed_keys' takes neither 'beta' nor 'segment_chunks'}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 4 : i64, decayed_keys, segment_chunks = 1 : i64} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x2x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x2x16x4xf32>)
+  return
+}

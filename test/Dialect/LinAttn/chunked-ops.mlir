@@ -34,3 +34,22 @@ func.func @split_w(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: 
       : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x2x16xbf16>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
   return %d, %states, %final : tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>
 }
+
+// The fused forms linattn-fuse-chunk-cumsum makes: a UT transform that sums
+// its raw gates and returns G; a per-key cumsum that also returns the keys
+// decayed to their chunk's end and the chunk totals, for a state pass with
+// decayed keys.
+// CHECK-LABEL: func.func @fused_forms
+// CHECK:   %{{.*}}, %{{.*}}, %[[G:.*]] = linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) raw_gates(%arg3) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK-SAME: -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>)
+// CHECK:   %{{.*}}, %[[KD:.*]], %[[GC:.*]] = linattn.chunk_cumsum %arg4 keys(%arg0 : tensor<?x?x2x16xbf16>) {chunk_size = 16 : i64} : tensor<?x?x4x16xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x4x16xbf16>, tensor<?x?x4x16xf32>
+// CHECK:   linattn.chunk_state_pass k(%[[KD]]) u(%arg1) gates(%[[GC]]) state(%arg5) {chunk_size = 16 : i64, decayed_keys}
+func.func @fused_forms(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %gk: tensor<?x?x4x16xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) {
+  %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>)
+  %Gk, %kd, %gc = linattn.chunk_cumsum %gk keys(%k : tensor<?x?x2x16xbf16>) {chunk_size = 16 : i64}
+      : tensor<?x?x4x16xf32> -> tensor<?x?x4x16xf32>, tensor<?x?x4x16xbf16>, tensor<?x?x4x16xf32>
+  %d, %states, %final = linattn.chunk_state_pass k(%kd) u(%v) gates(%gc) state(%s0) {chunk_size = 16 : i64, decayed_keys}
+      : (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4x16xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
+  return %w, %u, %G, %final : tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>
+}

@@ -455,6 +455,7 @@ const SmallVector<StringRef> kStateLayout = {"B", "HV", "K", "V"};
 const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
 const SmallVector<StringRef> kSegmentStatesLayout = {"B", "NS", "HV", "K", "V"};
 const SmallVector<StringRef> kSplitWLayout = {"B", "T", "HV", "2", "K"};
+const SmallVector<StringRef> kChunkTotalsLayout = {"B", "NC", "HV", "K"};
 
 /// W as `linattn.ut_transform` makes it and `linattn.chunk_state_pass` takes
 /// it: [B, T, HV, K] in f32 or rounded once to the keys' 16-bit type, or
@@ -577,11 +578,47 @@ LogicalResult ChunkCumsumOp::verify() {
   if (failed(checker.check(type, "gate", layout, Elem::AnyFloat)) ||
       failed(checker.check(getResult().getType(), "result", layout, Elem::F32)))
     return failure();
+  if (bool(getDecayedKeys()) != bool(getKeys()) ||
+      bool(getChunkTotals()) != bool(getKeys()))
+    return emitOpError() << "returns 'decayed_keys' and 'chunk_totals' exactly "
+                            "when it takes 'keys'";
+  if (!getKeys())
+    return success();
+  if (type.getRank() != 4)
+    return emitOpError() << "'keys' are decayed by per-key gates [B, T, HV, K], "
+                            "got 'gate' "
+                         << type;
+  Type keyElem = getElementTypeOrSelf(getKeys().getType());
+  if (failed(checker.check(getKeys().getType(), "keys", kQKLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getDecayedKeys().getType(), "decayed_keys", kWLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getChunkTotals().getType(), "chunk_totals",
+                           kChunkTotalsLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  if (getElementTypeOrSelf(getDecayedKeys().getType()) != keyElem)
+    return emitOpError() << "'decayed_keys' must have the keys' element type "
+                         << keyElem << ", got "
+                         << getElementTypeOrSelf(getDecayedKeys().getType());
   return success();
 }
 
 LogicalResult UTTransformOp::verify() {
   LayoutChecker checker(*this);
+  if (getGates() && getRawGates())
+    return emitOpError() << "takes either 'gates' (cumulative) or 'raw_gates' "
+                            "(summed by the op), not both";
+  if (bool(getRawGates()) != bool(getCumulativeGates()))
+    return emitOpError() << "returns 'cumulative_gates' exactly when it takes "
+                            "'raw_gates'";
+  if (getRawGates() &&
+      (failed(checker.check(getRawGates().getType(), "raw_gates",
+                            kScalarGateLayout, Elem::AnyFloat)) ||
+       failed(checker.check(getCumulativeGates().getType(), "cumulative_gates",
+                            kScalarGateLayout, Elem::F32))))
+    return failure();
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
       failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
@@ -605,12 +642,26 @@ LogicalResult ChunkStatePassOp::verify() {
   if (!getBeta() && getRank1Scale())
     return emitOpError() << "'rank1_scale' is only meaningful with 'beta'";
   bool rank1 = getW() || getBeta();
-  if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+  if (getDecayedKeys()) {
+    if (getBeta() || getSegmentChunks())
+      return emitOpError() << "'decayed_keys' takes neither 'beta' nor "
+                              "'segment_chunks'";
+    if (!getGates() || cast<ShapedType>(getGates().getType()).getRank() != 4)
+      return emitOpError() << "'decayed_keys' needs the chunks' total per-key "
+                              "gates [B, NC, HV, K] as 'gates'";
+    if (failed(checker.check(getK().getType(), "k", kWLayout, Elem::AnyFloat)) ||
+        failed(checker.check(getGates().getType(), "gates", kChunkTotalsLayout,
+                             Elem::F32)))
+      return failure();
+  }
+  if ((!getDecayedKeys() &&
+       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat))) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
       (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
       (getBeta() && failed(checker.check(getBeta().getType(), "beta",
                                          kScalarGateLayout, Elem::AnyFloat))) ||
-      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1)) ||
+      (!getDecayedKeys() &&
+       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1))) ||
       failed(checker.check(getInitialState().getType(), "initial_state",
                            kStateLayout, Elem::F32)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,

@@ -250,7 +250,8 @@ def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def LinAttn_ChunkCumsumOp : LinAttn_Op<"chunk_cumsum", [Pure]> {
+def LinAttn_ChunkCumsumOp : LinAttn_Op<"chunk_cumsum",
+    [Pure, AttrSizedResultSegments]> {
   let summary = "cumulative sum of log gates inside each chunk along T";
   let description = [{
     `G[b, t, ...] = sum of g[b, s, ...] for s from the first token of t's
@@ -259,19 +260,41 @@ def LinAttn_ChunkCumsumOp : LinAttn_Op<"chunk_cumsum", [Pure]> {
     `G_i - G_j` with `i >= j` and of `G` itself, which are <= 0 for gates
     <= 0.
 
+    With `keys` k [B, T, H, K] (per-key gates only; value head hv reads
+    head hv / (HV / H)), the op also returns what a state pass over these
+    gates needs of each chunk n (last valid token C):
+
+        decayed_keys[b, t, hv, :] = k[b, t, h, :] * exp(G_C - G_t)
+        chunk_totals[b, n, hv, :] = G_C
+
+    the keys decayed to their chunk's end ([B, T, HV, K] in the keys'
+    element type; exp(G_C - G_t) <= 1) and the chunks' total log gates
+    ([B, NC, HV, K] f32), for a `linattn.chunk_state_pass` with
+    `decayed_keys` (`linattn-fuse-chunk-cumsum` makes this form).
+
     ```mlir
     %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64}
         : tensor<?x?x8xf32> -> tensor<?x?x8xf32>
+    %Gk, %kd, %gc = linattn.chunk_cumsum %gk keys(%k : tensor<?x?x8x128xbf16>)
+        {chunk_size = 64 : i64} : tensor<?x?x8x128xf32>
+        -> tensor<?x?x8x128xf32>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$gate,
+                       Optional<AnyRankedTensor>:$keys,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size);
-  let results = (outs AnyRankedTensor:$result);
-  let assemblyFormat = "$gate attr-dict `:` type($gate) `->` type($result)";
+  let results = (outs AnyRankedTensor:$result,
+                      Optional<AnyRankedTensor>:$decayed_keys,
+                      Optional<AnyRankedTensor>:$chunk_totals);
+  let assemblyFormat = [{
+    $gate (`keys` `(` $keys^ `:` type($keys) `)`)? attr-dict `:` type($gate)
+    `->` type($result) (`,` type($decayed_keys)^ `,` type($chunk_totals))?
+  }];
   let hasVerifier = 1;
 }
 
-def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform", [Pure]> {
+def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
+    [Pure, AttrSizedOperandSegments]> {
   let summary = "the UT/WY factors W and U of every chunk";
   let description = [{
     For every sequence, value head and chunk of `chunk_size` tokens:
@@ -294,22 +317,36 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform", [Pure]> {
     (the negative-eigenvalue rule, whose reflections do not damp a rounded
     W's error, keeps that precision at 16-bit operand cost).
 
+    With `raw_gates` g [B, T, HV] in place of `gates`, the op sums them
+    itself, G = chunk_cumsum(g) in chunks of `chunk_size`, and returns G as
+    a third result for the ops after it: the form in which
+    `linattn-fuse-chunk-cumsum` folds a `linattn.chunk_cumsum` into its
+    first reader.
+
     ```mlir
     %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
         {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
         : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>,
            tensor<?x?x8xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>)
+    %w2, %u2, %G2 = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g)
+        {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>,
+           tensor<?x?x8xf32>)
+        -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>, tensor<?x?x8xf32>)
     ```
   }];
   let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$v,
                        AnyRankedTensor:$beta,
                        Optional<AnyRankedTensor>:$gates,
+                       Optional<AnyRankedTensor>:$raw_gates,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
                        F32Attr:$rank1_scale);
-  let results = (outs AnyRankedTensor:$w, AnyRankedTensor:$u);
+  let results = (outs AnyRankedTensor:$w, AnyRankedTensor:$u,
+                      Optional<AnyRankedTensor>:$cumulative_gates);
   let assemblyFormat = [{
     `k` `(` $k `)` `v` `(` $v `)` `beta` `(` $beta `)`
-    (`gates` `(` $gates^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`gates` `(` $gates^ `)`)? (`raw_gates` `(` $raw_gates^ `)`)? attr-dict
+    `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -347,6 +384,12 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     `linattn.segment_carries` composes those ends into what each segment
     lacks, and `linattn.chunk_output` adds it back (its `carries`).
 
+    With `decayed_keys` (per-key gates, no rank-1 term), `k` holds the keys
+    already decayed to their chunk's end, Kd = k * exp(G_C - G), one per
+    value head [B, T, HV, K], and `gates` the chunks' total log gates G_C
+    [B, NC, HV, K], as a `linattn.chunk_cumsum` with `keys` returns them:
+    `S_{n+1} = diag(exp(G_C)) S_n + Kd^T D`.
+
     ```mlir
     %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w)
         gates(%G) state(%s0) {chunk_size = 64 : i64}
@@ -362,7 +405,8 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
                        AnyRankedTensor:$initial_state,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
                        OptionalAttr<F32Attr>:$rank1_scale,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks,
+                       UnitAttr:$decayed_keys);
   let results = (outs AnyRankedTensor:$new_values,
                       AnyRankedTensor:$chunk_states,
                       AnyRankedTensor:$final_state);

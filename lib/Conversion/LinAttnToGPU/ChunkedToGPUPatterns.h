@@ -1,0 +1,53 @@
+//===- ChunkedToGPUPatterns.h - Chunked algorithm ops to kernels -*- C++ -*-===//
+//
+// One pattern per chunked-state algorithm op, each in <Op>ToGPU.cpp, each
+// lowering exactly the op it is given to one kernel (what a kernel fuses is
+// decided before, on the IR: linattn-fuse-chunk-cumsum).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_LINATTNTOGPU_CHUNKEDTOGPUPATTERNS_H
+#define LIB_CONVERSION_LINATTNTOGPU_CHUNKEDTOGPUPATTERNS_H
+
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::linattn::kernel {
+
+/// What the lowerings read besides their op: the target, and the
+/// tensor-core operand type of each op that runs products, fixed before
+/// any op is rewritten (an operand's producer, an l2norm say, decides it).
+class ChunkedLoweringContext {
+public:
+  /// The operand types of every chunked op under `root`, or an error on
+  /// the first op whose inputs the tensor cores cannot take.
+  static FailureOr<ChunkedLoweringContext> build(Operation *root,
+                                                 const GPUTargetInfo &target);
+
+  const GPUTargetInfo &getTarget() const { return target; }
+  /// The 16-bit type `op`'s products run in.
+  Type getMmaType(Operation *op) const { return mmaTypes.lookup(op); }
+
+private:
+  explicit ChunkedLoweringContext(const GPUTargetInfo &target) : target(target) {}
+  GPUTargetInfo target;
+  DenseMap<Operation *, Type> mmaTypes;
+};
+
+void populateL2NormToGPUPatterns(RewritePatternSet &patterns,
+                                 const ChunkedLoweringContext &context);
+void populateChunkCumsumToGPUPatterns(RewritePatternSet &patterns,
+                                      const ChunkedLoweringContext &context);
+void populateUTTransformToGPUPatterns(RewritePatternSet &patterns,
+                                      const ChunkedLoweringContext &context);
+void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
+                                         const ChunkedLoweringContext &context);
+void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
+                                         const ChunkedLoweringContext &context);
+void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,
+                                      const ChunkedLoweringContext &context);
+
+} // namespace mlir::linattn::kernel
+
+#endif // LIB_CONVERSION_LINATTNTOGPU_CHUNKEDTOGPUPATTERNS_H

@@ -1,0 +1,305 @@
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s --check-prefix=COUNT
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s --check-prefix=LDM
+
+// linattn.chunk_state_pass: one gpu.launch per op, its shared memory a
+// ring of input stages filled by cp.async, the state in the warps'
+// accumulator registers across a sequential loop over the chunks.
+//
+// The WY form (gated delta, bf16 W, K = V = 128): three input stages of W
+// (C (K + 8) 2 = 17408), K (C (K + 8) 2 = 17408), U columns (C (32 + 4) 4 =
+// 9216), gates (256): 3 * 44288 = 132864, then the exchange of 4 warps x 8
+// row tiles x 32 lanes x 16 bytes = 16384: 149248, then the output buffers.
+
+// Blocks (V / 32, HV, B), 128 threads: two column
+//    groups of 16 value columns, each split over two warps by keys. A
+//    sequential loop over the chunks carries the warp's S^T (16 columns x
+//    64 keys: 8 accumulator tiles, 32 f32 per thread). Per chunk: one
+//    barrier for the staged inputs, D^T = U^T - S^T W^T over the warp's
+//    keys (4 k-steps x 8 row tiles: S^T rounded from the registers, the
+//    bf16 W exact through ldmatrix) summed over the two warps through
+//    shared memory (a second barrier), then S^T += D'^T K (4 k-steps x 8
+//    key tiles x 2, D' split, K exact through ldmatrix .trans): 32 + 64 =
+//    96 products. The bf16 chunk state S_n and new values D_n go into
+//    a shared output buffer by stmatrix .trans (four 8x8 tiles each) and
+//    leave in 16-byte rows in the next iteration, after its barrier.
+// CHECK-LABEL: func.func @wy_form(
+// CHECK-SAME:      %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[UT:[^:]+]]: tensor<?x?x2x128xf32>, %[[WT:[^:]+]]: tensor<?x?x2x128xbf16>, %[[GT:[^:]+]]: tensor<?x?x2xf32>, %[[S0:[^:]+]]: tensor<?x2x128x128xf32>)
+// CHECK:         bufferization.to_buffer %[[K]] read_only
+// CHECK:         bufferization.to_buffer %[[UT]] read_only
+// CHECK:         bufferization.to_buffer %[[WT]] read_only
+// CHECK:         bufferization.to_buffer %[[GT]] read_only
+// CHECK:         bufferization.to_buffer %[[S0]] read_only
+// CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
+// CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xbf16>
+// CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 179968 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
+// CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// Three stages of 44288 bytes (W and K padded like every ldmatrix tile, the
+// block's 32 U columns padded by 16 bytes, row gates), the 16 KiB
+// exchange of the partial products, then two output buffers of 15360
+// bytes (S_n [128][32 + 8] and D_n [64][32 + 8] in bf16). The
+// prologue starts chunks 0 and 1 (16-byte cp.async, rows past T
+// zero-filled: source size 0).
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x36xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x1xf32, #gpu.address_space<workgroup>>
+// With W, a copy's source row min(t0 + r, T - 1) and its size (r < valid)
+// are computed in i32 (NOTES c32).
+// CHECK:           %[[ROW:.*]] = arith.minui %{{.*}}, %{{.*}} : i32
+// CHECK-NEXT:      %[[ROWI:.*]] = arith.index_castui %[[ROW]] : i32 to index
+// CHECK:           %[[INROWS:.*]] = arith.cmpi ult, %{{.*}}, %{{.*}} : i32
+// CHECK:           %[[SIZE:.*]] = arith.select %[[INROWS]], %{{.*}}, %{{.*}} : index
+// CHECK:           nvgpu.device_async_copy %{{.*}}[%{{.*}}, %[[ROWI]], %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %[[SIZE]] {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 4, %{{.*}} {bypassL1} : memref<?x?x2x128xf32> to memref<64x36xf32, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[FIRST:.*]] = nvgpu.device_async_create_group
+// CHECK:           nvgpu.device_async_create_group
+// Each iteration waits for chunk n (one newer group may be in flight),
+// then starts chunk n + 2's copies.
+// CHECK:           %{{.*}}:32 = scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK:             nvgpu.device_async_wait %[[FIRST]] {numGroups = 1 : i32}
+// CHECK-NEXT:        gpu.barrier
+// CHECK-COUNT-4:     nvgpu.device_async_copy
+// CHECK:             nvgpu.device_async_create_group
+// Chunk n - 1's outputs leave (from n = 1 on): 4 x 8 state elements per
+// thread, and D's rows below the chunk's valid ones.
+// CHECK:             scf.if
+// CHECK:               vector.load %{{.*}} : memref<128x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          vector.store %{{.*}}, %[[STATES]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128x128xbf16>, vector<8xbf16>
+// CHECK:               scf.if
+// CHECK-NEXT:            vector.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:                 vector.store %{{.*}}, %[[D]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// CHECK-NOT:         memref.store %{{.*}}, %[[STATES]]
+// CHECK-COUNT-4:     nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : !llvm.ptr<3>, i32, i32, i32, i32
+// Key part 0 starts D from U, key part 1 from zero (a warp-uniform branch).
+// CHECK:             scf.if %{{.*}} -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
+// CHECK-COUNT-32:      memref.load
+// CHECK:               scf.yield
+// CHECK:             } else {
+// CHECK-NEXT:          %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT:          scf.yield %[[ZERO]], %[[ZERO]],
+// CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-32:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-COUNT-8:     vector.store %{{.*}}, %[[XCHG:.*]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1024x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-NEXT:        gpu.barrier
+// CHECK-COUNT-16:    vector.load %[[XCHG]]
+// CHECK-NOT:         arith.select
+// Each key part stages half of D's row tiles.
+// CHECK:             scf.if
+// CHECK-COUNT-2:       nvvm.stmatrix
+// CHECK:             scf.if
+// CHECK-COUNT-2:       nvvm.stmatrix
+// CHECK-NOT:         memref.store %{{.*}}, %[[D]]
+// CHECK:             llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK:             nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK-NOT:         gpu.barrier
+// CHECK:             scf.yield
+// CHECK:           nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           scf.if
+// CHECK:             vector.store %{{.*}}, %[[STATES]]
+// CHECK:             vector.store %{{.*}}, %[[D]]
+// CHECK:           }
+// CHECK-COUNT-32:  memref.store %{{.*}}, %[[FINAL]]
+// CHECK:           gpu.terminator
+// CHECK:         %[[DT:.*]] = bufferization.to_tensor %[[D]] restrict writable
+// CHECK:         %[[STATEST:.*]] = bufferization.to_tensor %[[STATES]] restrict writable
+// CHECK:         %[[FINALT:.*]] = bufferization.to_tensor %[[FINAL]] restrict writable : memref<?x2x128x128xf32> to tensor<?x2x128x128xf32>
+// CHECK:         return
+func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// -----
+
+// No rank-1 term, row gates (RetNet's, given), K = V = 64: four input stages
+// (without W, three chunks' copies in flight) of K (64 (64 + 8) 2 = 9216),
+// the block's 32 V columns (bf16, padded by 16 bytes: 64 (32 + 8) 2 = 5120)
+// and gates (256) = 58368, no exchange (no W S product: every warp starts
+// from its own U^T), two output buffers of chunk states (64 (32 + 8) 2 =
+// 5120 each) = 68608. Without W the new values are u itself: no D buffer.
+// The update S^T += D'^T K takes D' = decayed v rounded once, not split (4
+// k-steps x 4 key tiles = 16 products per warp); D'^T's fragments come from
+// the staged v by ldmatrix .trans, one per k-step, each register's two rows
+// widened, decayed by two ex2 (once per row pair) and rounded back: no
+// element-wise loads of the stage.
+
+// CHECK-LABEL: func.func @row_gates(
+// CHECK-NOT:     memref.alloc({{.*}}) : memref<?x?x2x64xbf16>
+// CHECK:         %[[RSP:.*]] = arith.constant 68608 : i32
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[RSP]] {
+// CHECK-NEXT:      gpu.dynamic_shared_memory
+// Without W the copies' rows stay in index arithmetic (NOTES c32).
+// CHECK-NOT:       arith.minui %{{.*}}, %{{.*}} : i32
+// CHECK-COUNT-3:   nvgpu.device_async_create_group
+// CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK-NEXT:      gpu.barrier
+// CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x40xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-2:   llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK:           arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
+// CHECK-NEXT:      arith.mulf
+// CHECK-NEXT:      arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK-COUNT-16:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           gpu.terminator
+// CHECK:         return
+func.func @row_gates(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  return %d, %states, %final : tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Decayed keys (GLA after linattn-fuse-chunk-cumsum), K = V = 64: k is K' =
+// k exp(G_C - G) per value head and the gates the chunks' totals G_C. The
+// state pass stages K', U and G_C's row (four stages of 9216 + 5120 + 256 =
+// 14592 bytes, two 5120-byte chunk-state buffers: 68608), waits once per
+// chunk (no decay pass, no second barrier) and runs the update's 16
+// products with D = v straight from the stage; the state decays per key.
+
+// CHECK-LABEL: func.func @decayed_keys(
+// CHECK-SAME:      %[[KDT:[^:]+]]: tensor<?x?x2x64xbf16>, %{{[^:]+}}: tensor<?x?x2x64xbf16>, %[[GCT:[^:]+]]: tensor<?x?x2x64xf32>
+// CHECK:         %[[KD:.*]] = bufferization.to_buffer %[[KDT]] read_only
+// CHECK:         %[[GC:.*]] = bufferization.to_buffer %[[GCT]] read_only
+// CHECK:         %[[GSP:.*]] = arith.constant 68608 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[GSP]] {
+// CHECK:             nvgpu.device_async_copy %[[KD]]
+// CHECK:             nvgpu.device_async_copy %[[GC]]{{.*}} to memref<1x64xf32, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK:             nvgpu.device_async_wait %{{.*}} {numGroups = 2 : i32}
+// CHECK-NEXT:        gpu.barrier
+// CHECK-NOT:         gpu.barrier
+// CHECK-COUNT-16:    nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @decayed_keys(%kd: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %gc: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%kd) u(%v) gates(%gc) state(%s0) {chunk_size = 64 : i64, decayed_keys}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  return %states, %final : tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Per-key gates G [B, T, HV, K] given as they are (no decayed keys): the
+// state pass decays its staged keys itself: three stages of
+// 9216 + 5120 + 16384 = 30720 bytes (the chunk's [64][64] gates with its
+// keys), two 5120-byte chunk-state buffers: 102400; once a chunk lands,
+// K' = K exp(G_C - G) in place (eight ex2 per thread and step, one 16-byte
+// store), and a second barrier publishes K' before the update's 16
+// products.
+
+// CHECK-LABEL: func.func @gla_state_pass_given_gates(
+// CHECK:         %[[FSP:.*]] = arith.constant 102400 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[FSP]] {
+// CHECK:           scf.for
+// CHECK:             nvgpu.device_async_wait
+// CHECK-NEXT:        gpu.barrier
+// CHECK:             scf.for
+// CHECK-COUNT-8:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK:               vector.store %{{.*}}, %{{.*}} : memref<64x72xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:             gpu.barrier
+// CHECK-COUNT-16:    nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:           gpu.terminator
+// CHECK-NOT:     gpu.launch
+// CHECK:         return
+func.func @gla_state_pass_given_gates(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%g) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>)
+  return %states, %final : tensor<?x?x2x64x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// The long chunk (128 tokens; no rank-1 term, row gates): the state pass
+// walks ceil(T / 64) steps, carrying the first step's last gate after the
+// state (33 values), and stores ceil(T / 128) states.
+
+// CHECK-LABEL: func.func @long_chunk(
+// CHECK:         %[[LSN:.*]] = arith.ceildivui %{{.*}}, %c128{{[_0-9]*}} : index
+// CHECK:         %[[LSTEPS:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         memref.alloc(%{{.*}}, %[[LSN]]) : memref<?x?x2x128x128xbf16>
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}} dynamic_shared_memory_size %c111616_i32
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %[[LSTEPS]] step %{{.*}} iter_args({{.*}}) -> ({{(f32, ){32}f32}})
+// CHECK:           gpu.terminator
+func.func @long_chunk(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 128 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %states, %final : tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// -----
+
+// In segments (linattn-segment-chunk-states, 4 chunks each): NS = max(1,
+// ceil(NC / 4)) segments, a block per (column block, head, segment x
+// sequence) that starts from the initial state only in segment 0 and
+// stores its last state at [b, segment, hv].
+
+// CHECK-LABEL: func.func @segments(
+// CHECK:         %[[SNC:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[SCEIL:.*]] = arith.ceildivui %[[SNC]], %c4{{[_0-9]*}} : index
+// CHECK:         %[[NS:.*]] = arith.maxui %c1{{[_0-9]*}}, %[[SCEIL]] : index
+// CHECK:         memref.alloc(%{{.*}}, %[[NS]]) : memref<?x?x2x128x128xf32>
+// CHECK:         %[[Z:.*]] = arith.muli %{{.*}}, %[[NS]] : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %[[Z]]) {{.*}} dynamic_shared_memory_size %c111616_i32
+// CHECK:           arith.remui %{{.*}}, %[[NS]] : index
+// CHECK:           arith.divui %{{.*}}, %[[NS]] : index
+// CHECK:           gpu.terminator
+func.func @segments(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128x128xbf16>, tensor<?x?x2x128x128xf32>) {
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2x128x128xf32>)
+  return %states, %ends : tensor<?x?x2x128x128xbf16>, tensor<?x?x2x128x128xf32>
+}
+
+// -----
+
+// A split W [B, T, HV, 2, K] (DeltaNet with negative eigenvalues,
+// linattn-lower-rank1-to-wy{split-w=true}): the state pass stages W's rows
+// as 2K bf16 (hi, then lo) and reads both by ldmatrix, where an f32 W was
+// loaded element pair by element pair and split on the sequential path.
+// State pass shared memory, K = V = 128, chunk C = 64: three stages of W
+// (C (2K + 8) 2 = 33792), K (C (K + 8) 2 = 17408) and U columns (C (32 + 4)
+// 4 = 9216): 3 * 60416 = 181248; the exchange 16384; the staged chunk
+// states and new values, two buffers of K (32 + 8) 2 + C (32 + 8) 2: 30720.
+// In all 228352 (of the 232448 a block may have).
+
+// CHECK-LABEL: func.func @split_w(
+// W's staged rows are 2K bf16 wide, by cp.async from both
+//    parts; per warp and chunk, 32 ldmatrix of W (16 hi, 16 lo) and 64
+//    products for D = U - W S (S^T rounded once, against W's hi and lo),
+//    then 64 for the update (D split against exact K): 128.
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c228352_i32
+// CHECK:           nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x2x128xbf16> to memref<64x264xbf16, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK-COUNT-2:     nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = false} : memref<64x264xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-4:     nvvm.mma.sync
+// CHECK-NOT:         memref.load {{.*}} memref<64x264xbf16
+// CHECK:           gpu.terminator
+
+// LDM:           gpu.launch {{.*}} dynamic_shared_memory_size %c228352_i32
+// LDM-COUNT-32:    nvgpu.ldmatrix %{{.*}} : memref<64x264xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// LDM-NOT:         nvgpu.ldmatrix %{{.*}} : memref<64x264xbf16
+// LDM:             gpu.terminator
+// COUNT:         gpu.launch {{.*}} dynamic_shared_memory_size %c228352_i32
+// COUNT-COUNT-128: nvvm.mma.sync
+// COUNT-NOT:       nvvm.mma.sync
+// COUNT:           gpu.terminator
+func.func @split_w(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x2x128xbf16>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x2x128xbf16>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}

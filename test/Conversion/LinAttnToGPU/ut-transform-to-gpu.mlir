@@ -1,0 +1,194 @@
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s
+
+// linattn.ut_transform: one gpu.launch on memrefs (bufferization.to_buffer
+// of its operands, a fresh memref.alloc per result, handed on as
+// bufferization.to_tensor).
+//
+// Dynamic shared memory for K = V = 128 (chunk C = 64, 16-bit tiles padded
+// by 8 elements per row): Y = C (max(K, V) + 8) 2 = 17408, then T (fp32 C x
+// (C + 4), 17408), then R = max(C (C + 4) 4, 2 C (C + 8) 2) = 18432, then
+// 64 gates and 64 betas (f32), then the inverse's scratch M (fp32 16 x 48,
+// 3072): 17408 + 17408 + 18432 + 256 + 256 + 3072 = 56832.
+
+// With raw_gates (linattn-fuse-chunk-cumsum folded the cumsum in), warp 0
+// sums the chunk's raw gates g (two per lane, a shuffle scan) into G, for
+// its own row gates and for the later kernels, and G is the third result.
+
+// CHECK-LABEL: func.func @raw_gates(
+// CHECK-SAME:      %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>, %[[G:[^:]+]]: tensor<?x?x2xf32>)
+// Blocks (NC, HV, B), 128 threads. Warp 0 sums the chunk's
+//    raw gates g (two per lane, a shuffle scan) into G, for its own row
+//    gates and for the later kernels. K K^T (8 k-steps x 8 n-tiles), then
+//    W and U as (T hi + T lo) times exact K or V (2 x 4 k-steps x 16
+//    n-tiles x 2): 64 + 256 = 320 products.
+// CHECK:         %[[KB:.*]] = bufferization.to_buffer %[[K]] read_only
+// CHECK:         %[[VB:.*]] = bufferization.to_buffer %[[V]] read_only
+// CHECK:         %[[BB:.*]] = bufferization.to_buffer %[[BETA]] read_only
+// CHECK:         %[[GB:.*]] = bufferization.to_buffer %[[G]] read_only : tensor<?x?x2xf32> to memref<?x?x2xf32>
+// CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         %[[W:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
+// CHECK:         %[[U:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         %[[NC1:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[UTSMEM:.*]] = arith.constant 56832 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[NC1]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[UTSMEM]] {
+// CHECK-NEXT:      %[[SM1:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// Row gates, betas, key/value tile, T (fp32), L (fp32), T hi, T lo, M.
+// CHECK:           memref.view %[[SM1]][%c53248{{[_0-9]*}}][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c53504{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[TF32:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[LTILE:.*]] = memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM1]][%c44032{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c53760{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
+// CHECK:           vector.load %[[KB]]
+// CHECK:           scf.if
+// CHECK-COUNT-2:     memref.load %[[GB]]
+// CHECK:             gpu.shuffle up %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c2_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c4_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c8_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c16_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             gpu.shuffle up %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32
+// CHECK:             memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[GCUM]]
+// CHECK:             memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:             scf.if
+// CHECK:               memref.store %{{.*}}, %[[GCUM]]
+// CHECK:           gpu.barrier
+// Fragments by ldmatrix: four 8x8 tiles (an A fragment, or the B fragments
+// of two n-tiles) per instruction.
+// CHECK:           nvgpu.ldmatrix %[[KTILE:.*]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK:           nvvm.mma.sync A[%{{.*}}] B[%{{.*}}] C[%{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-63:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// T = (I + L)^-1 by 16-row blocks. T is zeroed first (its blocks above
+// the diagonal stay so). Each warp inverts its diagonal block by forward
+// substitution, one column per lane: 0 + 1 + ... + 15 = 120 fused
+// multiply-adds on L rows read as 4-vectors, 16 stores. Then block rows
+// I = 1, 2, 3 in turn, each behind a barrier: a half-warp's lanes take the
+// rows of one column pair per column block J < I, M's pair first (two
+// columns times 16 (I - J) L elements: 32 (I - J) multiply-adds), into
+// the scratch M; a warp barrier; then T's pair, -T_II M (32 per pair).
+// CHECK:           scf.for
+// CHECK:             vector.store %{{.*}}, %[[TF32]]{{.*}} : memref<64x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:           gpu.barrier
+// CHECK-NOT:       gpu.barrier
+// CHECK:           vector.load %[[LTILE]]
+// CHECK-COUNT-120: math.fma
+// CHECK-NOT:       math.fma
+// CHECK-COUNT-16:  memref.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           arith.negf
+// CHECK-NEXT:      vector.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-64:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[TF32]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-96:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-64:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-COUNT-32:  math.fma
+// CHECK-NOT:       math.fma
+// CHECK:           vector.store %{{.*}}, %[[MTILE]]
+// CHECK-NEXT:      nvvm.bar.warp.sync
+// CHECK-COUNT-3:   vector.store %{{.*}}, %[[TF32]]
+// CHECK:           gpu.barrier
+// W = T' K reads K (stored [t][k]) as B by the transposing ldmatrix.
+// CHECK:           nvgpu.ldmatrix %[[KTILE]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
+// CHECK-COUNT-128: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// W leaves through shared memory: the warps' bf16 pairs into a staging
+// tile over the T hi/lo tiles (behind a barrier: every warp is done with
+// them), then whole rows to global memory in 16-byte pieces.
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           %[[WSTAGE:.*]] = memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NEXT:      gpu.barrier
+// CHECK-COUNT-32:  vector.store %{{.*}}, %[[WSTAGE]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<2xbf16>
+// CHECK-NEXT:      gpu.barrier
+// CHECK:           scf.for
+// CHECK:             scf.if
+// CHECK-NEXT:          vector.load %[[WSTAGE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK-NEXT:          arith.addi
+// CHECK-NEXT:          vector.store %{{.*}}, %[[W]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// U likewise, in fp32 over T's fp32 copy and the T hi/lo tiles.
+// CHECK-COUNT-128: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           %[[USTAGE:.*]] = memref.view %[[SM1]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-32:  vector.store %{{.*}}, %[[USTAGE]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x136xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.load %[[USTAGE]]{{.*}} vector<4xf32>
+// CHECK-NEXT:        arith.addi
+// CHECK-NEXT:        vector.store %{{.*}}, %[[U]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xf32>, vector<4xf32>
+// CHECK:           gpu.terminator
+// CHECK:         %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict writable : memref<?x?x2x128xbf16> to tensor<?x?x2x128xbf16>
+// CHECK:         %[[UT:.*]] = bufferization.to_tensor %[[U]] restrict writable : memref<?x?x2x128xf32> to tensor<?x?x2x128xf32>
+// CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]] restrict writable : memref<?x?x2xf32> to tensor<?x?x2xf32>
+// CHECK:         return %[[WT]], %[[UT]], %[[GT]]
+func.func @raw_gates(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2xf32>) {
+  %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2xf32>)
+  return %w, %u, %G : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// With cumulative gates, the kernel reads them as row gates (a thread per
+// row); no shuffles.
+
+// CHECK-LABEL: func.func @cumulative_gates(
+// CHECK-SAME:      %[[CG:[^:]+]]: tensor<?x?x2xf32>)
+// CHECK:         %[[CGB:.*]] = bufferization.to_buffer %[[CG]] read_only
+// CHECK-NOT:     memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         gpu.launch
+// CHECK:           scf.if
+// CHECK:             memref.load %[[CGB]]
+// CHECK-NOT:       gpu.shuffle
+// CHECK:           gpu.terminator
+// CHECK:         return
+func.func @cumulative_gates(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %G: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
+}
+
+// -----
+
+// A split W [B, T, HV, 2, K] (the negative-eigenvalue rule): the product
+// leaves twice through the staging tile, part 0 the rounded W, part 1 the
+// rounding of what it leaves (W - hi, rounded again).
+
+// CHECK-LABEL: func.func @split_w(
+// CHECK:         %[[SW:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x2x128xbf16>
+// CHECK:         memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c56832_i32
+// CHECK:           vector.store %{{.*}}, %[[SW]][%{{.*}}, %{{.*}}, %{{.*}}, %c0{{[_0-9]*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x2x2x128xbf16>, vector<8xbf16>
+// CHECK:           arith.truncf %{{.*}} : f32 to bf16
+// CHECK:           arith.extf %{{.*}} : bf16 to f32
+// CHECK:           arith.subf
+// CHECK:           vector.store %{{.*}}, %[[SW]][%{{.*}}, %{{.*}}, %{{.*}}, %c1{{[_0-9]*}}, %{{.*}}] {alignment = 16 : i64} : memref<?x?x2x2x128xbf16>, vector<8xbf16>
+// CHECK:           gpu.terminator
+func.func @split_w(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x2x128xbf16>, tensor<?x?x2x128xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 2.000000e+00 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x2x128xbf16>, tensor<?x?x2x128xf32>)
+  return %w, %u : tensor<?x?x2x2x128xbf16>, tensor<?x?x2x128xf32>
+}
