@@ -1,0 +1,710 @@
+//===- ChunkStatePassToGPU.cpp - linattn.chunk_state_pass to a kernel -----===//
+//
+// A block per 32 value columns of one (sequence, value head): the state S^T
+// lives in the warps' accumulator registers across a sequential loop over
+// 64-row steps, each step's inputs staged by cp.async stages ahead. Per
+// step (DESIGN.md section 2, with G the in-chunk cumulative log gate and
+// G_C its value at the chunk's last token):
+//
+//   a. D^T = U^T - S^T W^T           (the new values; D = U without W)
+//   b. D leaves (or is u itself)
+//   c. S^T = exp(G_C) S^T + D'^T K,  D' = diag(exp(G_C - G)) D
+//
+// What varies (W's form, the gates, what goes through shared memory) is
+// decided by StatePassPlan before any IR; StatePassKernel emits the phases.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StatePassPlan.h"
+
+#include "../ChunkedToGPUPatterns.h"
+#include "../Kernel/Gates.h"
+#include "../Kernel/MmaEmitter.h"
+#include "../KernelSupport.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+namespace {
+
+/// The state pass's buffers and run-time sizes, made on the host before the
+/// launch.
+struct StatePassOperands {
+  Value keys, u, w, gates, initialState;    ///< inputs (w, gates optional)
+  Value newValues, states, finalState;      ///< results (newValues optional)
+  Value seqLen, numChunks, numSteps, numSegments;
+};
+
+/// A chunk's staged inputs.
+struct Stage {
+  Value w, k, u, g;
+};
+
+/// Emits the state pass kernel's body from its plan, phase by phase.
+class StatePassKernel {
+public:
+  StatePassKernel(const StatePassPlan &plan, const StatePassOperands &io,
+                  MmaEmitter &k)
+      : p(plan), io(io), k(k), b(k.b), e(k.e) {}
+
+  /// The whole body: place the block, load S, prefetch, loop over the
+  /// steps, drain and store the final state.
+  void emit();
+
+private:
+  /// The block's (columns, head, sequence[, segment]) and the warp's
+  /// columns and keys.
+  void placeBlock();
+  /// The staged inputs of step n in its ring slot.
+  Stage stageAt(Value n);
+  /// Starts the copies of step n (rows past the sequence, or every row of
+  /// a step past the last, arrive as zeros) and closes their group.
+  Value prefetch(Value n);
+  /// S^T's element i of accumulator tile kt: (key, value column).
+  std::pair<Value, Value> stateIndex(int64_t kt, int64_t i);
+  /// The warp's S^T tiles from the initial state (zero in a segment past
+  /// the first).
+  SmallVector<Value> loadInitialState();
+  void storeState(ValueRange flat, Value dst, SmallVector<Value> prefix);
+  /// The staged output buffers of step n: S_n and D_n.
+  std::pair<Value, Value> outputsAt(Value n);
+  /// Whether step n starts its (long) chunk.
+  Value startsChunk(Value n);
+  /// Moves the insertion point into a branch taken where step n starts its
+  /// chunk (no branch for 64-token chunks); the caller holds a guard.
+  void onlyAtChunkStart(Value n);
+  Value chunkOf(Value n);
+  /// Copies step m's staged S (if m starts a chunk) and D_m out.
+  void flushOutputs(Value m);
+  /// One step of the chunk loop: the next carried values.
+  SmallVector<Value> step(Value j, ValueRange carriedIn);
+  /// The chunk state before step n (the state before a chunk's first step).
+  void storeChunkState(Value n, ValueRange flat);
+  /// a. D^T = U^T - S^T W^T, the warp's partial over its keys.
+  SmallVector<SmallVector<Value>> newValues(const Stage &st, ValueRange flat);
+  /// The key parts' partials summed through shared memory.
+  SmallVector<SmallVector<Value>> sumPartials(ArrayRef<SmallVector<Value>> d);
+  /// b. The new values D of step n, rows below `valid`.
+  void writeNewValues(ArrayRef<SmallVector<Value>> d, Value n, ChunkRows rows);
+  /// c. S^T = exp(G_C) S^T + D'^T K: the next S^T tiles.
+  SmallVector<Value> updateState(const Stage &st, ValueRange flat,
+                                 SmallVector<SmallVector<Value>> d, Value n,
+                                 ChunkRows rows, Value lastRow,
+                                 ValueRange carriedIn, Value &gLast);
+  /// D'^T's A fragment of k-step ks straight from the staged U.
+  SmallVector<Value> directFragment(const Stage &st, int64_t ks, Value gLast);
+
+  const StatePassPlan &p;
+  const StatePassOperands &io;
+  MmaEmitter &k;
+  ImplicitLocOpBuilder &b;
+  LoopEmitter &e;
+
+  // The block and the warp.
+  Value hv, bIdx, h, segment;
+  Value firstStep, endStep, stepLimit; ///< the block's steps and rows
+  Value columnGroup, keyPart;
+  Value vLocal, vGlobal, key0, v0; ///< the warp's columns and keys
+  Value firstGroup;                ///< the first prefetch's copy group
+};
+
+void StatePassKernel::placeBlock() {
+  Block *body = b.getInsertionBlock();
+  Value vTile = body->getArgument(0);
+  hv = body->getArgument(1);
+  bIdx = body->getArgument(2);
+  // The block's steps [firstStep, endStep): all of them, or its segment's;
+  // rows past endStep are prefetched as zeros (the next segment's block
+  // reads them).
+  firstStep = e.index(0);
+  endStep = io.numSteps;
+  stepLimit = io.seqLen;
+  if (p.segmentChunks) {
+    segment = arith::RemUIOp::create(b, bIdx, io.numSegments);
+    bIdx = arith::DivUIOp::create(b, bIdx, io.numSegments);
+    firstStep = e.mulIndex(segment, e.index(p.segmentSteps));
+    endStep = e.minIndex(e.addIndex(firstStep, e.index(p.segmentSteps)),
+                         io.numSteps);
+    stepLimit = e.minIndex(io.seqLen, e.mulIndex(endStep, e.index(kChunk)));
+  }
+  h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
+  // The warp's 16 value columns (vLocal within the block's, vGlobal in V)
+  // and its keys [key0, key0 + keysPerWarp).
+  columnGroup = arith::DivUIOp::create(b, k.warp, e.index(kStateKeySplit));
+  keyPart = arith::RemUIOp::create(b, k.warp, e.index(kStateKeySplit));
+  vLocal = e.mulIndex(columnGroup, e.index(16));
+  vGlobal = e.addIndex(e.mulIndex(vTile, e.index(kStateColumns)), vLocal);
+  key0 = e.mulIndex(keyPart, e.index(p.keysPerWarp));
+  v0 = e.mulIndex(vTile, e.index(kStateColumns));
+}
+
+Stage StatePassKernel::stageAt(Value n) {
+  const StatePassPlan::Stage &s = p.stage;
+  Value slot = arith::RemUIOp::create(b, n, e.index(p.stages));
+  Value base = e.mulIndex(slot, e.index(s.bytes()));
+  auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
+  Stage st;
+  if (p.hasW())
+    st.w = k.tile(base, kChunk, s.wStride, p.wElem);
+  st.k = k.tile(at(s.kOffset()), kChunk, s.kStride, p.kElem);
+  st.u = k.tile(at(s.uOffset()), kChunk, s.uStride, p.uElem);
+  if (p.hasGates())
+    st.g = k.tile(at(s.gOffset()), s.gateRows, s.gateCols, b.getF32Type());
+  return st;
+}
+
+Value StatePassKernel::prefetch(Value n) {
+  auto [t0, valid] = chunkRows(e, n, stepLimit);
+  Stage st = stageAt(n);
+  Value zero = e.index(0);
+  int64_t K = p.K;
+  if (p.hasW())
+    k.copyRowsAsync(st.w, zero, p.stage.wCols, t0, valid, io.seqLen, io.w,
+                    [&](Value t, Value c) -> SmallVector<Value> {
+      if (p.w == StatePassPlan::WForm::Split) // staged column c: part c / K, key c % K
+        return {bIdx, t, hv, arith::DivUIOp::create(b, c, e.index(K)),
+                arith::RemUIOp::create(b, c, e.index(K))};
+      return {bIdx, t, hv, c};
+    }, kChunk, p.narrowRows);
+  bool decayedKeys = p.decay == StatePassPlan::Decay::DecayedKeys;
+  k.copyRowsAsync(st.k, zero, K, t0, valid, io.seqLen, io.keys,
+                  [&](Value t, Value c) -> SmallVector<Value> {
+    return {bIdx, t, decayedKeys ? hv : h, c};
+  }, kChunk, p.narrowRows);
+  k.copyRowsAsync(st.u, zero, kStateColumns, t0, valid, io.seqLen, io.u,
+                  [&](Value t, Value c) -> SmallVector<Value> {
+    return {bIdx, t, hv, e.addIndex(v0, c)};
+  }, kChunk, p.narrowRows);
+  if (decayedKeys) // chunk n's row of G_C (zeros past the last chunk)
+    k.copyRowsAsync(st.g, zero, K, n,
+                    k.select(k.ult(n, io.numChunks), e.index(1), e.index(0)),
+                    io.numChunks, io.gates,
+                    [&](Value chunkIdx, Value c) -> SmallVector<Value> {
+      return {bIdx, chunkIdx, hv, c};
+    }, /*rows=*/1);
+  else if (p.hasGates())
+    k.copyRowsAsync(st.g, zero, p.stage.gateCols, t0, valid, io.seqLen,
+                    io.gates, [&](Value t, Value c) -> SmallVector<Value> {
+      if (p.perKey())
+        return {bIdx, t, hv, c};
+      return {bIdx, t, hv};
+    }, kChunk, p.narrowRows);
+  return k.commitCopies();
+}
+
+// S^T of the warp's columns and keys is carried as keyTiles accumulator
+// tiles: element i of tile kt is S[key0 + accCol(8 kt, i)][vGlobal +
+// accRow(0, i)]. Flattened: tile kt at 4 kt.
+std::pair<Value, Value> StatePassKernel::stateIndex(int64_t kt, int64_t i) {
+  return {e.addIndex(key0, k.accCol(8 * kt, i)),
+          e.addIndex(vGlobal, k.accRow(e.index(0), i))};
+}
+
+SmallVector<Value> StatePassKernel::loadInitialState() {
+  SmallVector<Value> init;
+  Value fromInitial =
+      p.segmentChunks ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                              segment, e.index(0))
+                            .getResult()
+                      : Value();
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt)
+    for (int64_t i = 0; i < 4; ++i) {
+      auto [key, v] = stateIndex(kt, i);
+      Value x = e.loadF32(io.initialState, {bIdx, hv, key, v});
+      init.push_back(fromInitial ? k.select(fromInitial, x, e.f32(0.0f)) : x);
+    }
+  return init;
+}
+
+void StatePassKernel::storeState(ValueRange flat, Value dst,
+                                 SmallVector<Value> prefix) {
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt)
+    for (int64_t i = 0; i < 4; ++i) {
+      auto [key, v] = stateIndex(kt, i);
+      SmallVector<Value> idx = prefix;
+      idx.append({key, v});
+      e.storeFromF32(flat[4 * kt + i], dst, idx);
+    }
+}
+
+// The output buffers of step n: S_n ([K][32] of the block's columns) then
+// D_n ([64][32]), in the states' and new values' types.
+std::pair<Value, Value> StatePassKernel::outputsAt(Value n) {
+  Value parity = arith::RemUIOp::create(b, n, e.index(2));
+  Value base = e.addIndex(e.index(p.outOffset),
+                          e.mulIndex(parity, e.index(p.outBytes / 2)));
+  return {p.stageStates ? k.tile(base, p.K, p.outStride, p.stateElem) : Value(),
+          p.stageValues ? k.tile(e.addIndex(base, e.index(p.stateOutBytes)),
+                                 kChunk, p.outStride, p.valueElem)
+                        : Value()};
+}
+
+Value StatePassKernel::startsChunk(Value n) {
+  assert(p.stepsPerChunk > 1 && "every step starts a 64-token chunk");
+  return arith::CmpIOp::create(
+      b, arith::CmpIPredicate::eq,
+      arith::RemUIOp::create(b, n, e.index(p.stepsPerChunk)), e.index(0));
+}
+
+void StatePassKernel::onlyAtChunkStart(Value n) {
+  if (p.stepsPerChunk > 1)
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, startsChunk(n), false).thenBlock());
+}
+
+Value StatePassKernel::chunkOf(Value n) {
+  return p.stepsPerChunk == 1
+             ? n
+             : arith::DivUIOp::create(b, n, e.index(p.stepsPerChunk)).getResult();
+}
+
+void StatePassKernel::flushOutputs(Value m) {
+  auto [sOut, dOut] = outputsAt(m);
+  Value zero = e.index(0);
+  if (sOut) {
+    OpBuilder::InsertionGuard guard(b);
+    onlyAtChunkStart(m);
+    Value c = chunkOf(m);
+    k.copyRowsOut(sOut, zero, p.K, kStateColumns, Value(), io.states,
+                  [&](Value r, Value col) -> SmallVector<Value> {
+      return {bIdx, c, hv, r, e.addIndex(v0, col)};
+    });
+  }
+  if (dOut) {
+    auto [t0, valid] = chunkRows(e, m, io.seqLen);
+    k.copyRowsOut(dOut, zero, kChunk, kStateColumns, valid, io.newValues,
+                  [&](Value r, Value c) -> SmallVector<Value> {
+      return {bIdx, e.addIndex(t0, r), hv, e.addIndex(v0, c)};
+    });
+  }
+}
+
+void StatePassKernel::storeChunkState(Value n, ValueRange flat) {
+  OpBuilder::InsertionGuard guard(b);
+  onlyAtChunkStart(n);
+  if (!p.stageStates)
+    return storeState(flat, io.states, {bIdx, chunkOf(n), hv});
+  // The warp's S^T accumulator tiles, transposed: S's rows (keys) as they
+  // are laid out in memory.
+  Value sOut = outputsAt(n).first;
+  for (int64_t kt = 0; kt < p.keyTiles; kt += 2)
+    k.stmatrix4(sOut, e.addIndex(key0, e.index(8 * kt)), vLocal,
+                flat.slice(4 * kt, 4), flat.slice(4 * kt + 4, 4),
+                /*transposed=*/true);
+}
+
+// D^T = U^T - S^T W^T for the warp's 16 columns and the step's 64 rows
+// (rowTiles tiles of 8 rows): each warp of the column group adds -S^T W^T
+// over its keys, key part 0 onto U^T. A = -S^T comes from the state
+// registers, B = W^T by ldmatrix from W's staged rows (an f32 W split as
+// its fragments are loaded); rows past T are staged zeros, so D is 0 there.
+SmallVector<SmallVector<Value>> StatePassKernel::newValues(const Stage &st,
+                                                           ValueRange flat) {
+  Type f32 = b.getF32Type();
+  auto loadU = [&] {
+    SmallVector<Value> u;
+    for (int64_t rt = 0; rt < p.rowTiles; ++rt)
+      for (int64_t i = 0; i < 4; ++i)
+        u.push_back(e.loadF32(st.u, {k.accCol(8 * rt, i),
+                                     e.addIndex(vLocal, k.accRow(e.index(0), i))}));
+    return u;
+  };
+  SmallVector<Value> dFlat;
+  if (p.directD)
+    return {}; // step c reads D from the stage itself
+  if (p.exchange) {
+    // Key part 0 starts from U, the others from zero: a warp-uniform
+    // branch instead of a select per element.
+    auto ifOp = scf::IfOp::create(
+        b, SmallVector<Type>(p.rowTiles * 4, f32),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart, e.index(0)),
+        /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, loadU());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, SmallVector<Value>(p.rowTiles * 4, e.f32(0.0f)));
+    dFlat.append(ifOp.getResults().begin(), ifOp.getResults().end());
+  } else {
+    dFlat = loadU();
+  }
+  SmallVector<SmallVector<Value>> d;
+  for (int64_t rt = 0; rt < p.rowTiles; ++rt)
+    d.push_back(SmallVector<Value>(ArrayRef(dFlat).slice(4 * rt, 4)));
+  if (!p.hasW())
+    return d;
+  for (int64_t ks = 0; ks < p.keysPerWarp / 16; ++ks) {
+    SmallVector<Value> s0Tile(flat.slice(8 * ks, 4));
+    SmallVector<Value> s1Tile(flat.slice(8 * ks + 4, 4));
+    // A 16-bit W (rounded by the UT transform) meets S^T rounded once as
+    // well: bench/model/bf16_intermediates.py puts the cost at <= 1e-4 of
+    // o's error (T = 4096, delta and gated delta, soft and hard inputs),
+    // for 32 of the warp's 128 products per chunk. So does a split W
+    // (negeig): S^T hi against W's hi and lo, two products instead of the
+    // three of a split S (o's worst error on the H200 check 4.09e-3 ->
+    // 4.18e-3, state pass -7% at T = 16384: NOTES c28). An f32 W (f32
+    // keys) keeps both split: hi hi + hi lo + lo hi.
+    auto [aHi, aLo] = k.fragmentAFromAcc(s0Tile, s1Tile, /*negate=*/true,
+                                         /*split=*/!p.wIsOperand());
+    if (p.wIsOperand()) {
+      bool splitW = p.w == StatePassPlan::WForm::Split;
+      Value k0 = e.addIndex(key0, e.index(16 * ks));
+      for (int64_t rt = 0; rt < p.rowTiles; rt += 2) {
+        // B^T = W: rows 8 rt .. 8 rt + 15 (two n-tiles) at once; a split
+        // W's lo part K columns to the right.
+        SmallVector<Value> bFrag = k.fragB2({st.w}, 8 * rt, k0);
+        SmallVector<Value> bLoFrag;
+        if (splitW)
+          bLoFrag = k.fragB2({st.w}, 8 * rt, e.addIndex(k0, e.index(p.K)));
+        for (int64_t j = 0; j < 2; ++j)
+          d[rt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                 splitW ? ArrayRef(bLoFrag).slice(2 * j, 2)
+                                        : ArrayRef<Value>(),
+                                 d[rt + j]);
+      }
+      continue;
+    }
+    for (int64_t rt = 0; rt < p.rowTiles; ++rt) {
+      // b_j = (W[8 rt + g][16 ks + 2q + 8 j], ... + 1), split.
+      SmallVector<Value> bHi, bLo;
+      Value row = e.addIndex(e.index(8 * rt), k.group);
+      for (int64_t j = 0; j < 2; ++j) {
+        Value col = e.addIndex(e.addIndex(key0, e.index(16 * ks + 8 * j)),
+                               e.mulIndex(k.quad, e.index(2)));
+        auto [hi, lo] = k.splitRegister(k.loadWidened(st.w, {row, col}, 2));
+        bHi.push_back(hi);
+        bLo.push_back(lo);
+      }
+      d[rt] = k.mmaSplit(aHi, aLo, bHi, bLo, d[rt]);
+    }
+  }
+  return d;
+}
+
+// D = the sum of the group's partials in key-part order, the same sum (bit
+// for bit) in every warp of the group: each warp reads its own partial back
+// too rather than choosing it by a select.
+SmallVector<SmallVector<Value>>
+StatePassKernel::sumPartials(ArrayRef<SmallVector<Value>> d) {
+  Type f32 = b.getF32Type();
+  auto f32x4 = VectorType::get({4}, f32);
+  Value xchg = k.tile(p.exchangeOffset, kStateWarps * p.rowTiles * 32, 4, f32);
+  auto slot = [&](Value w, int64_t rt) {
+    return e.addIndex(
+        e.mulIndex(e.addIndex(e.mulIndex(w, e.index(p.rowTiles)), e.index(rt)),
+                   e.index(32)),
+        k.lane);
+  };
+  for (int64_t rt = 0; rt < p.rowTiles; ++rt)
+    vector::StoreOp::create(b, vector::FromElementsOp::create(b, f32x4, d[rt]),
+                            xchg, ValueRange{slot(k.warp, rt), e.index(0)},
+                            false, llvm::Align(16));
+  k.barrier();
+  Value firstWarp = e.mulIndex(columnGroup, e.index(kStateKeySplit));
+  SmallVector<SmallVector<Value>> sum;
+  for (int64_t part = 0; part < kStateKeySplit; ++part) {
+    Value w = e.addIndex(firstWarp, e.index(part));
+    for (int64_t rt = 0; rt < p.rowTiles; ++rt) {
+      Value x = vector::LoadOp::create(b, f32x4, xchg,
+                                       ValueRange{slot(w, rt), e.index(0)},
+                                       false, llvm::Align(16));
+      SmallVector<Value> partial;
+      for (int64_t i = 0; i < 4; ++i)
+        partial.push_back(vector::ExtractOp::create(b, x, i));
+      if (part == 0) {
+        sum.push_back(partial);
+        continue;
+      }
+      for (int64_t i = 0; i < 4; ++i)
+        sum[rt][i] = e.add(sum[rt][i], partial[i]);
+    }
+  }
+  return sum;
+}
+
+// The new values D for rows below `valid`; the warps of a column group take
+// turns by row tile (staged: key part p stages the p-th run of row tiles).
+void StatePassKernel::writeNewValues(ArrayRef<SmallVector<Value>> d, Value n,
+                                     ChunkRows rows) {
+  int64_t tilesPerPart = p.rowTiles / kStateKeySplit;
+  if (p.stageValues) {
+    Value dOut = outputsAt(n).second;
+    for (int64_t part = 0; part < kStateKeySplit; ++part) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b,
+                            arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                  keyPart, e.index(part)),
+                            false)
+              .thenBlock());
+      for (int64_t rt = part * tilesPerPart; rt < (part + 1) * tilesPerPart;
+           rt += 2)
+        k.stmatrix4(dOut, e.index(8 * rt), vLocal, d[rt], d[rt + 1],
+                    /*transposed=*/true);
+    }
+    return;
+  }
+  for (int64_t rt = 0; !p.forwardValues && rt < p.rowTiles; ++rt)
+    for (int64_t odd = 0; odd < 2; ++odd) {
+      Value t = k.accCol(8 * rt, odd);
+      Value store = k.ult(t, rows.valid);
+      if (kStateKeySplit > 1)
+        store = arith::AndIOp::create(
+            b, store,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
+                                  e.index(rt % kStateKeySplit)));
+      auto ifOp = scf::IfOp::create(b, store, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      for (int64_t i : {odd, odd + 2})
+        e.storeFromF32(d[rt][i], io.newValues,
+                       {bIdx, e.addIndex(rows.t0, t), hv,
+                        e.addIndex(vGlobal, k.accRow(e.index(0), i))});
+    }
+}
+
+// Register j of the fragment holds rows 16 ks + 8 (j / 2) + 2 quad + {0, 1}
+// of column vLocal + group + 8 (j % 2); each row pair's decays are taken
+// once for both registers that share it.
+SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
+                                                   Value gLast) {
+  SmallVector<Value> pairs = k.ldmatrix4Pairs(
+      {st.u, /*transposed=*/true}, vLocal, e.index(16 * ks), /*swap=*/false);
+  SmallVector<Value> regs;
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Value decays;
+  for (int64_t j = 0; j < 4; ++j) {
+    Value pair = pairs[j];
+    if (gLast) {
+      if (j % 2 == 0) {
+        Value t = e.addIndex(e.index(16 * ks + 8 * (j / 2)),
+                             e.mulIndex(k.quad, e.index(2)));
+        SmallVector<Value> rowDecays;
+        for (Value r : {t, e.addIndex(t, e.index(1))})
+          rowDecays.push_back(k.exp(e.sub(
+              gLast, memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)}))));
+        decays = vector::FromElementsOp::create(b, f32x2, rowDecays);
+      }
+      Value wide = arith::ExtFOp::create(b, f32x2, pair);
+      pair = arith::TruncFOp::create(b, pair.getType(),
+                                     arith::MulFOp::create(b, wide, decays));
+    }
+    regs.push_back(k.mmaRegister(pair));
+  }
+  return regs;
+}
+
+// S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D (G_C the
+// last valid row's gate): the decay goes onto the fp32 D, so the keys stay
+// exact and only A is split. Rows past T are dropped before the exp can
+// meet them. Per key, the keys are decayed instead (K' = K exp(G_C - G),
+// staged or decayed in place) and the state by exp(G_C) per key.
+SmallVector<Value> StatePassKernel::updateState(
+    const Stage &st, ValueRange flat, SmallVector<SmallVector<Value>> d,
+    Value n, ChunkRows rows, Value lastRow, ValueRange carriedIn, Value &gLast) {
+  using Decay = StatePassPlan::Decay;
+  if (p.decay == Decay::Keys)
+    k.barrier(); // every thread's K' is decayed
+  bool rowGates = p.decay == Decay::Rows;
+  if (rowGates) {
+    gLast = memref::LoadOp::create(b, st.g, ValueRange{lastRow, e.index(0)});
+    for (int64_t rt = 0; rt < p.rowTiles && !p.directD; ++rt)
+      for (int64_t odd = 0; odd < 2; ++odd) {
+        Value t = k.accCol(8 * rt, odd);
+        Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+        Value decay = k.exp(e.sub(gLast, gt));
+        Value keep = k.ult(t, rows.valid);
+        for (int64_t i : {odd, odd + 2})
+          d[rt][i] = k.select(keep, e.mul(d[rt][i], decay), e.f32(0.0f));
+      }
+  }
+  SmallVector<SmallVector<Value>> acc;
+  Value stateDecay;
+  if (rowGates) {
+    // G_last minus the gate the step starts from: 0 at a chunk's start,
+    // the previous step's G_last within a long chunk.
+    Value gBase = p.carryGateBase
+                      ? k.select(startsChunk(n), e.f32(0.0f), carriedIn.back())
+                      : Value();
+    stateDecay = k.exp(gBase ? e.sub(gLast, gBase) : gLast);
+  }
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt) {
+    SmallVector<Value> tile(flat.slice(4 * kt, 4));
+    if (stateDecay)
+      for (Value &x : tile)
+        x = e.mul(x, stateDecay);
+    // Per key: elements odd and odd + 2 of tile kt are S^T[v][key] of one
+    // key, decayed by exp(G_C[key]).
+    for (int64_t odd = 0; p.perKey() && odd < 2; ++odd) {
+      Value key = stateIndex(kt, odd).first;
+      Value gRow = p.decay == Decay::DecayedKeys ? e.index(0) : lastRow;
+      Value decay =
+          k.exp(memref::LoadOp::create(b, st.g, ValueRange{gRow, key}));
+      for (int64_t i : {odd, odd + 2})
+        tile[i] = e.mul(tile[i], decay);
+    }
+    acc.push_back(tile);
+  }
+  for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+    auto [aHi, aLo] =
+        p.directD ? std::pair(directFragment(st, ks, gLast), SmallVector<Value>())
+                  : k.fragmentAFromAcc(d[2 * ks], d[2 * ks + 1],
+                                       /*negate=*/false, p.splitUpdate);
+    for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
+      // B = K (k = row, n = key): two key tiles per fragment load.
+      SmallVector<Value> bFrag =
+          p.keysAreOperands
+              ? k.fragB2({st.k, /*transposed=*/true}, key0, 8 * kt, 16 * ks)
+              : k.fragB2FromF32Columns(st.k, key0, 8 * kt, 16 * ks);
+      for (int64_t j = 0; j < 2; ++j)
+        acc[kt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                 /*bLo=*/{}, acc[kt + j]);
+    }
+  }
+  SmallVector<Value> next;
+  for (auto &tile : acc)
+    next.append(tile.begin(), tile.end());
+  return next;
+}
+
+SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
+  // Step j of the block's range (the unsegmented kernel's IR unchanged).
+  Value n = p.segmentChunks ? e.addIndex(firstStep, j) : j;
+  ValueRange flat = carriedIn.take_front(p.keyTiles * 4);
+  ChunkRows rows = chunkRows(e, n, io.seqLen);
+  // Step n has landed once at most stages - 2 newer groups are in flight;
+  // the barrier makes every thread's copies visible and frees the stage of
+  // step n - 1 for step n + stages - 1.
+  k.waitCopies(firstGroup, p.stages - 2);
+  k.barrier();
+  prefetch(e.addIndex(n, e.index(p.stages - 1)));
+  Stage st = stageAt(n);
+  Value lastRow = e.subIndex(rows.valid, e.index(1));
+  // Per-key gates: K' = K * exp(G_C - G) in place (step c's B operand),
+  // each element once per block; the barrier before step c publishes it.
+  if (p.decay == StatePassPlan::Decay::Keys)
+    decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return lastRow; },
+              p.K);
+  if (p.stageStates || p.stageValues) {
+    // Step n - 1's outputs, staged before the barrier.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(firstStep, n), false).thenBlock());
+    flushOutputs(e.subIndex(n, e.index(1)));
+  }
+  storeChunkState(n, flat);
+  SmallVector<SmallVector<Value>> d = newValues(st, flat);
+  if (p.exchange)
+    d = sumPartials(d);
+  writeNewValues(d, n, rows);
+  Value gLast;
+  SmallVector<Value> next =
+      updateState(st, flat, std::move(d), n, rows, lastRow, carriedIn, gLast);
+  if (p.carryGateBase)
+    next.push_back(gLast);
+  return next;
+}
+
+void StatePassKernel::emit() {
+  placeBlock();
+  SmallVector<Value> init = loadInitialState();
+  // A long chunk's second step decays the state by exp(G_last - G_63): its
+  // cumulative gates run from the chunk's start, and the first step's last
+  // one (G_63) is carried after the state.
+  if (p.carryGateBase)
+    init.push_back(e.f32(0.0f));
+  auto blockStep = [&](int64_t j) {
+    return p.segmentChunks ? e.addIndex(firstStep, e.index(j)) : e.index(j);
+  };
+  firstGroup = prefetch(blockStep(0));
+  for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
+    prefetch(blockStep(ahead));
+  ValueRange carried = e.forEachReduce(
+      p.segmentChunks ? e.subIndex(endStep, firstStep) : io.numSteps, init,
+      [&](Value j, ValueRange carriedIn) { return step(j, carriedIn); });
+  ValueRange final = carried.take_front(p.keyTiles * 4);
+  // The prefetches past the final step (all zero-size) drain; the last
+  // step's staged outputs leave.
+  k.waitCopies(firstGroup, 0);
+  if (p.stageStates || p.stageValues) {
+    k.barrier();
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(firstStep, endStep), false).thenBlock());
+    flushOutputs(e.subIndex(endStep, e.index(1)));
+  }
+  if (p.segmentChunks)
+    storeState(final, io.finalState, {bIdx, segment, hv});
+  else
+    storeState(final, io.finalState, {bIdx, hv});
+}
+
+LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
+                                  const GPUTargetInfo &target,
+                                  RewriterBase &rewriter) {
+  FailureOr<StatePassPlan> plan = StatePassPlan::build(op, mmaType, target);
+  if (failed(plan))
+    return failure();
+  const StatePassPlan &p = *plan;
+
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  LoopEmitter e(b);
+  StatePassOperands io;
+  io.keys = e.toBuffer(op.getK());
+  io.u = e.toBuffer(op.getU());
+  io.w = op.getW() ? e.toBuffer(op.getW()) : Value();
+  io.gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  io.initialState = e.toBuffer(op.getInitialState());
+  Value batch = e.dim(io.keys, 0);
+  io.seqLen = e.dim(io.keys, 1);
+  io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(p.chunk));
+  io.numSteps = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+  Value hvDim = e.index(p.numVHeads);
+  if (!p.forwardValues)
+    io.newValues = e.allocFor(op.getNewValues().getType(),
+                              {batch, io.seqLen, hvDim, e.index(p.V)});
+  io.states = e.allocFor(op.getChunkStates().getType(),
+                         {batch, io.numChunks, hvDim, e.index(p.K), e.index(p.V)});
+  if (p.segmentChunks)
+    io.numSegments = e.segmentCount(io.numChunks, *p.segmentChunks);
+  io.finalState =
+      p.segmentChunks
+          ? e.allocFor(op.getFinalState().getType(),
+                       {batch, io.numSegments, hvDim, e.index(p.K), e.index(p.V)})
+          : e.allocFor(op.getFinalState().getType(),
+                       {batch, hvDim, e.index(p.K), e.index(p.V)});
+
+  Value zBlocks = p.segmentChunks ? e.mulIndex(batch, io.numSegments) : batch;
+  emitLaunch(b, {e.index(p.V / kStateColumns), hvDim, zBlocks},
+             p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
+    StatePassKernel(p, io, k).emit();
+  }, kStateWarps * 32);
+  rewriter.replaceOp(
+      op, ValueRange{p.forwardValues
+                         ? op.getU()
+                         : e.toTensor(io.newValues, op.getNewValues().getType()),
+                     e.toTensor(io.states, op.getChunkStates().getType()),
+                     e.toTensor(io.finalState, op.getFinalState().getType())});
+  return success();
+}
+
+struct ChunkStatePassToGPU : OpRewritePattern<ChunkStatePassOp> {
+  ChunkStatePassToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+  LogicalResult matchAndRewrite(ChunkStatePassOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerChunkStatePass(op, context.getMmaType(op), context.getTarget(),
+                               rewriter);
+  }
+  const ChunkedLoweringContext &context;
+};
+
+} // namespace
+
+void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
+                                         const ChunkedLoweringContext &context) {
+  patterns.add<ChunkStatePassToGPU>(patterns.getContext(), context);
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,126 @@
+//===- StatePassPlan.cpp - The state pass kernel, decided -----------------===//
+
+#include "StatePassPlan.h"
+
+#include "../Kernel/KernelEmitter.h"
+#include "../KernelSupport.h"
+
+namespace mlir::linattn::kernel {
+
+static int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
+
+FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
+                                              const GPUTargetInfo &target) {
+  if (op.getBeta())
+    return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
+                               "linattn-lower-rank1-to-wy first";
+  StatePassPlan p;
+  p.mmaElem = mmaElem;
+  p.numQKHeads = dimOf(op.getK(), 2);
+  p.K = dimOf(op.getK(), 3);
+  p.numVHeads = dimOf(op.getU(), 2);
+  p.V = dimOf(op.getU(), 3);
+  p.chunk = op.getChunkSize();
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  assert(!(perKey && op.getW()) &&
+         "the verifier admits per-key gates only without a rank-1 term");
+  if (failed(checkChunkGeometry(op, p.chunk, {{"K", p.K}, {"V", p.V}},
+                                op.getW() ? "the WY form"
+                                : perKey  ? "per-key gates"
+                                          : "")))
+    return failure();
+  // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
+  // and its state is stored before its first step only.
+  p.stepsPerChunk = p.chunk / kChunk;
+  if (std::optional<uint64_t> segmentChunks = op.getSegmentChunks()) {
+    p.segmentChunks = int64_t(*segmentChunks);
+    p.segmentSteps = *p.segmentChunks * p.stepsPerChunk;
+  }
+
+  p.kElem = elementOf(op.getK());
+  p.uElem = elementOf(op.getU());
+  p.valueElem = elementOf(op.getNewValues());
+  p.stateElem = elementOf(op.getChunkStates());
+  if (Value w = op.getW()) {
+    p.wElem = elementOf(w);
+    p.w = isSplitW(w.getType()) ? WForm::Split
+          : p.wElem == mmaElem  ? WForm::Operand
+                                : WForm::F32;
+  }
+  p.decay = !op.getGates()          ? Decay::None
+            : !perKey               ? Decay::Rows
+            : op.getDecayedKeys()   ? Decay::DecayedKeys
+                                    : Decay::Keys;
+
+  p.keysAreOperands = p.kElem == mmaElem;
+  p.forwardValues = !p.hasW() && p.valueElem == p.uElem;
+  p.directD = !p.hasW() && p.decay != Decay::Keys && p.forwardValues &&
+              p.uElem == mmaElem;
+  // D' is split where it came out of a rank-1 cancellation. Without W it
+  // is v times a decay (exactly v without gates): rounded once, it moves
+  // the model's state error by about 1e-3 and o's not at all (scalar_gate
+  // rows of bench/model/bf16_intermediates.py), for half of the update's
+  // products. The delta rule's D keeps its lo: rounded, o's error on
+  // nearly parallel keys grows toward the bound (3.2 -> 3.9e-3 in the
+  // model, 1.1e-2 for negeig).
+  p.splitUpdate = p.hasW();
+  auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
+  p.stageStates = target.hasStMatrix() && is16Bit(p.stateElem);
+  p.stageValues = target.hasStMatrix() && !p.forwardValues && is16Bit(p.valueElem);
+  p.narrowRows = p.hasW();
+  p.carryGateBase = p.stepsPerChunk > 1 && p.decay == Decay::Rows;
+  p.exchange = p.hasW() && kStateKeySplit > 1;
+
+  p.keysPerWarp = p.K / kStateKeySplit;
+  static_assert(64 % (16 * kStateKeySplit) == 0,
+                "every K the geometry check admits splits into 16-key k-steps");
+  static_assert((kChunk / 8) % (2 * kStateKeySplit) == 0,
+                "the key parts stage D's row tiles in pairs");
+  p.keyTiles = p.keysPerWarp / 8;
+  p.rowTiles = kChunk / 8;
+
+  // A stage's rows are padded so that the fragment loads touch distinct
+  // banks: W and K like every ldmatrix tile (an f32 W by 32 bytes: lanes of
+  // a half-warp read 8-byte pairs of rows 8 apart), U by 16 bytes (lanes
+  // read rows 2 apart). A split W is staged as rows of 2K (hi, then lo).
+  Stage &s = p.stage;
+  s.wCols = p.w == WForm::Split ? 2 * p.K : p.K;
+  s.wStride = !p.hasW()       ? 0
+              : p.wIsOperand() ? s.wCols + kPad
+                               : p.K + 32 / bytesOf(p.wElem);
+  s.kStride = p.keysAreOperands ? p.K + kPad : p.K + 8;
+  s.uStride = kStateColumns + 16 / bytesOf(p.uElem);
+  s.wBytes = p.hasW() ? kChunk * s.wStride * bytesOf(p.wElem) : 0;
+  s.kBytes = kChunk * s.kStride * bytesOf(p.kElem);
+  s.uBytes = kChunk * s.uStride * bytesOf(p.uElem);
+  // [64][1] row gates (one 4-byte copy per row), [64][K] per key, [1][K]
+  // chunk totals.
+  s.gateCols = p.perKey() ? p.K : 1;
+  s.gateRows = p.decay == Decay::DecayedKeys ? 1 : kChunk;
+  s.gBytes = p.hasGates() ? s.gateRows * s.gateCols * 4 : 0;
+  // Partial W S^T products of the warps, as held in registers: tile rt of
+  // warp w at [w][rt][lane] (16 bytes each).
+  p.exchangeBytes = p.exchange ? kStateWarps * p.rowTiles * 32 * 16 : 0;
+  p.outStride = kStateColumns + kPad;
+  p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
+  p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
+  p.outBytes = 2 * (p.stateOutBytes + p.valueOutBytes);
+  // Per-key gates that the state pass decays itself stage [64][K] gates
+  // besides: their loop is not the short one, and keeps three.
+  p.stages = p.hasW() || p.decay == Decay::Keys ? kStateStages
+                                                 : kStateStagesWithoutW;
+  int64_t limit = target.maxSharedBytesPerBlock();
+  while (p.stages > 2 &&
+         p.stages * s.bytes() + p.exchangeBytes + p.outBytes > limit)
+    --p.stages;
+  p.exchangeOffset = p.stages * s.bytes();
+  p.outOffset = p.exchangeOffset + p.exchangeBytes;
+  if (p.sharedBytes() > limit)
+    return op.emitOpError() << "GPU state pass needs " << p.sharedBytes()
+                            << " bytes of shared memory, more than the "
+                            << limit << " a block may have";
+  return p;
+}
+
+} // namespace mlir::linattn::kernel

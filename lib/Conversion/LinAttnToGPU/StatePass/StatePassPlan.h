@@ -1,0 +1,130 @@
+//===- StatePassPlan.h - The state pass kernel, decided ---------*- C++ -*-===//
+//
+// Everything the state pass kernel's phases read, computed once from a
+// linattn.chunk_state_pass and the target before any IR is made: which
+// variant it is (how D arises, how the gates decay, what goes through
+// shared memory), its warps' roles and its shared-memory layout.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_LINATTNTOGPU_STATEPASS_STATEPASSPLAN_H
+#define LIB_CONVERSION_LINATTNTOGPU_STATEPASS_STATEPASSPLAN_H
+
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include <optional>
+
+namespace mlir::linattn::kernel {
+
+/// The warps: each carries S^T for 16 value columns (the m of its products)
+/// and 1 / kStateKeySplit of the keys in registers, so the state never goes
+/// through shared memory; the kStateKeySplit warps of a column group add
+/// their partial W S^T products through shared memory. kStateColumnGroups
+/// groups share a block and its staged inputs (B * HV * V / 32 blocks of 4
+/// warps).
+constexpr int64_t kStateColumns = chunked_kernels::kStateColumns;
+constexpr int64_t kStateColumnGroups = kStateColumns / 16;
+static_assert(kStateColumns % 16 == 0, "a warp carries 16 state columns");
+constexpr int64_t kStateKeySplit = 2;
+constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
+/// Input stages in flight: kStateStages keep two chunks' copies in flight
+/// while one is computed. Without W the chunk loop is short (no W S product,
+/// no exchange) and a fourth stage hides more of the loads' latency:
+/// measured -2% (simple GLA) to -11% (linear attention) at T = 16384; with
+/// W it made no difference (bench/results/state_pass_stages_ab_c24.log,
+/// NOTES c24). Fewer where they do not fit (f32 keys, an f32 W).
+constexpr int64_t kStateStages = 3;
+constexpr int64_t kStateStagesWithoutW = 4;
+
+/// One chunk_state_pass's kernel, decided.
+struct StatePassPlan {
+  /// How a chunk's new values arise: D = U (no rank-1 term), or D = U - W S
+  /// with W rounded once to the operand type, split into two 16-bit parts
+  /// (hi, lo) by the UT transform, or f32 (from f32 keys; split as its
+  /// fragments are loaded).
+  enum class WForm { None, Operand, Split, F32 };
+  /// How the gates decay: not at all; per row (scalar gates [B, T, HV]);
+  /// per key with the kernel decaying its staged keys by the staged [64][K]
+  /// gates; per key with keys a cumsum decayed (K', and one row of chunk
+  /// totals G_C per chunk).
+  enum class Decay { None, Rows, Keys, DecayedKeys };
+
+  /// Decides the kernel for `op`, or an error naming what it cannot take.
+  static FailureOr<StatePassPlan> build(ChunkStatePassOp op, Type mmaElem,
+                                        const GPUTargetInfo &target);
+
+  // The problem.
+  Type mmaElem;              ///< tensor-core operand type (bf16 or f16)
+  Type kElem, uElem, wElem;  ///< staged inputs' element types
+  Type valueElem, stateElem; ///< new values' and chunk states' types
+  int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
+  int64_t chunk = 0;         ///< tokens per chunk
+  int64_t stepsPerChunk = 1; ///< 64-row steps per chunk (2 for 128)
+  /// Segmented (linattn-segment-chunk-states): a block per segment of this
+  /// many chunks, each from zero but the first.
+  std::optional<int64_t> segmentChunks;
+  int64_t segmentSteps = 0;
+  WForm w = WForm::None;
+  Decay decay = Decay::None;
+
+  // The variant.
+  /// 16-bit keys go to the tensor cores by ldmatrix; f32 keys (an l2norm
+  /// result) are rounded as their fragments are loaded.
+  bool keysAreOperands = true;
+  /// Without W, D is U: where their types agree the new values are u
+  /// itself, and the kernel writes no copy of it.
+  bool forwardValues = false;
+  /// D'^T's A fragments come from the staged U by ldmatrix .trans, decayed
+  /// per row pair in fp32 and rounded once (bench/NOTES.md c31).
+  bool directD = false;
+  /// D' enters the update split (hi + lo): it came out of the delta rule's
+  /// cancellation D = U - W S.
+  bool splitUpdate = false;
+  /// 16-bit chunk states and new values leave through shared memory by
+  /// stmatrix (sm_90), copied out in 16-byte rows one step later.
+  bool stageStates = false, stageValues = false;
+  /// The copies' rows in 32-bit arithmetic (KernelEmitter::copyRowsAsync):
+  /// where there is W (NOTES c32).
+  bool narrowRows = false;
+  /// A long chunk with row gates carries its first step's last gate after
+  /// the state, for the second step's decay.
+  bool carryGateBase = false;
+  /// The key parts' partial D products are summed through shared memory.
+  bool exchange = false;
+
+  // The warps' roles.
+  int64_t keysPerWarp = 0; ///< K / kStateKeySplit
+  int64_t keyTiles = 0;    ///< accumulator tiles of S^T per warp
+  int64_t rowTiles = 0;    ///< 8-row tiles of a 64-row step
+
+  // Shared memory: `stages` stages of a chunk's inputs as they come from
+  // global memory (W, K, the block's U columns, the gates), then the
+  // exchange of partial products, then two buffers of staged outputs.
+  struct Stage {
+    int64_t wCols = 0, wStride = 0, kStride = 0, uStride = 0;
+    int64_t gateRows = 0, gateCols = 0;
+    int64_t wBytes = 0, kBytes = 0, uBytes = 0, gBytes = 0;
+    int64_t kOffset() const { return wBytes; }
+    int64_t uOffset() const { return wBytes + kBytes; }
+    int64_t gOffset() const { return wBytes + kBytes + uBytes; }
+    int64_t bytes() const { return wBytes + kBytes + uBytes + gBytes; }
+  };
+  Stage stage;
+  int64_t stages = 0;
+  int64_t exchangeOffset = 0, exchangeBytes = 0;
+  /// Each output buffer: S_n [K][outStride] then D_n [64][outStride].
+  int64_t outOffset = 0, outStride = 0, stateOutBytes = 0, valueOutBytes = 0;
+  int64_t outBytes = 0; ///< both buffers
+  int64_t sharedBytes() const { return outOffset + outBytes; }
+
+  bool hasW() const { return w != WForm::None; }
+  /// W goes to the tensor cores as it is staged (16-bit, plain or split).
+  bool wIsOperand() const { return w == WForm::Operand || w == WForm::Split; }
+  bool hasGates() const { return decay != Decay::None; }
+  bool perKey() const { return decay == Decay::Keys || decay == Decay::DecayedKeys; }
+};
+
+} // namespace mlir::linattn::kernel
+
+#endif // LIB_CONVERSION_LINATTNTOGPU_STATEPASS_STATEPASSPLAN_H
