@@ -2,6 +2,7 @@
 
 #include "LinAttn/Pipelines/Pipelines.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Conversion/Passes.h"
 #include "LinAttn/Transforms/Passes.h"
 
@@ -158,8 +159,11 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
 void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
   // auto: chunked wherever its kernels apply, else recurrent (the GPU
-  // selection, from the H200 measurements in docs/gpu-strategy.md).
-  constexpr int64_t smCount = 132;
+  // selection, from the H200 measurements in docs/gpu-strategy.md). A chip
+  // name that is none is reported by the conversion; plan for an H200.
+  int64_t smCount = linattn::GPUTargetInfo::forChip(options.chip)
+                        .value_or(linattn::GPUTargetInfo::h200())
+                        .smCount();
   addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
                      /*gpuKernels=*/true);
   if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)

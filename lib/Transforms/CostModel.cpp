@@ -36,6 +36,12 @@ std::string microseconds(double seconds) {
 
 } // namespace
 
+TargetModel TargetModel::of(const GPUTargetInfo &target) {
+  TargetModel model;
+  model.smCount = target.smCount();
+  return model;
+}
+
 std::string describe(const StrategyEstimate &e) {
   std::string s = stringifyStrategy(e.strategy).str();
   if (e.chunkSize)

@@ -8,6 +8,8 @@
 
 #include "LinAttn/Transforms/Passes.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/Transforms/CostModel.h"
 #include "LinAttn/Transforms/Strategy.h"
@@ -184,33 +186,15 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
   op.emitRemark() << text;
 }
 
-/// The chunk size of the GPU chunked kernels.
-constexpr int64_t kGPUChunkSize = 64;
-
-/// Why convert-linattn-chunked-to-gpu has no kernels for `op`'s chunked
-/// form, or "" if it has. Mirrors that conversion's checks (element types,
-/// tile geometry); test/Transforms/select-strategy-gpu.mlir
-/// compiles what this accepts.
-std::string whyNoGPUChunkedKernels(RecurrenceOp op) {
-  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
-    Type elem = cast<RankedTensorType>(operand.getType()).getElementType();
-    if (!elem.isBF16() && !elem.isF16())
-      return "the tensor-core kernels take bf16 or f16 q, k, v";
-  }
-  for (int64_t d : {op.getKeyDim(), op.getValueDim()})
-    if (d != 64 && d != 128)
-      return "the tensor-core kernels need K and V of 64 or 128";
-  return "";
-}
-
-/// The GPU choice: chunked wherever its kernels apply. On the H200 it was
-/// faster than recurrent at every T measured (docs/gpu-strategy.md), so
-/// there is no dispatch on T.
+/// The GPU choice: chunked wherever its kernels apply (the conversion's
+/// own checks, TargetInfo.h), in chunks of chunked_kernels::kChunk. On the
+/// H200 it was faster than recurrent at every T measured
+/// (docs/gpu-strategy.md), so there is no dispatch on T.
 StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why) {
   StrategyEstimate choice;
-  why = whyNoGPUChunkedKernels(op);
+  why = chunked_kernels::whyNoKernels(op);
   choice.strategy = why.empty() ? Strategy::Chunked : Strategy::Recurrent;
-  choice.chunkSize = why.empty() ? kGPUChunkSize : 0;
+  choice.chunkSize = why.empty() ? chunked_kernels::kChunk : 0;
   return choice;
 }
 

@@ -8,7 +8,7 @@
 // CHECK:   recurrent {{.*}} token steps x {{.*}} wave(s) of 32 blocks
 // CHECK:   chunked C=64 {{.*}}max(memory {{.*}}, tensor cores {{.*}}) + {{[0-9]+}} chunk steps
 // CHECK:   chosen: recurrent
-// CHECK: remark: {{.*}}[1281, inf] of the run-time dispatch
+// CHECK: remark: {{.*}}[897, inf] of the run-time dispatch
 // CHECK:   segment-scan C=64 S={{[0-9]+}} {{.*}}-segment combine
 // CHECK:   chosen: segment-scan C=64
 

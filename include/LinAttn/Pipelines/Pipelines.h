@@ -12,6 +12,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Transforms/Strategy.h"
 
 namespace mlir::linattn {
@@ -53,7 +54,7 @@ struct LinAttnToCPUOptions : public PassPipelineOptions<LinAttnToCPUOptions> {
   PassOptions::Option<int64_t> smCount{
       *this, "sm-count",
       llvm::cl::desc("SMs of the target the selector plans for (auto)"),
-      llvm::cl::init(132)};
+      llvm::cl::init(kHopperSMs)};
   PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Emit _mlir_ciface_ wrappers for public functions"),

@@ -10,6 +10,7 @@
 #ifndef LINATTN_TRANSFORMS_COSTMODEL_H
 #define LINATTN_TRANSFORMS_COSTMODEL_H
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Transforms/Strategy.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -19,9 +20,13 @@
 
 namespace mlir::linattn {
 
-/// What the model knows of the target (defaults: one NVIDIA H200).
+/// What the model knows of the target (defaults: one NVIDIA H200; the GPU
+/// facts are TargetInfo.h's).
 struct TargetModel {
-  int64_t smCount = 132;
+  /// The model of `target`: its SMs, the kernels' block widths.
+  static TargetModel of(const GPUTargetInfo &target);
+
+  int64_t smCount = kHopperSMs;
   /// Device copy bandwidth, bytes read + written per second (PEERS.md).
   double memoryBandwidth = 4.27e12;
   /// Dense bf16 tensor-core rate, FLOP/s (8192^3 matmul, PEERS.md).
@@ -39,7 +44,7 @@ struct TargetModel {
   /// Value columns one block of the recurrent kernel owns, and of the
   /// chunked state pass.
   int64_t recurrentBlockV = 32;
-  int64_t chunkBlockV = 64;
+  int64_t chunkBlockV = chunked_kernels::kStateColumns;
 };
 
 /// The problem a recurrence poses.

@@ -3,6 +3,8 @@
 #ifndef LINATTN_TRANSFORMS_PASSES_H
 #define LINATTN_TRANSFORMS_PASSES_H
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::linattn {

@@ -350,12 +350,13 @@ def LinAttnSelectStrategy
     With `gpu-kernels`, the choice is among the algorithms that have GPU
     kernels, by what they measured on the H200 (docs/gpu-strategy.md):
     `chunked` with C = 64 wherever its tensor-core kernels apply (bf16 or
-    f16 q, k, v; K and V of 64 or 128; gates per head, not per key), for
-    every T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s
+    f16 q, k, v; K and V of 64 or 128: what `convert-linattn-chunked-to-gpu`
+    checks of the ops, asked of the spec through TargetInfo.h), for every
+    T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s
     default `strategy=auto` runs.
   }];
   let options = [
-    Option<"smCount", "sm-count", "int64_t", /*default=*/"132",
+    Option<"smCount", "sm-count", "int64_t", /*default=*/"::mlir::linattn::kHopperSMs",
            "Streaming multiprocessors of the target (H200: 132)">,
     Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
            "B used by the cost model when B is dynamic">,
@@ -387,7 +388,7 @@ def LinAttnExplain
         linattn-opt examples/gated_deltanet.mlir --linattn-select-strategy --linattn-explain
   }];
   let options = [
-    Option<"smCount", "sm-count", "int64_t", /*default=*/"132",
+    Option<"smCount", "sm-count", "int64_t", /*default=*/"::mlir::linattn::kHopperSMs",
            "Streaming multiprocessors of the target (H200: 132)">,
     Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
            "B used by the cost model when B is dynamic">,

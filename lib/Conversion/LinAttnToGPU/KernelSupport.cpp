@@ -31,7 +31,7 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
                                   "element type, got "
                                << operandTypeOf(v) << " and " << elem;
   if (std::string why = chunked_kernels::checkOperandType(elem); !why.empty())
-    return op->emitOpError() << why;
+    return op->emitOpError() << why << " (use strategy=recurrent)";
   return elem;
 }
 

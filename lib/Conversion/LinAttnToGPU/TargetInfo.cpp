@@ -8,8 +8,6 @@
 
 namespace mlir::linattn {
 
-/// SMs of the sm_90 parts LinAttn is tuned on (H100 SXM, H200).
-constexpr int64_t kHopperSMs = 132;
 /// Dynamic shared memory a block may opt in to on sm_90 (227 KiB).
 constexpr int64_t kHopperMaxSharedBytes = 232448;
 
@@ -40,7 +38,7 @@ std::string checkOperandType(Type elem) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "GPU chunked kernels run bf16/f16 inputs on tensor cores; '" << elem << "'"
-     << " inputs have no chunked GPU mapping (use strategy=recurrent)";
+     << " inputs have no chunked GPU mapping";
   return text;
 }
 

@@ -21,6 +21,11 @@
 namespace mlir::linattn {
 class RecurrenceOp;
 
+/// Streaming multiprocessors of the sm_90 parts LinAttn is tuned on (H100
+/// SXM, H200): the default every planner (selector, cost model, segments)
+/// assumes.
+constexpr int64_t kHopperSMs = 132;
+
 /// An NVIDIA GPU the kernels are generated for.
 class GPUTargetInfo {
 public:
