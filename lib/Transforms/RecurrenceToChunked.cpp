@@ -70,10 +70,9 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
 
     Value beta;
     FloatAttr rank1Scale;
-    if (op.isDeltaRule()) {
+    if (const TransitionKindInfo &kind = op.getKindInfo(); kind.hasRank1()) {
       beta = op.getBeta();
-      rank1Scale = rewriter.getF32FloatAttr(
-          op.getKind() == TransitionKind::NegEigDelta ? 2.0f : 1.0f);
+      rank1Scale = rewriter.getF32FloatAttr(kind.rank1Scale);
     }
     // The chunk states and the new values only feed the output (Q S_n and
     // P D), so they are stored like the keys (bf16: half the bytes the

@@ -46,7 +46,7 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
                                 PatternRewriter &rewriter) const override {
     if (!isSelectedFor(op, {Strategy::Scan}))
       return rewriter.notifyMatchFailure(op, "another strategy was chosen");
-    if (op.isDeltaRule())
+    if (!op.getKindInfo().isDiagonal())
       return rewriter.notifyMatchFailure(
           op, "a delta rule composes to a dense K x K transition");
     Location loc = op.getLoc();
@@ -89,12 +89,12 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
     // constant decays (exact as given: exp(log gamma) is not, and its
     // rounding compounds over the 1 / (1 - gamma) tokens a state remembers)
     // or, without a gate, kv alone.
-    bool constantDecay = op.getKind() == TransitionKind::ConstantDecay;
+    bool constantDecay = op.getKindInfo().decay == DecayForm::Constant;
     Value gate = constantDecay ? buildConstantDecays(rewriter, op)
                                : buildLogGate(rewriter, op);
-    DecayForm form = !gate          ? DecayForm::None
-                     : constantDecay ? DecayForm::Multiplicative
-                                     : DecayForm::Log;
+    ScanDecay form = !gate          ? ScanDecay::None
+                     : constantDecay ? ScanDecay::Multiplicative
+                                     : ScanDecay::Log;
     SmallVector<Value> inputs, inits;
     if (gate) {
       auto gateType = cast<RankedTensorType>(gate.getType());
@@ -179,7 +179,7 @@ struct LinAttnRecurrenceToScan
     WalkResult walk = getOperation()->walk([&](RecurrenceOp op) {
       if (!isSelectedFor(op, {Strategy::Scan}))
         return WalkResult::advance();
-      if (!op.isDeltaRule()) {
+      if (op.getKindInfo().isDiagonal()) {
         ++count;
         return WalkResult::advance();
       }

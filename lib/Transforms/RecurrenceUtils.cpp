@@ -55,7 +55,7 @@ Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
     return arith::ExtFOp::create(
         b, loc, RankedTensorType::get(type.getShape(), b.getF32Type()), gate);
   }
-  if (op.getKind() != TransitionKind::ConstantDecay)
+  if (op.getKindInfo().decay != DecayForm::Constant)
     return Value();
   return buildPerHeadConstant(
       b, op, [&](int64_t hv) { return std::log(op.getDecayForHead(hv)); });
@@ -98,18 +98,18 @@ static Block *createCombinerBlock(OpBuilder &b, ScanOp scan) {
                        SmallVector<Location>(2 * n, scan.getLoc()));
 }
 
-void buildDecayCombiner(OpBuilder &b, ScanOp scan, DecayForm form) {
+void buildDecayCombiner(OpBuilder &b, ScanOp scan, ScanDecay form) {
   using utils::IteratorType;
   OpBuilder::InsertionGuard guard(b);
   Location loc = scan.getLoc();
   Block *body = createCombinerBlock(b, scan);
-  if (form == DecayForm::None) {
+  if (form == ScanDecay::None) {
     Value sum = arith::AddFOp::create(b, loc, body->getArgument(0),
                                       body->getArgument(1));
     YieldOp::create(b, loc, ValueRange{sum});
     return;
   }
-  bool logSpace = form == DecayForm::Log;
+  bool logSpace = form == ScanDecay::Log;
   Value g1 = body->getArgument(0), b1 = body->getArgument(1);
   Value g2 = body->getArgument(2), b2 = body->getArgument(3);
   Value g = logSpace ? arith::AddFOp::create(b, loc, g1, g2).getResult()

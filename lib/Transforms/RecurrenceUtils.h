@@ -29,7 +29,7 @@ SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op);
 Value buildConstantDecays(OpBuilder &b, RecurrenceOp op);
 
 /// How a scan element holds a diagonal transition.
-enum class DecayForm {
+enum class ScanDecay {
   None,          ///< no transition: the identity
   Log,           ///< its log g (gates given in log space)
   Multiplicative ///< the decay m itself (constant decays, exact as given)
@@ -40,7 +40,7 @@ enum class DecayForm {
 ///   Log:             (g1, B1) then (g2, B2) = (g1 + g2, exp(g2) B1 + B2),
 ///   Multiplicative:  (m1, B1) then (m2, B2) = (m1 m2,   m2 B1 + B2),
 ///   None (one input): B1 + B2.
-void buildDecayCombiner(OpBuilder &b, ScanOp scan, DecayForm form);
+void buildDecayCombiner(OpBuilder &b, ScanOp scan, ScanDecay form);
 
 /// Builds the combiner of a scan of dense affine maps, per head:
 /// (M1, B1) then (M2, B2) = (M2 M1, M2 B1 + B2).

@@ -45,7 +45,7 @@ ProblemShape shapeOf(RecurrenceOp op, int64_t seqLen, int64_t assumedBatch) {
   s.valueDim = op.getValueDim();
   s.elementBytes =
       cast<RankedTensorType>(op.getQ().getType()).getElementTypeBitWidth() / 8;
-  s.deltaRule = op.isDeltaRule();
+  s.deltaRule = op.getKindInfo().hasRank1();
   return s;
 }
 

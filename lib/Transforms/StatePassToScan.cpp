@@ -105,7 +105,7 @@ struct StatePassToScan : OpRewritePattern<ChunkStatePassOp> {
     if (dense)
       buildDenseAffineCombiner(rewriter, scan);
     else
-      buildDecayCombiner(rewriter, scan, DecayForm::Log);
+      buildDecayCombiner(rewriter, scan, ScanDecay::Log);
 
     // The new values come from the fp32 states (D = U - W S cancels); the
     // state pass's chunk_states and new_values results may be narrower

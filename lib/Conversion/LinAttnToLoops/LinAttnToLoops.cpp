@@ -101,13 +101,12 @@ private:
 //   S_ij <- a_i (S_ij - c k_i u) + b_t k_i v_j
 //   o_j  = scale * sum_i S_ij q_i
 void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
-  TransitionKind kind = op.getKind();
-  bool delta = op.isDeltaRule();
+  const TransitionKindInfo &kind = op.getKindInfo();
+  bool delta = kind.hasRank1();
   Value kDim = e.index(K);
   Value h = arith::DivUIOp::create(
       b, hv, e.index(op.getNumVHeads() / op.getNumQKHeads()));
-  Value gamma = kind == TransitionKind::ConstantDecay ? gammaOfHead(hv)
-                                                      : Value();
+  Value gamma = kind.decay == DecayForm::Constant ? gammaOfHead(hv) : Value();
 
   // The column is an SSA vector carried across the loop over t: once the
   // loops over K are unrolled (on a GPU), its elements are registers.
@@ -137,8 +136,7 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
         };
 
         Value scalarDecay = gamma;
-        if (kind == TransitionKind::ScalarGate ||
-            kind == TransitionKind::GatedDelta)
+        if (kind.decay == DecayForm::Scalar)
           scalarDecay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
 
         Value vj = e.loadF32(v, {bIdx, t, hv, j});
@@ -146,8 +144,11 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
         if (delta) {
           Value betaT = e.loadF32(beta, {bIdx, t, hv});
           write = e.mul(betaT, vj);
-          Value c = kind == TransitionKind::NegEigDelta ? e.add(betaT, betaT)
-                                                        : betaT;
+          // c = rank1Scale beta (beta + beta for 2: exact, as the oracle).
+          Value c = kind.rank1Scale == 2.0f ? e.add(betaT, betaT)
+                    : kind.rank1Scale == 1.0f
+                        ? betaT
+                        : e.mul(e.f32(kind.rank1Scale), betaT);
           Value u = e.forEachReduce(
               kDim, {e.f32(0.0f)},
               [&](Value i, ValueRange acc) -> SmallVector<Value> {
@@ -165,7 +166,7 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
               if (rank1)
                 s = e.sub(s, e.mul(ki, rank1));
               Value decay = scalarDecay;
-              if (kind == TransitionKind::KeyGate)
+              if (kind.decay == DecayForm::PerKey)
                 decay = e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
               if (decay)
                 s = e.mul(decay, s);

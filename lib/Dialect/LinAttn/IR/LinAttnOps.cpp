@@ -72,28 +72,6 @@ std::string formatDim(int64_t d) {
 }
 } // namespace
 
-bool RecurrenceOp::isDeltaRule() {
-  switch (getKind()) {
-  case TransitionKind::Delta:
-  case TransitionKind::GatedDelta:
-  case TransitionKind::NegEigDelta:
-    return true;
-  default:
-    return false;
-  }
-}
-
-bool RecurrenceOp::hasGateOperand() {
-  switch (getKind()) {
-  case TransitionKind::ScalarGate:
-  case TransitionKind::KeyGate:
-  case TransitionKind::GatedDelta:
-    return true;
-  default:
-    return false;
-  }
-}
-
 float RecurrenceOp::getEffectiveScale() {
   if (std::optional<APFloat> s = getScale())
     return s->convertToFloat();
@@ -212,7 +190,8 @@ LogicalResult RecurrenceOp::verify() {
                          << numQKHeads;
 
   // Operands required or forbidden by the kind.
-  bool wantsGate = hasGateOperand(), wantsBeta = isDeltaRule();
+  const TransitionKindInfo &info = getKindInfo();
+  bool wantsGate = info.hasGateOperand(), wantsBeta = info.hasRank1();
   if (wantsGate && !getGate())
     return emitOpError() << "kind '" << kindName
                          << "' requires a 'gate' operand (log-space gate)";
@@ -229,7 +208,7 @@ LogicalResult RecurrenceOp::verify() {
   // Gate and beta shapes.
   if (Value gate = getGate()) {
     auto gateType = cast<RankedTensorType>(gate.getType());
-    bool perKey = getKind() == TransitionKind::KeyGate;
+    bool perKey = info.decay == DecayForm::PerKey;
     int64_t rank = perKey ? 4 : 3;
     if (gateType.getRank() != rank)
       return emitOpError() << "kind '" << kindName << "' takes a "
@@ -321,7 +300,7 @@ LogicalResult RecurrenceOp::verify() {
       return emitOpError() << "'scale' must be finite and positive, got "
                            << scale;
   }
-  bool wantsDecay = getKind() == TransitionKind::ConstantDecay;
+  bool wantsDecay = info.decay == DecayForm::Constant;
   if (wantsDecay && !getDecay())
     return emitOpError() << "kind 'constant_decay' requires a 'decay' "
                             "attribute: array<f32: gamma per value head>";

@@ -8,6 +8,7 @@
 #define LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_H
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnDialect.h"
+#include "LinAttn/Dialect/LinAttn/IR/TransitionKinds.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"

@@ -106,10 +106,11 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
     /// gamma for value head `hv` of a constant_decay recurrence.
     float getDecayForHead(int64_t hv);
 
-    /// True for the kinds whose M_t has the rank-1 term beta k k^T.
-    bool isDeltaRule();
-    /// True for the kinds that take a gate operand.
-    bool hasGateOperand();
+    /// What the op's kind means (TransitionKinds.h): its decay, its rank-1
+    /// term, the operands it takes.
+    const TransitionKindInfo &getKindInfo() {
+      return getTransitionKindInfo(getKind());
+    }
 
     /// A pair of operand dimensions that must be equal at run time, with a
     /// name for messages ("B", "T", ...). The verifier checks those known
