@@ -70,7 +70,7 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
                                               gpu::ShuffleMode::XOR)
                            .getShuffleResult());
     Value inv = arith::DivFOp::create(
-        b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(kL2NormEps))));
+        b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
     for (auto [j, xj] : llvm::enumerate(x)) {
       auto store = [&] {
         e.storeFromF32(e.mul(xj, inv), out, {bIdx, t, h, key[j]});

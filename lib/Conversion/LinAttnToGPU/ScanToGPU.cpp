@@ -28,7 +28,7 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
-#include "../LinAttnToLoops/LoopEmitter.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -645,10 +645,10 @@ LogicalResult ScanLowering::run() {
   e = std::make_unique<LoopEmitter>(b);
 
   Value first = op.getInputs()[0];
-  Value scanLength = e->dim0(first, dim);
+  Value scanLength = e->tensorDim(first, dim);
   SmallVector<Value> extents;
   for (int64_t d = 0; d < dim; ++d)
-    extents.push_back(e->dim0(first, d));
+    extents.push_back(e->tensorDim(first, d));
   for (unsigned cls : coordClasses) {
     if (classSize[cls] != ShapedType::kDynamic) {
       extents.push_back(e->index(classSize[cls]));
@@ -659,7 +659,7 @@ LogicalResult ScanLowering::run() {
     for (unsigned i = 0; i < n && !size; ++i)
       for (int64_t d = 0; d < op.getElementType(i).getRank(); ++d)
         if (classOf(body.getArgument(n + i), d) == cls) {
-          size = e->dim0(op.getInputs()[i], dim + 1 + d);
+          size = e->tensorDim(op.getInputs()[i], dim + 1 + d);
           break;
         }
     if (!size)
@@ -679,7 +679,7 @@ LogicalResult ScanLowering::run() {
     auto inputType = cast<RankedTensorType>(input.getType());
     SmallVector<Value> sizes, carrySizes;
     for (int64_t d = 0; d < inputType.getRank(); ++d) {
-      sizes.push_back(e->dim0(input, d));
+      sizes.push_back(e->tensorDim(input, d));
       if (d != dim)
         carrySizes.push_back(sizes.back());
     }

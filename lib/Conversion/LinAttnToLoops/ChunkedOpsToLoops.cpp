@@ -7,7 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopEmitter.h"
+#include "LoopLowerings.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
@@ -178,7 +179,7 @@ void lowerL2Norm(L2NormOp op) {
         [&](Value i) { return e.loadF32(in, at(i)); });
     Value inv = arith::DivFOp::create(
         e.b, e.f32(1.0f),
-        math::SqrtOp::create(e.b, e.add(sum, e.f32(kL2NormEps))));
+        math::SqrtOp::create(e.b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
     e.forEach(e.index(n), [&](Value i) {
       memref::StoreOp::create(e.b, e.mul(e.loadF32(in, at(i)), inv), out,
                               at(i));

@@ -11,7 +11,8 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
-#include "LoopEmitter.h"
+#include "LoopLowerings.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
@@ -61,7 +62,7 @@ private:
         })[0];
     return arith::DivFOp::create(
         b, e.f32(1.0f),
-        math::SqrtOp::create(b, e.add(sum, e.f32(kL2NormEps))));
+        math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
   }
 
   /// gamma of value head hv (constant_decay), selected among the constants.

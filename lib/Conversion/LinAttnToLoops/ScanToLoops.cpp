@@ -7,7 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoopEmitter.h"
+#include "LoopLowerings.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
@@ -170,7 +171,7 @@ SmallVector<Value> ScanLowering::nest(int64_t d, SmallVector<Value> lead,
                                       ValueRange state) {
   if (d == dim)
     return scanOne(lead, state);
-  Value size = e.dim0(op.getInputs()[0], d);
+  Value size = e.tensorDim(op.getInputs()[0], d);
   auto loop = scf::ForOp::create(b, e.index(0), size, e.index(1), state);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToEnd(loop.getBody());
@@ -180,7 +181,7 @@ SmallVector<Value> ScanLowering::nest(int64_t d, SmallVector<Value> lead,
 }
 
 void ScanLowering::run() {
-  scanLen = e.dim0(op.getInputs()[0], dim);
+  scanLen = e.tensorDim(op.getInputs()[0], dim);
   SmallVector<Value> state;
   for (OpResult result : op->getResults()) {
     auto type = cast<RankedTensorType>(result.getType());

@@ -8,7 +8,7 @@
 #ifndef LIB_CONVERSION_LINATTNTOGPU_KERNEL_CHUNKGEOMETRY_H
 #define LIB_CONVERSION_LINATTNTOGPU_KERNEL_CHUNKGEOMETRY_H
 
-#include "../../LinAttnToLoops/LoopEmitter.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 
 namespace mlir::linattn::kernel {

@@ -248,6 +248,10 @@ def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
   let arguments = (ins AnyRankedTensor:$input);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let extraClassDeclaration = [{
+    /// eps of y = x / sqrt(sum(x^2) + eps), also what `qk_l2norm` means.
+    static constexpr float kEpsilon = 1e-6f;
+  }];
   let hasVerifier = 1;
 }
 

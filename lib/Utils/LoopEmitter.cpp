@@ -1,0 +1,104 @@
+//===- LoopEmitter.cpp - Scalar loop nests over memrefs -------------------===//
+
+#include "LinAttn/Utils/LoopEmitter.h"
+
+namespace mlir::linattn {
+
+Value LoopEmitter::loadF32(Value memref, ValueRange indices) {
+  Value x = memref::LoadOp::create(b, memref, indices);
+  if (!x.getType().isF32())
+    x = arith::ExtFOp::create(b, b.getF32Type(), x);
+  return x;
+}
+
+void LoopEmitter::storeFromF32(Value x, Value memref, ValueRange indices) {
+  Type elem = cast<MemRefType>(memref.getType()).getElementType();
+  if (elem != x.getType())
+    x = arith::TruncFOp::create(b, elem, x);
+  memref::StoreOp::create(b, x, memref, indices);
+}
+
+ValueRange LoopEmitter::forRangeReduce(
+    Value lb, Value ub, ValueRange inits,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, lb, ub, index(1), inits);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToEnd(loop.getBody());
+  SmallVector<Value> next =
+      body(loop.getInductionVar(), loop.getRegionIterArgs());
+  scf::YieldOp::create(b, next);
+  return loop.getResults();
+}
+
+void LoopEmitter::forRange(Value lb, Value ub, function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, lb, ub, index(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+Value LoopEmitter::toBuffer(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      b, MemRefType::get(type.getShape(), type.getElementType()), tensor,
+      /*read_only=*/true);
+}
+
+Value LoopEmitter::allocFor(Type type, ArrayRef<Value> sizes) {
+  auto tensor = cast<RankedTensorType>(type);
+  SmallVector<Value> dynamic;
+  for (int64_t d = 0; d < tensor.getRank(); ++d)
+    if (tensor.isDynamicDim(d))
+      dynamic.push_back(sizes[d]);
+  return memref::AllocOp::create(
+      b, MemRefType::get(tensor.getShape(), tensor.getElementType()),
+      dynamic);
+}
+
+Value LoopEmitter::toTensor(Value buffer, Type type) {
+  return bufferization::ToTensorOp::create(b, type, buffer,
+                                           /*restrict=*/true,
+                                           /*writable=*/true);
+}
+
+void LoopEmitter::replaceWithBuffers(Operation *op, ArrayRef<Value> buffers) {
+  assert(buffers.size() == op->getNumResults() && "one buffer per result");
+  for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
+    result.replaceAllUsesWith(toTensor(buffer, result.getType()));
+  op->erase();
+}
+
+void LoopEmitter::replaceWithBuffers(RewriterBase &rewriter, Operation *op,
+                        ArrayRef<Value> buffers) {
+  assert(buffers.size() == op->getNumResults() && "one buffer per result");
+  SmallVector<Value> tensors;
+  for (auto [result, buffer] : llvm::zip(op->getResults(), buffers))
+    tensors.push_back(toTensor(buffer, result.getType()));
+  rewriter.replaceOp(op, tensors);
+}
+
+Value LoopEmitter::roundingRest(Value x, Type narrow) {
+  Value hi = arith::TruncFOp::create(b, narrow, x);
+  return arith::SubFOp::create(b, x, arith::ExtFOp::create(b, x.getType(), hi));
+}
+
+Value LoopEmitter::dim(Value memref, int64_t d) {
+  auto type = cast<MemRefType>(memref.getType());
+  if (!type.isDynamicDim(d))
+    return index(type.getDimSize(d));
+  return memref::DimOp::create(b, memref, d);
+}
+
+Value LoopEmitter::segmentCount(Value numChunks, int64_t segmentChunks) {
+  return arith::MaxUIOp::create(
+      b, index(1), arith::CeilDivUIOp::create(b, numChunks, index(segmentChunks)));
+}
+
+Value LoopEmitter::tensorDim(Value tensor, int64_t d) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.isDynamicDim(d))
+    return index(type.getDimSize(d));
+  return tensor::DimOp::create(b, tensor, d);
+}
+
+} // namespace mlir::linattn
