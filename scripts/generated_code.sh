@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # What the GPU pipeline generates, to show that a change leaves it alone:
 #
-#   scripts/generated_code.sh snapshot BUILD_DIR OUT_DIR
-#       compiles every variant of bench/gpu/variants.sh (what
-#       bench/gpu/prepare.sh builds for the device) and every example with
-#       its default options through BUILD_DIR's `linattn-compile
-#       --format=isa`, and writes OUT_DIR/<variant>.ptx (the kernels' PTX)
-#       and OUT_DIR/<variant>.host.mlir (the host code, the PTX left out);
+#   scripts/generated_code.sh snapshot BUILD_DIR OUT_DIR [SRC_DIR=.]
+#       compiles every variant of SRC_DIR's bench/gpu/variants.sh (what
+#       bench/gpu/prepare.sh builds for the device) and every example of
+#       SRC_DIR with its default options through BUILD_DIR's
+#       `linattn-compile --format=isa`, and writes OUT_DIR/<variant>.ptx
+#       (the kernels' PTX) and OUT_DIR/<variant>.host.mlir (the host code,
+#       the PTX left out);
 #   scripts/generated_code.sh compare BASE_DIR NEW_DIR
 #       diffs two snapshots file by file and prints the variants whose
 #       PTX or host code differ (host code that differs only in the order
-#       of its constants is told apart); exits 1 if any differs otherwise.
+#       of its constants is told apart) and the variants new in NEW_DIR
+#       (a new kind's, say); exits 1 if any differs otherwise, or if a
+#       variant of BASE_DIR is missing from NEW_DIR.
 #   scripts/generated_code.sh against REV [BUILD_DIR=build]
 #       builds REV (a git revision) in a worktree beside the checkout
 #       (build-rev/, reused when it is at REV already), snapshots it and
@@ -21,12 +24,13 @@ cd "$(dirname "$0")/.."
 JOBS=${JOBS:-2}
 
 snapshot() {
-  local build=$1 out=$2
+  local build=$1 out=$2 src=${3:-.}
   [ -x "$build/bin/linattn-compile" ] || { echo "generated_code: no $build/bin/linattn-compile" >&2; exit 2; }
   rm -rf "$out" && mkdir -p "$out/specs"
+  out=$(realpath "$out")
   local list="$out/variants.txt"
-  bench/gpu/variants.sh "$out/specs" > "$list"
-  for example in examples/*.mlir; do
+  "$src/bench/gpu/variants.sh" "$out/specs" > "$list"
+  for example in "$src"/examples/*.mlir; do
     echo "example_$(basename "$example" .mlir) $example" >> "$list"
   done
   export build out
@@ -70,8 +74,11 @@ PY
 }
 
 compare() {
-  local base=$1 new=$2 differ=0 same=0 reordered=0
+  local base=$1 new=$2 differ=0 same=0 reordered=0 added=0
   while read -r name _; do
+    if ! grep -q "^$name " "$base/variants.txt"; then
+      echo "new: $name"; added=$((added + 1)); continue
+    fi
     for part in ptx host.mlir; do
       if ! cmp -s "$base/$name.$part" "$new/$name.$part"; then
         lines=$(diff "$base/$name.$part" "$new/$name.$part" | grep -c '^[<>]' || true)
@@ -87,10 +94,12 @@ compare() {
       fi
     done
   done < "$new/variants.txt"
-  if ! cmp -s <(cut -d' ' -f1 "$base/variants.txt") <(cut -d' ' -f1 "$new/variants.txt"); then
-    echo "differs: the variant lists"; differ=$((differ + 1))
-  fi
-  echo "generated_code: $same identical, $reordered reordered, $differ different"
+  while read -r name _; do
+    if ! grep -q "^$name " "$new/variants.txt"; then
+      echo "differs: $name is gone"; differ=$((differ + 1))
+    fi
+  done < "$base/variants.txt"
+  echo "generated_code: $same identical, $reordered reordered, $differ different, $added new"
   [ "$differ" -eq 0 ]
 }
 
@@ -107,7 +116,7 @@ case "${1:-}" in
       git -C "$src" checkout --detach -q "$rev"
     fi
     BUILD_DIR=../obj "$src/scripts/setup.sh" >/dev/null
-    snapshot build-rev/obj build-rev/generated
+    snapshot build-rev/obj build-rev/generated "$src"
     snapshot "$build" "$build/generated"
     compare build-rev/generated "$build/generated" ;;
   *) sed -n '2,/^set -e/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;

@@ -52,6 +52,7 @@ FAMILIES = {
     "deltanet": "delta",
     "gated_deltanet": "gated_delta",
     "deltanet_negeig": "negeig_delta",
+    "kda": "kda",
 }
 
 # What every example in FAMILIES states in its header comment; checked against

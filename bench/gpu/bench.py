@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""LinAttn GPU benchmark, B = 4, H = 8, K = V = 128, bf16, T = 128 .. 16384.
+"""LinAttn GPU benchmark, B = 4, H = 8, K = V = 128, bf16, T = 128 .. 16384
+(B and H may be given: H != 8 times the libraries <family>_h<H>_...).
 
 Runs on the GPU machine. Measures the two ceilings in the same run (device
 copy bandwidth, counting bytes read + written; a bf16 8192^3 matmul), times
@@ -23,9 +24,10 @@ sys.path.insert(0, HERE)
 from check import make_inputs, runner_command  # noqa: E402  (same inputs as the check)
 FAMILIES = [("linear_attention", "identity"), ("retnet", "constant_decay"),
             ("simple_gla", "scalar_gate"), ("gla", "key_gate"), ("deltanet", "delta"),
-            ("gated_deltanet", "gated_delta"), ("deltanet_negeig", "negeig_delta")]
+            ("gated_deltanet", "gated_delta"), ("deltanet_negeig", "negeig_delta"),
+            ("kda", "kda")]
 FLA_OPS = {"gated_deltanet": "gated_delta", "deltanet": "delta", "simple_gla": "simple_gla",
-           "gla": "gla"}
+           "gla": "gla", "kda": "kda"}
 
 
 def algorithm_flops(kind, strategy, K, V, C=64):
@@ -45,7 +47,7 @@ def algorithm_flops(kind, strategy, K, V, C=64):
     the carry's Q C (2 K V; none in the first segment, counted anyway).
     """
     strategy, _, segmented = strategy.partition("-s")
-    delta = kind in ("delta", "gated_delta", "negeig_delta")
+    delta = kind in ("delta", "gated_delta", "negeig_delta", "kda")
     if strategy == "recurrent":
         return K * V * (8 if delta else 6)
     if strategy == "scan":
@@ -96,6 +98,8 @@ def main():
                    help="replay each call from a CUDA graph (linattn-gpu-run --graph), as fla is timed")
     p.add_argument("--families", default="", help="comma-separated subset of the families")
     p.add_argument("--B", type=int, default=4, help="batch (the issue's table is B = 4)")
+    p.add_argument("--H", type=int, default=8,
+                   help="heads, H = HV (libraries <family>_h<H>_... unless 8)")
     p.add_argument("--K", type=int, default=128, choices=(64, 128),
                    help="K = V (libraries <family>_bf16_<K>_<strategy>.so; the issue's table is 128)")
     p.add_argument("--strategies", default="recurrent,chunked",
@@ -107,18 +111,19 @@ def main():
     copy_tbs, mm_tflops = ceilings()
     print(f"ceilings: copy {copy_tbs} TB/s, bf16 matmul {mm_tflops} TFLOP/s", flush=True)
     rows = []
-    B, H, K, V = args.B, 8, args.K, args.K
+    B, H, K, V = args.B, args.H, args.K, args.K
+    heads = "" if H == 8 else f"_h{H}"
     with tempfile.TemporaryDirectory() as work:
         chosen = set(args.families.split(",")) if args.families else None
         for name, kind in FAMILIES:
             if chosen and name not in chosen:
                 continue
             for strategy, T in [(s, T) for s in args.strategies.split(",") for T in Ts]:
-                lib = os.path.join(args.libdir, f"{name}_bf16_{K}_{strategy}.so")
+                lib = os.path.join(args.libdir, f"{name}{heads}_bf16_{K}_{strategy}.so")
                 if not os.path.exists(lib):
                     continue
                 gen = torch.Generator(device="cuda").manual_seed(T)
-                inputs = make_inputs(kind, B, T, K, V, "bf16", False, gen)
+                inputs = make_inputs(kind, B, T, K, V, "bf16", False, gen, H=H)
                 cmd, _ = runner_command(args.runner, lib, name, inputs, work)
                 # Bytes: bf16 q, k, v, o; f32 gates, beta, initial and final state.
                 nbytes = 2 * B * T * H * (2 * K + 2 * V) + 2 * 4 * B * H * K * V
@@ -145,8 +150,11 @@ def main():
                          else "ERROR " + row["error"]), flush=True)
     fla_rows = []
     if not args.no_fla:
-        for op in ["gated_delta", "delta", "simple_gla", "gla"]:
-            proc = subprocess.run([sys.executable, os.path.join(HERE, "fla_time.py"), op, args.fla_T],
+        ops = ([op for name, op in FLA_OPS.items() if chosen and name in chosen]
+               or list(FLA_OPS.values()))
+        for op in ops:
+            proc = subprocess.run([sys.executable, os.path.join(HERE, "fla_time.py"), op, args.fla_T,
+                                   "--B", str(B), "--H", str(H)],
                                   capture_output=True, text=True, timeout=900)
             for line in proc.stdout.splitlines():
                 if line.startswith("{"):

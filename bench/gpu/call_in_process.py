@@ -5,7 +5,7 @@ Nsight Compute does not attach to linattn-gpu-run on the device machine
 (it prints "Failed to connect to process" and waits; bench/NOTES.md c31)
 but profiles a Python process whose CUDA context PyTorch made. This makes
 the call linattn-gpu-run makes, on the benchmark's inputs (check.py's
-make_inputs: B, H = 8, K = V from the library's name), through the
+make_inputs: B, H (8 unless _h<H>), K = V from the library's name), through the
 library's C ABI (runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async
 on PyTorch's current stream, --calls times, then checks that the outputs
 were written:
@@ -49,9 +49,9 @@ def main():
     p.add_argument("--B", type=int, default=4)
     p.add_argument("--calls", type=int, default=2)
     args = p.parse_args()
-    name, kind, dtype, K, _, qk_l2norm = parse_library(args.lib)
+    name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
-    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm)
+    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
     # q, k, v in the library's type; gates, betas and the state in f32.
     tensors = [ins[n].to(TORCH_TYPES[dtype] if n in ("q", "k", "v") else torch.float32).contiguous()
                for n in INPUT_ORDER if n in ins]

@@ -5,8 +5,9 @@ Runs on the GPU machine (PyTorch there). For every library
 LIBDIR/<name>_<dtype>_<K>_<strategy>.so
 (made by bench/gpu/device.sh from bench/gpu/prepare.sh's objects) and every
 B in {1, 4}, T in {1, 63, 64, 65, 1000, 4096, 16384}, it draws fresh random
-inputs (H = HV = 8, non-zero initial state; strong gates and beta near 1 with
-nearly parallel keys at T = 4096), runs linattn-gpu-run with every device
+inputs (H = HV = 8, or N for a library <family>_hN_...; non-zero initial
+state; strong gates and beta near 1 with nearly parallel keys at the
+lengths of --hard-T, 4096 unless given), runs linattn-gpu-run with every device
 allocation poisoned (LINATTN_POISON_ALLOCS=1: NaN bytes, so an unwritten
 output element fails the check), and compares o and the final state to a
 float64 reference computed on the GPU by the loop below (written separately
@@ -30,8 +31,9 @@ import torch
 
 KINDS = {"linear_attention": "identity", "retnet": "constant_decay",
          "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
-         "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta"}
-DELTA = {"delta", "gated_delta", "negeig_delta"}
+         "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
+DELTA = {"delta", "gated_delta", "negeig_delta", "kda"}
+KEY_GATES = {"key_gate", "kda"}
 # A library <family>_l2norm_... is the family's spec with {qk_l2norm}: q and
 # k are normalised inside the call, x / sqrt(sum(x^2) + eps).
 L2NORM_SUFFIX, L2NORM_EPS = "_l2norm", 1e-6
@@ -42,18 +44,22 @@ def l2norm(x):
 
 
 def parse_library(path):
-    """(entry, kind, dtype, K, strategy, qk_l2norm) of a library named
-    <family>[_l2norm]_<dtype>_<K>_<strategy>.so; exits naming the file
-    when the family is unknown."""
+    """(entry, kind, dtype, K, strategy, qk_l2norm, H) of a library named
+    <family>[_l2norm][_h<H>]_<dtype>_<K>_<strategy>.so (H = HV = 8 without
+    _h<H>); exits naming the file when the family is unknown."""
     stem = os.path.basename(path)[:-len(".so")]
     name, dtype, kdim, strategy = stem.rsplit("_", 3)
+    heads = re.search(r"_h(\d+)$", name)
+    H = int(heads.group(1)) if heads else 8
+    if heads:
+        name = name[:heads.start()]
     qk_l2norm = name.endswith(L2NORM_SUFFIX)
     if qk_l2norm:
         name = name[:-len(L2NORM_SUFFIX)]
     if name not in KINDS:
         sys.exit(f"{os.path.basename(sys.argv[0])}: {path}: no family {name!r} (expected "
                  f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
-    return name, KINDS[name], dtype, int(kdim), strategy, qk_l2norm
+    return name, KINDS[name], dtype, int(kdim), strategy, qk_l2norm, H
 
 
 def retnet_gammas(hv):
@@ -61,7 +67,8 @@ def retnet_gammas(hv):
 
 
 def reference(kind, q, k, v, g, beta, s0, scale, gammas):
-    """float64 loop over t: S = M_t S + b_t k v^T, o_t = scale S^T q_t."""
+    """float64 loop over t: S = M_t S + b_t k v^T, o_t = scale S^T q_t
+    (kda: the state decays per key before the delta rule meets it)."""
     B, T, H, K = q.shape
     HV, V = v.shape[2], v.shape[3]
     rep = HV // H
@@ -73,6 +80,8 @@ def reference(kind, q, k, v, g, beta, s0, scale, gammas):
     for t in range(T):
         kt, vt, qt = k[:, t], v[:, t], q[:, t]
         write = vt
+        if kind == "kda":
+            S = torch.exp(g[:, t])[..., None] * S
         if kind in DELTA:
             bt = beta[:, t]
             c = 2 * bt if kind == "negeig_delta" else bt
@@ -90,11 +99,11 @@ def reference(kind, q, k, v, g, beta, s0, scale, gammas):
     return o, S
 
 
-def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False):
+def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False, H=8):
     """Inputs as float32 tensors holding values exact in `dtype`; with
     `unnormalised_qk`, q and k rows of random length in [0.5, 4) (for specs
-    that normalise them)."""
-    H = HV = 8
+    that normalise them). H = HV."""
+    HV = H
     dev = "cuda"
     def rnd(*shape):
         return torch.randn(*shape, generator=gen, device=dev)
@@ -112,8 +121,8 @@ def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False):
     cast = (lambda x: x.to(narrow).float()) if narrow else (lambda x: x)
     q, k, v = cast(q), cast(k), cast(v)
     ins = {"q": q, "k": k, "v": v}
-    if kind in ("scalar_gate", "gated_delta", "key_gate"):
-        shape = (B, T, HV, K) if kind == "key_gate" else (B, T, HV)
+    if kind in ("scalar_gate", "gated_delta", "key_gate", "kda"):
+        shape = (B, T, HV, K) if kind in KEY_GATES else (B, T, HV)
         if hard:
             ins["gate"] = -5.0 - 15.0 * torch.rand(*shape, generator=gen, device=dev)
         else:
@@ -157,12 +166,16 @@ def main():
     p.add_argument("--json", required=True)
     p.add_argument("--T", default="1,63,64,65,1000,4096,16384")
     p.add_argument("--B", default="1,4")
+    p.add_argument("--hard-T", default="4096",
+                   help="lengths at which the inputs are hard (strong gates, beta near 1, "
+                        "nearly parallel keys)")
     p.add_argument("--only", default="", help="run only the libraries whose name this regex matches")
     args = p.parse_args()
     seed = int.from_bytes(os.urandom(4), "little")
     gen = torch.Generator(device="cuda").manual_seed(seed)
     Ts = [int(x) for x in args.T.split(",")]
     Bs = [int(x) for x in args.B.split(",")]
+    hard_Ts = {int(x) for x in args.hard_T.split(",")}
     libs = sorted(f for f in os.listdir(args.libdir) if f.endswith(".so"))
     rows, failures = [], 0
     env = dict(os.environ, LINATTN_POISON_ALLOCS="1")
@@ -171,17 +184,17 @@ def main():
             stem = lib[:-3]
             if args.only and not re.search(args.only, stem):
                 continue
-            name, kind, dtype, K, strategy, qk_l2norm = parse_library(lib)
+            name, kind, dtype, K, strategy, qk_l2norm, H = parse_library(lib)
             tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:
                 for T in Ts:
-                    hard = T == 4096
-                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen, qk_l2norm)
+                    hard = T in hard_Ts
+                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen, qk_l2norm, H)
                     cmd, outs = runner_command(args.runner, os.path.join(args.libdir, lib),
                                                name, ins, work)
                     t0 = time.time()
                     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-                    row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": K, "H": 8,
+                    row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": K, "H": H,
                            "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
                     if proc.returncode != 0:
                         row.update(status="FAIL", error=proc.stderr.strip()[-400:])
@@ -191,7 +204,7 @@ def main():
                         d = {n: x.double() for n, x in ins.items()}
                         if qk_l2norm:
                             d["q"], d["k"] = l2norm(d["q"]), l2norm(d["k"])
-                        gammas = retnet_gammas(8) if kind == "constant_decay" else None
+                        gammas = retnet_gammas(H) if kind == "constant_decay" else None
                         ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"),
                                            d.get("beta"), d["initial_state"], K ** -0.5, gammas)
                         unwritten = int(torch.isnan(o).sum().item() + torch.isnan(s).sum().item())

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Times one flash-linear-attention forward op the way PEERS.md does.
 
-    fla_time.py OP T[,T...] [--kernels]   (OP: gated_delta | delta | simple_gla |
-                                           gla | gated_delta_recurrent)
+    fla_time.py OP T[,T...] [--B N] [--H N] [--kernels]
+        (OP: gated_delta | delta | simple_gla | gla | kda | gated_delta_recurrent)
 
-B = 4, H = 8, K = V = 128, bf16, q and k L2-normalised, g = logsigmoid(randn),
-beta = sigmoid(randn), final state returned. For each T: warm up, capture the
+B = 4, H = 8 unless given, K = V = 128, bf16, q and k L2-normalised,
+g = logsigmoid(randn) (per key for gla and kda), beta = sigmoid(randn),
+final state returned. For each T: warm up, capture the
 op in a CUDA graph and time 20 replays with CUDA events; prints one JSON line
 per T with the median ms. Runs one op per process (a faulting Triton kernel
 poisons the CUDA context). fla is carried in .carry/fla and never committed.
@@ -47,6 +48,9 @@ def make(op, B, T, H=8, K=128, V=128):
     if op == "gla":
         from fla.ops.gla import chunk_gla as f
         return lambda: f(q, k, v, gk, initial_state=s0, output_final_state=True)
+    if op == "kda":
+        from fla.ops.kda import chunk_kda as f
+        return lambda: f(q, k, v, gk, beta, initial_state=s0, output_final_state=True)
     raise SystemExit(f"unknown op {op}")
 
 
@@ -88,19 +92,26 @@ def kernel_times(fn):
     return [(e.name, e.device_time / 1000.0) for e in events]
 
 
+def option(name, default):
+    """The integer after `name` on the command line, else `default`."""
+    args = sys.argv[3:]
+    return int(args[args.index(name) + 1]) if name in args else default
+
+
 def main():
     op, Ts = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
+    B, H = option("--B", 4), option("--H", 8)
     if "--kernels" in sys.argv[3:]:
         for T in Ts:
-            times = kernel_times(make(op, 4, T))
-            print(f"fla {op} B=4 T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
+            times = kernel_times(make(op, B, T, H))
+            print(f"fla {op} B={B} H={H} T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
             for name, ms in times:
                 print(f"  {ms:8.3f} ms  {name[:90]}")
         return
     for T in Ts:
         try:
-            ms = time_graph(make(op, 4, T))
-            print(json.dumps({"impl": "fla-0.5.2", "op": op, "B": 4, "T": T, "H": 8, "K": 128,
+            ms = time_graph(make(op, B, T, H))
+            print(json.dumps({"impl": "fla-0.5.2", "op": op, "B": B, "T": T, "H": H, "K": 128,
                               "V": 128, "median_ms_graph": round(ms, 4)}), flush=True)
         except Exception as e:  # report and go on to the next T
             print(json.dumps({"impl": "fla-0.5.2", "op": op, "T": T, "error": str(e)[:300]}),

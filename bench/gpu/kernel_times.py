@@ -87,9 +87,9 @@ def main():
     p.add_argument("--kernels", default="",
                    help="with --ncu, SKIP:COUNT of the spec's kernel launches (default: the second call's)")
     args = p.parse_args()
-    name, kind, dtype, K, _, qk_l2norm = parse_library(args.lib)
+    name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
-    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm)
+    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:

@@ -13,7 +13,7 @@
 # the 16-bit specs of every family.
 # Variants are named <family>_<dtype>_<K>_<strategy>; gated_deltanet_l2norm
 # and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
-# gated_deltanet_f16_128 the example in f16; <strategy>-c128 variants are
+# gated_deltanet_f16_128 the example in f16, kda_h32 KDA with H = HV = 32; <strategy>-c128 variants are
 # the chunked strategies with 128-token chunks, chunked-sN ones the chunked
 # strategy with the state pass cut into segments of N chunks (N from
 # LINATTN_SEGMENT_VARIANTS, default "16 32 64"), <strategy> auto the default
@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 specs=${1:?usage: bench/gpu/variants.sh SPEC_DIR}
 mkdir -p "$specs"
-families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla key_gate:gla delta:deltanet gated_delta:gated_deltanet negeig_delta:deltanet_negeig"
+families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla key_gate:gla delta:deltanet gated_delta:gated_deltanet negeig_delta:deltanet_negeig kda:kda"
 for pair in $families; do
   kind=${pair%%:*} name=${pair##*:}
   cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
@@ -46,6 +46,10 @@ grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_128.mlir"
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
   > "$specs/gla_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$specs/gla_l2norm_bf16_128.mlir"
+# KDA at H = HV = 32 (the 32-head layer of Kimi Linear's shape in the
+# KDA benchmark of issue 25): libraries kda_h32_...
+sed 's/x8x/x32x/g' examples/kda.mlir > "$specs/kda_h32_bf16_128.mlir"
+grep -q 'x32x128xbf16' "$specs/kda_h32_bf16_128.mlir"
 # And in f16 (the tensor cores' other 16-bit type).
 sed 's/bf16/f16/g' examples/gated_deltanet.mlir > "$specs/gated_deltanet_f16_128.mlir"
 

@@ -2,8 +2,9 @@
 //
 // The fusion decisions of the GPU kernels, made on the algorithm ops: a
 // scalar chunk_cumsum read first by a UT transform becomes that
-// transform's raw gates; a per-key chunk_cumsum read first by a state pass
-// without a rank-1 term also decays that state pass's keys.
+// transform's raw gates; a per-key chunk_cumsum read by a state pass
+// without `beta` (GLA's, or KDA's in WY form) also decays that state
+// pass's keys.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +12,7 @@
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::linattn {
@@ -51,13 +53,16 @@ bool foldIntoUTTransform(UTTransformOp op, RewriterBase &rewriter) {
   return true;
 }
 
-/// G = chunk_cumsum(g) [B, T, HV, K] read first by a state pass without a
-/// rank-1 term or segments: the cumsum, moved to just before it, also
-/// returns its keys decayed to their chunk's end and the chunk totals.
+/// G = chunk_cumsum(g) [B, T, HV, K] read by a state pass without `beta`
+/// or segments: the cumsum also returns the state pass's keys decayed to
+/// their chunk's end and the chunk totals. It moves to just before the
+/// state pass where that reads G first (GLA), else stays where it is if
+/// the keys are defined there (KDA: the UT transform reads G first).
 ///   %G = chunk_cumsum %g; chunk_state_pass k(%k) ... gates(%G)
 ///   -> %G, %kd, %gc = chunk_cumsum %g keys(%k)
 ///      chunk_state_pass k(%kd) ... gates(%gc) {decayed_keys}
-bool decayKeysInCumsum(ChunkCumsumOp cumsum, RewriterBase &rewriter) {
+bool decayKeysInCumsum(ChunkCumsumOp cumsum, DominanceInfo &dominance,
+                       RewriterBase &rewriter) {
   auto gateType = cast<RankedTensorType>(cumsum.getResult().getType());
   if (cumsum.getKeys() || gateType.getRank() != 4)
     return false;
@@ -65,10 +70,13 @@ bool decayKeysInCumsum(ChunkCumsumOp cumsum, RewriterBase &rewriter) {
   for (Operation *user : cumsum->getUsers())
     if (auto pass = dyn_cast<ChunkStatePassOp>(user))
       if (pass.getGates() == cumsum.getResult() && !pass.getSegmentChunks() &&
-          !pass.getW() && !pass.getBeta() && !pass.getDecayedKeys() &&
+          !pass.getBeta() && !pass.getDecayedKeys() &&
           pass.getChunkSize() == cumsum.getChunkSize() && !statePass)
         statePass = pass;
-  if (!statePass || !readFirstBy(cumsum, statePass))
+  if (!statePass)
+    return false;
+  bool readFirst = readFirstBy(cumsum, statePass);
+  if (!readFirst && !dominance.properlyDominates(statePass.getK(), cumsum))
     return false;
   auto keyType = cast<RankedTensorType>(statePass.getK().getType());
   auto statesType = cast<RankedTensorType>(statePass.getChunkStates().getType());
@@ -79,7 +87,8 @@ bool decayKeysInCumsum(ChunkCumsumOp cumsum, RewriterBase &rewriter) {
       {gateType.getDimSize(0), statesType.getDimSize(1), gateType.getDimSize(2),
        gateType.getDimSize(3)},
       rewriter.getF32Type());
-  rewriter.setInsertionPoint(statePass);
+  rewriter.setInsertionPoint(readFirst ? statePass.getOperation()
+                                       : cumsum.getOperation());
   auto fused = ChunkCumsumOp::create(rewriter, cumsum.getLoc(), gateType,
                                      decayedType, totalsType, cumsum.getGate(),
                                      statePass.getK(), cumsum.getChunkSizeAttr());
@@ -106,8 +115,9 @@ struct LinAttnFuseChunkCumsum
       numIntoUTTransform += foldIntoUTTransform(op, rewriter);
     SmallVector<ChunkCumsumOp> cumsums;
     getOperation()->walk([&](ChunkCumsumOp op) { cumsums.push_back(op); });
+    DominanceInfo dominance(getOperation());
     for (ChunkCumsumOp op : cumsums)
-      numDecayingKeys += decayKeysInCumsum(op, rewriter);
+      numDecayingKeys += decayKeysInCumsum(op, dominance, rewriter);
   }
 };
 

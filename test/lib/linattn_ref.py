@@ -15,6 +15,11 @@ Transition kinds (`kind`), M_t and b_t:
     delta           M = I - beta k k^T             b_t = beta
     gated_delta     M = exp(g) (I - beta k k^T)    b_t = beta
     negeig_delta    M = I - 2 beta k k^T           b_t = beta
+    kda             M = (I - beta k k^T) diag(exp(g[b,t,hv,:]))   b_t = beta
+
+kda (Kimi Delta Attention) decays the state first, then applies the delta
+rule to the decayed state, as fla's naive_recurrent_kda and the Kimi Linear
+paper do; for the scalar decays the order makes no difference.
 
 Layouts: q, k [B,T,H,K]; v [B,T,HV,V]; gate (log space) [B,T,HV] or [B,T,HV,K];
 beta [B,T,HV]; state [B,HV,K,V]; output o [B,T,HV,V].
@@ -33,6 +38,7 @@ KINDS = {
     "delta": (None, True, 1.0),
     "gated_delta": ("scalar", True, 1.0),
     "negeig_delta": (None, True, 2.0),
+    "kda": ("key", True, 1.0),
 }
 
 DTYPES = ("bf16", "f16", "f32")
@@ -153,10 +159,12 @@ def reference(kind, q, k, v, gate=None, beta=None, initial_state=None, scale=Non
         kv = kt[..., :, None] * vt[..., None, :]  # k v^T, [B,HV,K,V]
         if uses_beta:
             bt = beta[:, t][..., None, None]  # [B,HV,1,1]
+            if gate_rank == "key":
+                S = a[:, t] * S  # kda: decay first, then the delta rule
             # (I - c beta k k^T) S = S - c beta k (k^T S)
             kS = np.einsum("bhk,bhkv->bhv", kt, S)
             S = S - delta_c * bt * (kt[..., :, None] * kS[..., None, :])
-            if a is not None:
+            if a is not None and gate_rank != "key":
                 S = a[:, t] * S
             S = S + bt * kv
         else:

@@ -101,6 +101,10 @@ def dense_form(kind, inp, scale, qk_l2norm):
                     M = np.exp(float(inp["gate"][b, t, hv])) * (np.eye(K) - beta * np.outer(kt, kt))
                 elif kind == "negeig_delta":
                     M = np.eye(K) - 2.0 * beta * np.outer(kt, kt)
+                elif kind == "kda":
+                    # decay first: (I - beta k k^T) diag(exp(g))
+                    M = (np.eye(K) - beta * np.outer(kt, kt)) @ np.diag(
+                        np.exp(np.asarray(inp["gate"][b, t, hv], np.float64)))
                 else:
                     raise AssertionError(kind)
                 S = M @ S + beta * np.outer(kt, vt)
@@ -156,7 +160,7 @@ def main():
             run_case(kind, closed_form, seed=seed, **cfg)
     run_case("constant_decay", closed_form, seed=99, B=1, T=9, H=1, HV=3, K=4, V=2, decay=[0.9])
     # (b) delta kinds vs. dense K x K matrices
-    for kind in ("delta", "gated_delta", "negeig_delta"):
+    for kind in ("delta", "gated_delta", "negeig_delta", "kda"):
         for cfg in configs:
             seed += 1
             run_case(kind, dense_form, seed=seed, **cfg)

@@ -272,12 +272,14 @@ def LinAttnFuseChunkCumsum : Pass<"linattn-fuse-chunk-cumsum"> {
       becomes that transform's `raw_gates`: the transform sums the gates
       itself and returns G as its third result, which the later readers
       take. No cumsum kernel runs (Gated DeltaNet: bench/NOTES.md c22).
-    - A per-key `linattn.chunk_cumsum` whose first reader is a
-      `linattn.chunk_state_pass` without a rank-1 term or segments (GLA)
-      moves to just before that state pass and takes its keys: it returns
-      the keys decayed to their chunk's end and the chunks' total gates,
-      and the state pass reads those (`decayed_keys`), so that its loop
-      stages one row of gates per chunk and decays nothing (NOTES c38).
+    - A per-key `linattn.chunk_cumsum` read by a `linattn.chunk_state_pass`
+      without `beta` or segments (GLA; KDA in WY form) takes that state
+      pass's keys: it returns the keys decayed to their chunk's end and the
+      chunks' total gates, and the state pass reads those (`decayed_keys`),
+      so that its loop stages one row of gates per chunk and decays nothing
+      (NOTES c38). The cumsum moves to just before the state pass where
+      that is its first reader (GLA), else stays in place where the keys
+      are defined before it (KDA, whose UT transform reads G first).
 
     The results are the same to rounding: the fused forms compute the same
     sums and products. `linattn-to-nvvm` runs this pass before

@@ -1,8 +1,9 @@
 //===- UTTransformToGPU.cpp - linattn.ut_transform to a kernel --------------===//
 //
-// A block per (chunk, value head): K K^T on tensor cores, the triangular
-// inverse T = (I + L)^-1 in fp32 by 16-row blocks, then W and U as products
-// with the split T.
+// A block per (chunk, value head): K K^T on tensor cores (per-key gates:
+// the decayed scores of PerKeyScores.h), the triangular inverse
+// T = (I + L)^-1 in fp32 by 16-row blocks, then W and U as products with
+// the split T.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,7 @@
 #include "KernelSupport.h"
 #include "Kernel/Gates.h"
 #include "Kernel/MmaEmitter.h"
+#include "Kernel/PerKeyScores.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -19,6 +21,64 @@
 namespace mlir::linattn::kernel {
 
 namespace {
+
+/// Zeroes the [64][64] fp32 square at the start of `tile`'s rows, by
+/// 16-byte stores spread over the block.
+void zeroSquareTile(KernelEmitter &k, Value tile) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  auto f32x4 = VectorType::get({4}, b.getF32Type());
+  Value zero = arith::ConstantOp::create(b, f32x4, b.getZeroAttr(f32x4));
+  k.forEachOfBlock(kChunk * kChunk / 4, [&](Value idx) {
+    Value r = arith::DivUIOp::create(b, idx, e.index(kChunk / 4));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / 4)),
+                         e.index(4));
+    vector::StoreOp::create(b, zero, tile, ValueRange{r, c}, false,
+                            llvm::Align(16));
+  });
+}
+
+/// L = StrictLower(diag(c) P) under per-key gates, c = rank1Scale beta and
+///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),
+/// into the fp32 tile `l` ([64][64], zero above the diagonal and past
+/// `valid`): each warp its rows [m0, m0 + 16) against the column blocks at
+/// or before its own (perKeyBlockScores, with the keys as queries). Stages
+/// K' = K * exp(G_L - G) (L each 16-row block's last valid row) in `kd`
+/// first; ends with a barrier.
+void lowerTriangleOfPerKeyScores(MmaEmitter &k, Value keyTile, Value kd,
+                                 Value g, Value l, Value betaShared, Value m0,
+                                 Value valid, float rank1Scale, int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  decayRows(k, keyTile, kd, g, valid, [&](Value r) {
+    Value row0 = e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)),
+                            e.index(16));
+    return blockLastRow(e, row0, valid);
+  }, K);
+  zeroSquareTile(k, l);
+  k.barrier();
+  PerKeyDiagonal diagonal = perKeyDiagonal(k, keyTile, keyTile, g, m0, valid, K);
+  Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
+  Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
+                             e.index(0));
+  e.forEach(numBlocks, [&](Value block) {
+    Value row0 = e.mulIndex(block, e.index(16));
+    SmallVector<Value> scores =
+        perKeyBlockScores(k, keyTile, kd, g, m0, row0, valid, diagonal, K);
+    // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column row0 +
+    // 8 (i / 4) + accCol(0, i % 4).
+    for (int64_t i = 0; i < 8; ++i) {
+      Value r = k.accRow(m0, i % 4);
+      Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
+      Value cr = e.mul(e.f32(rank1Scale),
+                       memref::LoadOp::create(b, betaShared, r));
+      Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, valid));
+      memref::StoreOp::create(b, k.select(keep, e.mul(scores[i], cr), e.f32(0.0f)),
+                              l, ValueRange{r, c});
+    }
+  });
+  k.barrier();
+}
 
 LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
                                RewriterBase &rewriter) {
@@ -48,6 +108,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   } else if (op.getGates()) {
     gates = e.toBuffer(op.getGates());
   }
+  // Per-key gates G [B, T, HV, K] (kda).
+  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
   // W [B, T, HV, K], or split [B, T, HV, 2, K] (hi, lo).
   bool splitW = isSplitW(op.getW().getType());
   SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads)};
@@ -64,7 +126,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   // split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
   // inverse's [16][48] fp32 scratch M. T's and L's rows are padded by 16
   // bytes: the inverse's lanes read 16 different rows at once (step 3b),
-  // which a 256-byte stride puts in the same banks.
+  // which a 256-byte stride puts in the same banks. Per-key gates add the
+  // chunk's [64][K] gates and a 16-bit [64][K] tile: the keys decayed to
+  // their 16-row block's end for the scores, later K * exp(G) for W.
   int64_t fpStride = kChunk + 4;
   int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
   int64_t xOffset = yBytes, rOffset = xOffset + kChunk * fpStride * 4;
@@ -73,9 +137,13 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   int64_t betaOffset = gOffset + kChunk * 4;
   int64_t mOffset = betaOffset + kChunk * 4;
   int64_t mCols = kChunk - 16;
+  int64_t gKeyStride = K + 4;
+  int64_t gKeyOffset = mOffset + 16 * mCols * 4;
+  int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
+  int64_t sharedBytes = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
-  emitLaunch(b, {numChunks, e.index(numVHeads), batch},
-             mOffset + 16 * mCols * 4, *mmaElem, [&](MmaEmitter &k) {
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, sharedBytes, *mmaElem,
+             [&](MmaEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value n = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
@@ -91,6 +159,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
     Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
     Value mTile = k.tile(mOffset, 16, mCols, f32);
+    Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
+    Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
@@ -102,17 +172,28 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
           scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
       storeChunkCumsum(k, warpChunkCumsum(k, *rawGates, bIdx, rows, hv),
                        cumulative, gShared, bIdx, rows, hv);
+    } else if (perKey) {
+      Value zero = e.index(0);
+      k.copyRowsAsync(gKeys, zero, K, rows.t0, rows.valid, seqLen, gates,
+                      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, c};
+      });
+      k.waitCopies(k.commitCopies(), 0);
     } else {
       fillRowGates(k, gShared, gates, bIdx, rows, hv);
     }
     fillRowGates(k, betaShared, beta, bIdx, rows, hv);
     k.barrier();
 
-    // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
     Value m0 = e.mulIndex(k.warp, e.index(16));
-    SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-    k.gemm(acc, {{keyTile}}, m0, {{keyTile}}, K);
-    for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+    if (perKey)
+      lowerTriangleOfPerKeyScores(k, keyTile, kdTile, gKeys, lTile, betaShared,
+                                  m0, rows.valid, rank1Scale, K);
+    // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
+    SmallVector<SmallVector<Value>> acc = k.zeroAcc(perKey ? 0 : kChunk / 8);
+    if (!perKey)
+      k.gemm(acc, {{keyTile}}, m0, {{keyTile}}, K);
+    for (int64_t nt = 0; nt < (perKey ? 0 : kChunk / 8); ++nt) {
       for (int64_t i = 0; i < 4; ++i) {
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
         Value gr = memref::LoadOp::create(b, gShared, r);
@@ -126,17 +207,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       }
     }
     // T's blocks above the diagonal stay zero; the inverse writes the rest.
-    {
-      auto f32x4 = VectorType::get({4}, f32);
-      Value zero = arith::ConstantOp::create(b, f32x4, b.getZeroAttr(f32x4));
-      k.forEachOfBlock(kChunk * kChunk / 4, [&](Value idx) {
-        Value r = arith::DivUIOp::create(b, idx, e.index(kChunk / 4));
-        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / 4)),
-                             e.index(4));
-        vector::StoreOp::create(b, zero, tF32, ValueRange{r, c}, false,
-                                llvm::Align(16));
-      });
-    }
+    zeroSquareTile(k, tF32);
     k.barrier();
 
     // 3. T = (I + L)^-1 in fp32, by blocks of 16 rows. Block row I of
@@ -241,7 +312,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
 
     // 4. W = (T diag(c exp(G))) K, then U = (T diag(beta)) V: the column
     //    scaling goes into T (split over L), so the keys and values stay
-    //    exact.
+    //    exact. Per key, W = (T diag(c)) (K * exp(G)), the decayed keys
+    //    rounded to the operand type (<= 1 times a key: W's own rounding,
+    //    as fla's chunk_kda).
     //    Each product's result leaves through shared memory when its
     //    staging tile fits (`stageOffset` >= 0): the warps store their
     //    accumulator pairs there, then the block copies whole rows out in
@@ -303,11 +376,18 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     int64_t rBytes = gOffset - rOffset;
     int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
     int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
-    SmallVector<SmallVector<Value>> wOut = product(K, keyTile, [&](Value c) {
-      Value g = memref::LoadOp::create(b, gShared, c);
-      Value betaC = memref::LoadOp::create(b, betaShared, c);
-      return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
-    });
+    if (perKey) {
+      decayRows(k, keyTile, kdTile, gKeys, rows.valid, /*ref=*/nullptr, K);
+      k.barrier();
+    }
+    SmallVector<SmallVector<Value>> wOut =
+        product(K, perKey ? kdTile : keyTile, [&](Value c) {
+          Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
+          Value betaC = memref::LoadOp::create(b, betaShared, c);
+          if (perKey)
+            return e.mul(e.f32(rank1Scale), betaC);
+          return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
+        });
     if (splitW) {
       // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
       // the state pass reads both by ldmatrix (NOTES c28).

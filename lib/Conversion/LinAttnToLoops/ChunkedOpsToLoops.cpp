@@ -261,10 +261,11 @@ void lowerChunkCumsum(ChunkCumsumOp op) {
   e.replaceWithBuffers(op, {out, decayed, totals});
 }
 
-// Forward substitution for (I + L) [W U] = [diag(c exp(G)) K, diag(b) V],
-// L_ij = c_i (k_i . k_j) exp(G_i - G_j) for j < i in the same chunk:
-//   W_i = c_i exp(G_i) k_i - sum_{j<i} L_ij W_j
-//   U_i = b_i v_i          - sum_{j<i} L_ij U_j
+// Forward substitution for (I + L) [W U] = [diag(c) (K * exp(G)), diag(b) V],
+// L_ij = c_i sum_d k_id k_jd exp(G_id - G_jd) for j < i in the same chunk
+// (G_id = G_i for gates per row):
+//   W_i = c_i (k_i * exp(G_i)) - sum_{j<i} L_ij W_j
+//   U_i = b_i v_i              - sum_{j<i} L_ij U_j
 void lowerUTTransform(UTTransformOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -297,6 +298,7 @@ void lowerUTTransform(UTTransformOp op) {
   Value u = e.allocFor(op.getU().getType(),
                        {batch, seqLen, e.index(numVHeads), e.index(V)});
   Value rank1Scale = e.f32(op.getRank1Scale().convertToFloat());
+  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
 
   e.forEach(batch, [&](Value bIdx) {
     e.forEach(e.index(numVHeads), [&](Value hv) {
@@ -305,12 +307,14 @@ void lowerUTTransform(UTTransformOp op) {
         e.forRange(t0, t1, [&](Value i) {
           Value betaI = e.loadF32(beta, {bIdx, i, hv});
           Value cI = e.mul(rank1Scale, betaI);
-          Value gI = l.gateAt(gates, bIdx, i, hv, Value());
-          Value wScale = e.mul(cI, e.exp(gI));
+          Value gI = perKey ? Value() : l.gateAt(gates, bIdx, i, hv, Value());
+          Value wScale = perKey ? cI : e.mul(cI, e.exp(gI));
           e.forEach(e.index(K), [&](Value d) {
-            memref::StoreOp::create(
-                e.b, e.mul(wScale, e.loadF32(k, {bIdx, i, h, d})), wWork,
-                ValueRange{bIdx, i, hv, d});
+            Value kd = e.loadF32(k, {bIdx, i, h, d});
+            if (perKey)
+              kd = e.mul(kd, e.exp(l.gateAt(gates, bIdx, i, hv, d)));
+            memref::StoreOp::create(e.b, e.mul(wScale, kd), wWork,
+                                    ValueRange{bIdx, i, hv, d});
           });
           e.forEach(e.index(V), [&](Value d) {
             memref::StoreOp::create(
@@ -318,11 +322,24 @@ void lowerUTTransform(UTTransformOp op) {
                 ValueRange{bIdx, i, hv, d});
           });
           e.forRange(t0, i, [&](Value j) {
+            // Per key, the decay exp(G_id - G_jd) <= 1 goes into each term.
             Value kk = l.dot(
-                K, [&](Value d) { return e.loadF32(k, {bIdx, i, h, d}); },
+                K,
+                [&](Value d) {
+                  Value ki = e.loadF32(k, {bIdx, i, h, d});
+                  if (!perKey)
+                    return ki;
+                  return e.mul(ki, e.exp(e.sub(l.gateAt(gates, bIdx, i, hv, d),
+                                               l.gateAt(gates, bIdx, j, hv, d))));
+                },
                 [&](Value d) { return e.loadF32(k, {bIdx, j, h, d}); });
-            Value gJ = l.gateAt(gates, bIdx, j, hv, Value());
-            Value lij = e.mul(e.mul(cI, kk), e.exp(e.sub(gI, gJ)));
+            Value lij;
+            if (perKey) {
+              lij = e.mul(cI, kk);
+            } else {
+              Value gJ = l.gateAt(gates, bIdx, j, hv, Value());
+              lij = e.mul(e.mul(cI, kk), e.exp(e.sub(gI, gJ)));
+            }
             for (auto [buf, n] : {std::make_pair(wWork, K), std::make_pair(u, V)}) {
               Value target = buf;
               e.forEach(e.index(n), [&](Value d) {
@@ -351,9 +368,10 @@ void lowerUTTransform(UTTransformOp op) {
 // Per chunk n, entering state S_n (saved to chunk_states[n]):
 //   D = u                         (no rank-1 term)
 //   D = u - W S_n                 (WY form)
-//   then S_{n+1} = exp(G_C) S_n + (K * exp(G_C - G))^T D;
-// or, in rank-1 product form, token by token with a_t = exp(G_t - G_{t-1}):
-//   D_t = beta_t u_t - rank1_scale beta_t a_t S^T k_t,  S = a_t S + k_t D_t^T.
+//   then S_{n+1} = diag(exp(G_C)) S_n + (K * exp(G_C - G))^T D;
+// or, in rank-1 product form, token by token with a_t = exp(G_t - G_{t-1})
+// (per row or per key) and the decayed state S' = diag(a_t) S:
+//   D_t = beta_t u_t - rank1_scale beta_t S'^T k_t,  S = S' + k_t D_t^T.
 void lowerChunkStatePass(ChunkStatePassOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -440,15 +458,29 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
           // Rank-1 product form: the chunk's transitions one token at a time.
           Value rank1Scale = e.f32(op.getRank1Scale()->convertToFloat());
           e.forRange(t0, t1, [&](Value t) {
-            Value gPrev = e.f32(0.0f);
             Value isFirst = arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq,
                                                   t, t0);
             Value tPrev = arith::SelectOp::create(
                 e.b, isFirst, t, e.subIndex(t, e.index(1)));
-            Value gT = l.gateAt(gates, bIdx, t, hv, Value());
-            gPrev = arith::SelectOp::create(
-                e.b, isFirst, gPrev, l.gateAt(gates, bIdx, tPrev, hv, Value()));
-            Value decay = e.exp(e.sub(gT, gPrev));
+            // a_t = exp(G_t - G_{t-1}) (G_{t0-1} = 0), per row or per key.
+            auto stepDecay = [&](Value key) {
+              Value gT = l.gateAt(gates, bIdx, t, hv, key);
+              Value gPrev = arith::SelectOp::create(
+                  e.b, isFirst, e.f32(0.0f),
+                  l.gateAt(gates, bIdx, tPrev, hv, key));
+              return e.exp(e.sub(gT, gPrev));
+            };
+            // Per key the state decays first, S = diag(a_t) S, and the
+            // rank-1 term meets the decayed state (a = 1 below).
+            if (perKey)
+              e.forEach(kDim, [&](Value r) {
+                Value a = stepDecay(r);
+                e.forEach(vDim, [&](Value c) {
+                  Value s = memref::LoadOp::create(e.b, state, S(r, c));
+                  memref::StoreOp::create(e.b, e.mul(a, s), state, S(r, c));
+                });
+              });
+            Value decay = perKey ? e.f32(1.0f) : stepDecay(Value());
             Value betaT = e.loadF32(beta, {bIdx, t, hv});
             Value coeff = e.mul(e.mul(rank1Scale, betaT), decay);
             // D_t = beta u_t - coeff S^T k_t
@@ -676,7 +708,7 @@ void lowerChunkOutput(ChunkOutputOp op) {
 }
 
 // With Kd_t = k_t exp(G_C - G_t) over the tokens t of chunk n:
-//   WY form:  M_n = exp(G_C) I - Kd^T W,   B_n = Kd^T U
+//   WY form:  M_n = diag(exp(G_C)) - Kd^T W,   B_n = Kd^T U
 //   else:     log M_n = G_C,                B_n = Kd^T u
 // Every element is independent: parallel over (b, n, hv x row) and the
 // columns.
@@ -732,7 +764,8 @@ void lowerChunkTransitions(ChunkTransitionsOp op) {
   if (w) {
     forEachRow(kDim, [&](Value bIdx, Value n, Value hv, Value r, Value c) {
       Value tLast = e.subIndex(l.chunkBounds(n, seqLen).second, e.index(1));
-      Value decay = e.exp(l.gateAt(gates, bIdx, tLast, hv, Value()));
+      Value decay =
+          e.exp(l.gateAt(gates, bIdx, tLast, hv, perKey ? r : Value()));
       Value diagonal =
           arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, c);
       Value identity =

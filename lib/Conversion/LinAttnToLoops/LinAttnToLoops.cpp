@@ -101,6 +101,9 @@ private:
 //   u   = sum_i k_i S_ij                         (delta kinds)
 //   S_ij <- a_i (S_ij - c k_i u) + b_t k_i v_j
 //   o_j  = scale * sum_i S_ij q_i
+// With per-key a_i and a rank-1 term (kda) the state decays first, and u
+// is taken of the decayed column (M_t = (I - c k k^T) diag(a)):
+//   S_ij <- a_i S_ij,  u = sum_i k_i S_ij,  S_ij <- S_ij - c k_i u + b_t k_i v_j
 void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
   const TransitionKindInfo &kind = op.getKindInfo();
   bool delta = kind.hasRank1();
@@ -139,6 +142,17 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
         Value scalarDecay = gamma;
         if (kind.decay == DecayForm::Scalar)
           scalarDecay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
+        auto keyDecay = [&](Value i) {
+          return e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
+        };
+        bool decayFirst = delta && kind.decay == DecayForm::PerKey;
+        if (decayFirst)
+          column = e.forEachReduce(
+              kDim, {column}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                Value s = vector::ExtractOp::create(b, acc[0], i);
+                return {vector::InsertOp::create(b, e.mul(keyDecay(i), s),
+                                                  acc[0], i)};
+              })[0];
 
         Value vj = e.loadF32(v, {bIdx, t, hv, j});
         Value write = vj, rank1;
@@ -167,8 +181,8 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
               if (rank1)
                 s = e.sub(s, e.mul(ki, rank1));
               Value decay = scalarDecay;
-              if (kind.decay == DecayForm::PerKey)
-                decay = e.exp(e.loadF32(gate, {bIdx, t, hv, i}));
+              if (kind.decay == DecayForm::PerKey && !decayFirst)
+                decay = keyDecay(i);
               if (decay)
                 s = e.mul(decay, s);
               s = e.add(s, e.mul(ki, write));

@@ -192,3 +192,39 @@ func.func @split_w(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x2x128xbf16>, tensor<?x?x2x128xf32>)
   return %w, %u : tensor<?x?x2x2x128xbf16>, tensor<?x?x2x128xf32>
 }
+
+// -----
+
+// Per-key gates G [B, T, HV, K] (KDA): the chunk's [64][K] gates come in
+// by cp.async to a [64][K + 4] f32 tile after the inverse's scratch (56832,
+// 64 x 132 x 4 = 33792 bytes), and a 16-bit [64][K + 8] tile follows
+// (90624): the keys decayed to their 16-row block's end for the scores,
+// later K * exp(G) for W. 56832 + 33792 + 17408 = 108032 bytes. The scores
+// L = StrictLower(diag(c) P), P_ij = sum_d k_id k_jd exp(G_id - G_jd),
+// are the per-key scores of PerKeyScores.h with the keys as queries: a
+// warp vote on the diagonal block's spread, its elementwise fp32 form
+// where the gates are strong, then a loop over the column blocks at or
+// before the warp's own.
+
+// CHECK-LABEL: func.func @per_key_gates(
+// CHECK:         %[[GB:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<?x?x2x128xf32> to memref<?x?x2x128xf32>
+// CHECK:         %[[SMEM:.*]] = arith.constant 108032 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           %[[GKEYS:.*]] = memref.view %{{.*}}[%c56832{{[_0-9]*}}][] : {{.*}} to memref<64x132xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[KD:.*]] = memref.view %{{.*}}[%c90624{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %[[GB]]{{.*}}, %[[GKEYS]]
+// CHECK:           nvgpu.device_async_wait
+// CHECK:           vector.store {{.*}}, %[[KD]]
+// CHECK:           nvvm.vote.sync all
+// CHECK:           scf.for
+// CHECK:             nvgpu.ldmatrix %[[KD]]
+// CHECK:             nvvm.mma.sync
+// K * exp(G) into the same tile, then W = (T hi + T lo) (K * exp(G)).
+// CHECK:           vector.store {{.*}}, %[[KD]]
+// CHECK:           nvgpu.ldmatrix %[[KD]]{{.*}}{numTiles = 4 : i32, transpose = true}
+// CHECK:         return
+func.func @per_key_gates(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %G: tensor<?x?x2x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>)
+  return %w, %u : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>
+}

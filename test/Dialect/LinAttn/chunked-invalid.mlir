@@ -48,10 +48,10 @@ func.func @f(%g: tensor<1x8x2xf32>) {
 
 // -----
 
-// ut_transform with a per-key gate
-func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2x16xf32>) {
-  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here (a per-key gate has no WY form)}}
-  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2x16xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
+// ut_transform with per-key gates of another key dimension
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %b: tensor<1x8x2xf32>, %g: tensor<1x8x2x8xf32>) {
+  // expected-error @+1 {{'gates'}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%b) gates(%g) {chunk_size = 4 : i64, rank1_scale = 1.0 : f32} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2xf32>, tensor<1x8x2x8xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>)
   return
 }
 
@@ -183,10 +183,11 @@ func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %s0: tensor<1x2x
 
 // -----
 
-// state pass per-key gate in WY form
-func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf32>, %g: tensor<1x8x2x16xf32>, %s0: tensor<1x2x16x4xf32>) {
-  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here}}
-  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) w(%w) gates(%g) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
+// state pass per-key gate in WY form (kda), with per-key gates of the
+// wrong key dimension
+func.func @f(%k: tensor<1x8x2x16xf32>, %v: tensor<1x8x2x4xf32>, %w: tensor<1x8x2x16xf32>, %g: tensor<1x8x2x8xf32>, %s0: tensor<1x2x16x4xf32>) {
+  // expected-error @+1 {{'gates'}}
+  %d, %s, %f = linattn.chunk_state_pass k(%k) u(%v) w(%w) gates(%g) state(%s0) {chunk_size = 4 : i64} : (tensor<1x8x2x16xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x8xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x16x4xf32>)
   return
 }
 

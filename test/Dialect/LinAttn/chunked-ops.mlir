@@ -21,6 +21,25 @@ func.func @chunked_gated_delta(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf
   return %o, %final : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>
 }
 
+// KDA: per-key gates in the WY form (the UT transform, the state pass and
+// the chunk transitions take them).
+
+// CHECK-LABEL: func.func @chunked_kda
+// CHECK:   %[[G:.*]] = linattn.chunk_cumsum %arg3 {chunk_size = 16 : i64} : tensor<?x?x4x16xf32> -> tensor<?x?x4x16xf32>
+// CHECK:   %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%arg1) v(%arg2) beta(%arg4) gates(%[[G]]) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK:   linattn.chunk_state_pass k(%arg1) u(%[[U]]) w(%[[W]]) gates(%[[G]]) state(%arg5) {chunk_size = 16 : i64}
+// CHECK:   linattn.chunk_transitions k(%arg1) u(%[[U]]) w(%[[W]]) gates(%[[G]]) {chunk_size = 16 : i64}
+func.func @chunked_kda(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %g: tensor<?x?x4x16xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x4x16x32xf32>, tensor<?x?x4x16x16xf32>) {
+  %G = linattn.chunk_cumsum %g {chunk_size = 16 : i64} : tensor<?x?x4x16xf32> -> tensor<?x?x4x16xf32>
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x16xf32>) -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+  %m, %b = linattn.chunk_transitions k(%k) u(%u) w(%w) gates(%G) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>) -> (tensor<?x?x4x16x16xf32>, tensor<?x?x4x16x32xf32>)
+  return %final, %m : tensor<?x4x16x32xf32>, tensor<?x?x4x16x16xf32>
+}
+
 // A split W (negative eigenvalues): hi and lo parts in the keys' bf16,
 // [B, T, HV, 2, K].
 // CHECK-LABEL: func.func @split_w

@@ -470,3 +470,23 @@ func.func @unranked_q(%q: tensor<*xf32>, %k: tensor<1x4x2x16xf32>, %v: tensor<1x
       : (tensor<*xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>)
   return
 }
+
+// -----
+
+// kda_without_beta
+func.func @kda_without_beta(%q: tensor<1x4x2x16xf32>, %k: tensor<1x4x2x16xf32>, %v: tensor<1x4x2x8xf32>, %gate: tensor<1x4x2x16xf32>, %state: tensor<1x2x16x8xf32>) {
+  // expected-error @+1 {{kind 'kda' requires a 'beta' operand}}
+  %o, %s = linattn.recurrence kda q(%q) k(%k) v(%v) gate(%gate) state(%state)
+      : (tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2x16xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
+// kda_given_scalar_gate
+func.func @kda_given_scalar_gate(%q: tensor<1x4x2x16xf32>, %k: tensor<1x4x2x16xf32>, %v: tensor<1x4x2x8xf32>, %gate: tensor<1x4x2xf32>, %beta: tensor<1x4x2xf32>, %state: tensor<1x2x16x8xf32>) {
+  // expected-error @+1 {{kind 'kda' takes a per-key gate [B, T, HV, K] of rank 4, got 'tensor<1x4x2xf32>'}}
+  %o, %s = linattn.recurrence kda q(%q) k(%k) v(%v) gate(%gate) beta(%beta) state(%state)
+      : (tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>)
+  return
+}

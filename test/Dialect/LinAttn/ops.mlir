@@ -47,6 +47,16 @@ func.func @gla(%q: tensor<2x?x2x16xbf16>, %k: tensor<2x?x2x16xbf16>, %v: tensor<
 
 // -----
 
+// CHECK-LABEL: func.func @kda
+// CHECK: linattn.recurrence kda q(%{{.*}}) k(%{{.*}}) v(%{{.*}}) gate(%{{.*}}) beta(%{{.*}}) state(%{{.*}}) {qk_l2norm} :
+func.func @kda(%q: tensor<2x?x2x16xbf16>, %k: tensor<2x?x2x16xbf16>, %v: tensor<2x?x4x32xbf16>, %g: tensor<2x?x4x16xf32>, %beta: tensor<2x?x4xf32>, %s0: tensor<2x4x16x32xf32>) -> (tensor<2x?x4x32xbf16>, tensor<2x4x16x32xf32>) {
+  %o, %s = linattn.recurrence kda q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0) {qk_l2norm}
+      : (tensor<2x?x2x16xbf16>, tensor<2x?x2x16xbf16>, tensor<2x?x4x32xbf16>, tensor<2x?x4x16xf32>, tensor<2x?x4xf32>, tensor<2x4x16x32xf32>) -> (tensor<2x?x4x32xbf16>, tensor<2x4x16x32xf32>)
+  return %o, %s : tensor<2x?x4x32xbf16>, tensor<2x4x16x32xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @deltanet
 // CHECK: linattn.recurrence delta q(%{{.*}}) k(%{{.*}}) v(%{{.*}}) beta(%{{.*}}) state(%{{.*}}) :
 // GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1>

@@ -149,12 +149,13 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
                          e.index(kWidth));
     Value xs = k.loadWidened(src, {r, c}, kWidth);
     Value gs = k.loadWidened(g, {r, c}, kWidth);
-    Value gRef = k.loadWidened(g, {ref(r), c}, kWidth);
+    Value gRef = ref ? k.loadWidened(g, {ref(r), c}, kWidth) : Value();
     Value keep = k.ult(r, valid);
     SmallVector<Value> ys;
     for (int64_t i = 0; i < kWidth; ++i) {
-      Value decay = k.exp(e.sub(vector::ExtractOp::create(b, gRef, i),
-                                vector::ExtractOp::create(b, gs, i)));
+      Value gi = vector::ExtractOp::create(b, gs, i);
+      Value decay = k.exp(
+          gRef ? e.sub(vector::ExtractOp::create(b, gRef, i), gi) : gi);
       ys.push_back(k.select(
           keep, e.mul(vector::ExtractOp::create(b, xs, i), decay), e.f32(0.0f)));
     }

@@ -68,7 +68,9 @@ void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
 /// for [64][cols] tiles src and dst (16-bit or f32; the same tile for an
 /// in-place update) and per-key log gates G ([64][cols] f32), 8 columns
 /// per thread and step. With the in-chunk cumulative G and ref(r) >= r
-/// the factor is <= 1 (gates <= 0), so nothing overflows. Rows past
+/// the factor is <= 1 (gates <= 0), so nothing overflows. Without `ref`
+/// the rows decay from the chunk's start instead (G = 0 before its first
+/// row): dst[r][c] = src[r][c] * exp(G[r][c]), <= 1 as well. Rows past
 /// `valid` are dropped by a select: their gates are staged zeros.
 void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
                function_ref<Value(Value)> ref, int64_t cols);

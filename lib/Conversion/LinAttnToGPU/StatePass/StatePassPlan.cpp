@@ -23,8 +23,6 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   p.chunk = op.getChunkSize();
   bool perKey =
       op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-  assert(!(perKey && op.getW()) &&
-         "the verifier admits per-key gates only without a rank-1 term");
   if (failed(checkChunkGeometry(op, p.chunk, {{"K", p.K}, {"V", p.V}},
                                 op.getW() ? "the WY form"
                                 : perKey  ? "per-key gates"

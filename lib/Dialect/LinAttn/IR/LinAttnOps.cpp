@@ -510,7 +510,7 @@ LogicalResult checkGates(LayoutChecker &checker, Operation *op, Value gates,
     return checker.check(type, "gates", kWLayout, Elem::F32);
   if (!allowPerKey && type.getRank() == 4)
     return op->emitOpError() << "'gates' must be scalar per head [B, T, HV] "
-                                "here (a per-key gate has no WY form), got "
+                                "here, got "
                              << type;
   return checker.check(type, "gates", kScalarGateLayout, Elem::F32);
 }
@@ -602,7 +602,7 @@ LogicalResult UTTransformOp::verify() {
       failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
       failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                            Elem::AnyFloat)) ||
-      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
       failed(checkW(*this, checker, getW(), getK())) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
       failed(checker.checkHeadGroups()))
@@ -640,7 +640,7 @@ LogicalResult ChunkStatePassOp::verify() {
       (getBeta() && failed(checker.check(getBeta().getType(), "beta",
                                          kScalarGateLayout, Elem::AnyFloat))) ||
       (!getDecayedKeys() &&
-       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!rank1))) ||
+       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true))) ||
       failed(checker.check(getInitialState().getType(), "initial_state",
                            kStateLayout, Elem::F32)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
@@ -822,7 +822,7 @@ LogicalResult ChunkTransitionsOp::verify() {
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
       (wy && failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
-      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/!wy)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
       failed(checker.check(getOffsets().getType(), "offsets",
                            kChunkStatesLayout, Elem::F32)))
     return failure();

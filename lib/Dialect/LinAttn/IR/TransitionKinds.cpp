@@ -15,6 +15,7 @@ static const TransitionKindInfo kTransitionKinds[] = {
     {TransitionKind::Delta,         DecayForm::None,     1.0f},
     {TransitionKind::GatedDelta,    DecayForm::Scalar,   1.0f},
     {TransitionKind::NegEigDelta,   DecayForm::None,     2.0f},
+    {TransitionKind::KeyGatedDelta, DecayForm::PerKey,   1.0f},
 };
 
 const TransitionKindInfo &getTransitionKindInfo(TransitionKind kind) {

@@ -44,7 +44,8 @@ def LinAttn_TransitionKind : I32EnumAttr<"TransitionKind",
   I32EnumAttrCase<"KeyGate", 3, "key_gate">,
   I32EnumAttrCase<"Delta", 4, "delta">,
   I32EnumAttrCase<"GatedDelta", 5, "gated_delta">,
-  I32EnumAttrCase<"NegEigDelta", 6, "negeig_delta">
+  I32EnumAttrCase<"NegEigDelta", 6, "negeig_delta">,
+  I32EnumAttrCase<"KeyGatedDelta", 7, "kda">
 ]> {
   let cppNamespace = "::mlir::linattn";
   let genSpecializedAttr = 0;
@@ -53,7 +54,7 @@ def LinAttn_TransitionKind : I32EnumAttr<"TransitionKind",
 def LinAttn_TransitionKindAttr
     : EnumAttr<LinAttn_Dialect, LinAttn_TransitionKind, "transition"> {
   let summary = "transition kind: identity, constant_decay, scalar_gate, "
-                "key_gate, delta, gated_delta or negeig_delta";
+                "key_gate, delta, gated_delta, negeig_delta or kda";
 }
 
 #endif // LINATTN_DIALECT_LINATTN_IR_LINATTNDIALECT_TD

@@ -38,6 +38,11 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
     | `delta`          | `I - beta_t k_t k_t^T`            | beta_t | `beta` [B,T,HV]  |
     | `gated_delta`    | `exp(g_t) (I - beta_t k_t k_t^T)` | beta_t | `gate`, `beta`   |
     | `negeig_delta`   | `I - 2 beta_t k_t k_t^T`          | beta_t | `beta` [B,T,HV]  |
+    | `kda`            | `(I - beta_t k_t k_t^T) diag(exp(gate[b,t,hv,:]))` | beta_t | `gate` [B,T,HV,K], `beta` |
+
+    `kda` (Kimi Delta Attention) decays the state per key first, then
+    applies the delta rule to the decayed state, as Kimi Linear and
+    flash-linear-attention's `chunk_kda` do.
 
     Gates are in log space (`g <= 0` keeps the recurrence contracting).
     Results: `o[b, t, hv] = o_t`, shaped `[B, T, HV, V]` in v's element type,
@@ -304,14 +309,15 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
   let description = [{
     For every sequence, value head and chunk of `chunk_size` tokens:
 
-        A = (I + StrictLower(diag(c) K K^T * exp(G_i - G_j)))^-1
-        W = A diag(c exp(G)) K        U = A diag(beta) V
+        A = (I + StrictLower(diag(c) P))^-1,  P_ij = sum_d k_id k_jd exp(G_id - G_jd)
+        W = A diag(c) (K * exp(G))        U = A diag(beta) V
 
     with `c = rank1_scale * beta` (1 for delta rules, 2 for negative
-    eigenvalues) and G the in-chunk cumulative log gate (absent: 0). The
+    eigenvalues) and G the in-chunk cumulative log gate (absent: 0), per
+    row (P = K K^T * exp(G_i - G_j)) or per key (kda). The
     inverse is never formed: W and U come from forward substitution in
     fp32. k is [B, T, H, K] (value head hv reads head hv / (HV / H)), v is
-    [B, T, HV, V], beta [B, T, HV], gates [B, T, HV]; W is [B, T, HV, K] and
+    [B, T, HV, V], beta [B, T, HV], gates [B, T, HV] or [B, T, HV, K]; W is [B, T, HV, K] and
     U is [B, T, HV, V]. U is f32; W is f32 or the keys' element type, rounded
     once from its fp32 value (it only ever multiplies states, so its bf16
     rounding costs about as much accuracy as the inputs' own; U's would not:
@@ -373,12 +379,13 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     - `w` (WY form, after `linattn.ut_transform`, plain or split as it
       makes it): D = u - W S_n.
     - `beta` (rank-1 product form, before `linattn-lower-rank1-to-wy`): the
-      chunk's product of rank-1 transitions applied token by token,
-      `D_t = beta_t u_t - rank1_scale beta_t exp(g_t) S_{t-1}^T k_t`,
-      `S_t = exp(g_t) S_{t-1} + k_t D_t^T`.
-    In every form `S_{n+1} = exp(G_C) S_n + (K * exp(G_C - G))^T D`, with
-    `gates` the in-chunk cumulative log gates, [B, T, HV] or (without a
-    rank-1 term) per key [B, T, HV, K].
+      chunk's product of rank-1 transitions applied token by token to the
+      decayed state `S'_t = diag(exp(g_t)) S_{t-1}`,
+      `D_t = beta_t u_t - rank1_scale beta_t S'_t^T k_t`,
+      `S_t = S'_t + k_t D_t^T`.
+    In every form `S_{n+1} = diag(exp(G_C)) S_n + (K * exp(G_C - G))^T D`,
+    with `gates` the in-chunk cumulative log gates, [B, T, HV] or per key
+    [B, T, HV, K].
 
     With `segment_chunks = M` (no rank-1 term, gates per row or none:
     transitions that are scalars), the pass restarts every M chunks: the
@@ -389,7 +396,7 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     `linattn.segment_carries` composes those ends into what each segment
     lacks, and `linattn.chunk_output` adds it back (its `carries`).
 
-    With `decayed_keys` (per-key gates, no rank-1 term), `k` holds the keys
+    With `decayed_keys` (per-key gates, without `beta`), `k` holds the keys
     already decayed to their chunk's end, Kd = k * exp(G_C - G), one per
     value head [B, T, HV, K], and `gates` the chunks' total log gates G_C
     [B, NC, HV, K], as a `linattn.chunk_cumsum` with `keys` returns them:
@@ -430,7 +437,7 @@ def LinAttn_ChunkTransitionsOp : LinAttn_Op<"chunk_transitions",
     With `Kd_j = k_j * exp(G_C - G_j)` (G the in-chunk cumulative log gate,
     G_C its value at the chunk's last token):
 
-        WY form (with w):  M_n = exp(G_C) I - Kd^T W     (dense [K, K])
+        WY form (with w):  M_n = diag(exp(G_C)) - Kd^T W  (dense [K, K])
                            B_n = Kd^T U
         otherwise:         M_n = diag(exp(G_C)), returned as its log G_C
                            ([HV] or per key [HV, K]; 0 without gates)

@@ -2,11 +2,15 @@
 //
 // One table, one row per `TransitionKind`, of what the kind means:
 //
-//   M_t = D_t (I - c_t k_t k_t^T),   b_t = beta_t (1 without a rank-1 term)
+//   M_t = (I - c_t k_t k_t^T) D_t,   b_t = beta_t (1 without a rank-1 term)
 //
 // with D_t the decay (none, a constant gamma per value head, exp(g_t) of a
 // scalar gate, diag(exp(g_t)) of a per-key gate) and c_t = rank1Scale beta_t
-// (no rank-1 term for rank1Scale = 0). The verifier (which operands a kind
+// (no rank-1 term for rank1Scale = 0). The state decays first, then the
+// rank-1 term applies to the decayed state: for a scalar D_t the order is
+// immaterial; for per-key gates (kda) it is that of Kimi Linear and fla's
+// chunk_kda, whose chunked form is WY/UT with keys decayed per key (the
+// other order, D_t (I - c k k^T), would need keys divided by the decay). The verifier (which operands a kind
 // takes), the loops that define the semantics, the algorithm passes (which
 // apply, the UT transform's scale) and the cost model read it here; a new
 // kind is a row, plus the math that is really new.
