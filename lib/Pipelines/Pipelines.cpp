@@ -29,6 +29,39 @@
 
 using namespace mlir;
 
+namespace {
+/// Fails the pipeline at once with `message`: what a pipeline builder,
+/// which cannot fail itself, adds for options it cannot honour.
+struct RejectOptions : PassWrapper<RejectOptions, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(RejectOptions)
+  explicit RejectOptions(std::string message) : message(std::move(message)) {}
+  StringRef getArgument() const override { return "linattn-reject-options"; }
+  void runOnOperation() override {
+    getOperation()->emitError() << message;
+    signalPassFailure();
+  }
+  std::string message;
+};
+} // namespace
+
+/// Why linattn-to-nvvm cannot make GPU code with `options`, or "".
+static std::string checkNVVMOptions(const linattn::LinAttnToNVVMOptions &o) {
+  if (std::string why = linattn::chunked_kernels::checkChip(o.chip); !why.empty())
+    return why;
+  if (o.format != "isa" && o.format != "bin" && o.format != "fatbin")
+    return "format must be 'isa' (PTX), 'bin' (cubin) or 'fatbin', got '" +
+           o.format + "'";
+  StringRef features = o.features;
+  unsigned ptx = 0;
+  if (!features.consume_front("+ptx") || features.getAsInteger(10, ptx) ||
+      ptx < 80)
+    return "features must be '+ptxNN' with PTX ISA NN >= 80 (the kernels' "
+           "instructions), got '" + o.features + "'";
+  if (o.optLevel < 0 || o.optLevel > 3)
+    return "opt-level must be 0 to 3, got " + std::to_string(o.optLevel);
+  return "";
+}
+
 /// The algorithm passes for `strategy`: forced, every recurrence takes it;
 /// auto, the selector records a choice per recurrence and each algorithm
 /// pass rewrites the ones that name it.
@@ -158,6 +191,11 @@ void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
 
 void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
+  if (std::string why = checkNVVMOptions(options); !why.empty()) {
+    pm.addPass(std::make_unique<RejectOptions>("linattn-to-nvvm: " + why));
+    return;
+  }
+  pm.addPass(linattn::createLinAttnCheckGPULimits());
   // auto: chunked wherever its kernels apply, else recurrent (the GPU
   // selection, from the H200 measurements in docs/gpu-strategy.md). A chip
   // name that is none is reported by the conversion; plan for an H200.
@@ -202,6 +240,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createGpuKernelOutliningPass());
   pm.addPass(createLinAttnGpuOccupancyHints());
   pm.addPass(createLinAttnEmitStreamEntries());
+  pm.addPass(createLinAttnReportCheckFailures());
 
   // Kernels to NVVM and a gpu.binary; host code to LLVM with mgpu* calls.
   gpu::GPUToNVVMPipelineOptions nvvm;

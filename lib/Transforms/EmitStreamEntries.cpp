@@ -11,9 +11,12 @@
 
 #include "LinAttn/Transforms/Passes.h"
 
+#include "RuntimeFunctions.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 
@@ -26,23 +29,35 @@ namespace {
 constexpr StringLiteral kBeginCall = "linattnCudaBeginCall";
 constexpr StringLiteral kEndCall = "linattnCudaEndCall";
 
-/// The declaration of runtime function `name`, added once; null (after an
-/// error) if the module defines the name otherwise.
-func::FuncOp declareRuntimeFunction(ModuleOp module, StringRef name,
-                                    FunctionType type) {
-  if (Operation *existing = module.lookupSymbol(name)) {
-    auto func = dyn_cast<func::FuncOp>(existing);
-    if (func && func.isExternal() && func.getFunctionType() == type)
-      return func;
-    existing->emitOpError() << "defines '" << name
-                            << "', which LinAttn's CUDA runtime provides as "
-                            << type;
-    return nullptr;
-  }
-  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto decl = func::FuncOp::create(b, module.getLoc(), name, type);
-  decl.setPrivate();
-  return decl;
+/// Whether `func`'s results can be handed to a caller who frees them (the
+/// ABI of linattn/Abi.h: each result a buffer of its own, made by the
+/// call); an error on the function naming the result if not.
+LogicalResult checkResultsAreNewBuffers(func::FuncOp func) {
+  LogicalResult result = success();
+  func.walk([&](func::ReturnOp ret) {
+    llvm::SmallDenseMap<Value, unsigned> seen;
+    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+      if (!isa<BaseMemRefType>(value.getType()))
+        continue;
+      auto why = [&]() -> std::string {
+        if (auto arg = dyn_cast<BlockArgument>(value))
+          return "is its argument #" + std::to_string(arg.getArgNumber());
+        if (auto [it, inserted] = seen.try_emplace(value, i); !inserted)
+          return "is also result #" + std::to_string(it->second);
+        if (value.getDefiningOp<memref::GetGlobalOp>())
+          return "is a constant";
+        return "";
+      }();
+      if (why.empty())
+        continue;
+      func.emitOpError() << "result #" << i << " " << why
+                         << ": a compiled GPU function's results are new "
+                            "device buffers its caller frees (linattn/Abi.h); "
+                            "return results of linattn ops";
+      result = failure();
+    }
+  });
+  return result;
 }
 
 struct LinAttnEmitStreamEntries
@@ -68,6 +83,9 @@ struct LinAttnEmitStreamEntries
     if (!begin || !end)
       return signalPassFailure();
 
+    for (func::FuncOp func : publicFuncs)
+      if (failed(checkResultsAreNewBuffers(func)))
+        return signalPassFailure();
     for (func::FuncOp func : publicFuncs) {
       std::string name = func.getSymName().str();
       std::string bodyName = "__linattn_body_" + name;

@@ -2,8 +2,9 @@
 //
 // Each mgpu function finds the calling thread's default device's shared
 // CudaRuntime, forwards to it and turns a failed CudaStatus into a report:
-// the error handler if one is installed, else one line on stderr and
-// exit(EXIT_FAILURE). See linattn/MgpuRuntime.h for the contract.
+// the error handler if one is installed, else one line on stderr; the
+// failed function returns without effect and the process carries on. See
+// linattn/MgpuRuntime.h for the contract.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,8 +54,22 @@ thread_local int32_t cachedDevice = -1;
 struct Call {
   bool active = false;
   CudaStream stream = nullptr;
+  /// A step of the call failed: its later device work is skipped.
+  bool failed = false;
 };
 thread_local Call currentCall;
+
+/// Why the last GPU module that failed to load did not (its kernels'
+/// lookups report it, on whichever thread calls them). A pointer, set on
+/// first use: modules load from the compiled code's global constructors,
+/// which may run before this file's dynamic initialisers.
+std::mutex moduleErrorMutex;
+std::string *moduleLoadError = nullptr;
+
+/// Whether the running call already failed, so that `function` does
+/// nothing: no kernel runs on memory whose allocation failed, no copy
+/// reads it.
+bool skippedAfterFailure() { return currentCall.active && currentCall.failed; }
 
 /// Whether `stream` is the running call's stream, on which the host code
 /// neither creates, synchronises nor destroys anything.
@@ -70,12 +85,15 @@ std::unordered_set<CudaDevicePtr> streamOrdered;
 
 void report(const char *function, const CudaStatus &status) {
   std::string message = std::string(function) + ": " + status.message();
-  if (!hasFirstError) {
+  bool first = !hasFirstError;
+  if (first) {
     if (!firstError)
       firstError = new std::string;
     *firstError = message;
     hasFirstError = true;
   }
+  if (currentCall.active)
+    currentCall.failed = true;
   LinAttnCudaErrorHandler handler;
   void *data;
   {
@@ -87,13 +105,12 @@ void report(const char *function, const CudaStatus &status) {
     handler(message.c_str(), data);
     return;
   }
-  std::fflush(nullptr);
+  // One line: the first failure since the last clear is the cause, later
+  // ones on this thread its consequences (a handler gets them all).
+  if (!first)
+    return;
   std::fprintf(stderr, "linattn-cuda-runtime: error: %s\n", message.c_str());
   std::fflush(stderr);
-  // _Exit, not exit: exit would run the compiled code's global destructors,
-  // which call back into this runtime (mgpuModuleUnload) and fail again, and
-  // this may already be running inside one of them.
-  std::_Exit(EXIT_FAILURE);
 }
 
 /// Reports `status` if it failed; true if it did.
@@ -165,6 +182,11 @@ const char *linattnCudaGetFirstError(void) {
 
 void linattnCudaClearError(void) { hasFirstError = false; }
 
+void linattnCudaCheckFailed(const char *message) {
+  report("check", CudaStatus::error(CudaErrorKind::InvalidArgument,
+                                    message ? message : "(no message)"));
+}
+
 //===----------------------------------------------------------------------===//
 // Calls
 //===----------------------------------------------------------------------===//
@@ -194,11 +216,23 @@ void linattnCudaEndCall(bool synchronize) {
 // Modules and kernels
 //===----------------------------------------------------------------------===//
 
+/// Remembers why a module did not load (the first message this thread
+/// reported while loading it) for its kernels' lookups.
+static void rememberModuleError() {
+  std::lock_guard<std::mutex> lock(moduleErrorMutex);
+  if (!moduleLoadError)
+    moduleLoadError = new std::string;
+  *moduleLoadError = hasFirstError ? *firstError : "unknown error";
+}
+
 void *mgpuModuleLoad(void *data, size_t gpuBlobSize) {
   CudaRuntime *rt = runtime("mgpuModuleLoad");
   CudaModule module = nullptr;
-  if (!rt || failed("mgpuModuleLoad", rt->loadModule(data, gpuBlobSize, module)))
+  if (!rt ||
+      failed("mgpuModuleLoad", rt->loadModule(data, gpuBlobSize, module))) {
+    rememberModuleError();
     return nullptr;
+  }
   return module;
 }
 
@@ -206,12 +240,16 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
   CudaRuntime *rt = runtime("mgpuModuleLoadJIT");
   CudaModule module = nullptr;
   if (!rt ||
-      failed("mgpuModuleLoadJIT", rt->loadModuleJIT(data, optLevel, module)))
+      failed("mgpuModuleLoadJIT", rt->loadModuleJIT(data, optLevel, module))) {
+    rememberModuleError();
     return nullptr;
+  }
   return module;
 }
 
 void mgpuModuleUnload(void *module) {
+  if (!module) // it did not load
+    return;
   CudaRuntime *rt = runtime("mgpuModuleUnload");
   if (!rt)
     return;
@@ -227,6 +265,19 @@ void mgpuModuleUnload(void *module) {
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
+  if (!module) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(moduleErrorMutex);
+      why = moduleLoadError ? *moduleLoadError : "unknown error";
+    }
+    report("mgpuModuleGetFunction",
+           CudaStatus::error(CudaErrorKind::InvalidArgument,
+                             std::string("kernel '") + (name ? name : "") +
+                                 "' is unavailable: its GPU module did not "
+                                 "load (" + why + ")"));
+    return nullptr;
+  }
   CudaRuntime *rt = runtime("mgpuModuleGetFunction");
   CudaFunction function = nullptr;
   if (!rt || failed("mgpuModuleGetFunction",
@@ -250,6 +301,14 @@ static bool kernelTimes() {
 static void launch(const char *entry, void *function, CudaDim3 cluster,
                    CudaDim3 grid, CudaDim3 block, int32_t smem, void *stream,
                    void **params, void **extra) {
+  if (skippedAfterFailure())
+    return;
+  if (!function) {
+    report(entry, CudaStatus::error(CudaErrorKind::InvalidArgument,
+                                    "launching a kernel that was not found "
+                                    "(its lookup failed)"));
+    return;
+  }
   CudaRuntime *rt = runtime(entry);
   if (!rt)
     return;
@@ -394,6 +453,8 @@ static bool poisonAllocations() {
 }
 
 void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
+  if (skippedAfterFailure())
+    return nullptr;
   CudaRuntime *rt = runtime("mgpuMemAlloc");
   if (!rt)
     return nullptr;
@@ -446,12 +507,23 @@ void mgpuMemFree(void *ptr, void *stream) {
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {
+  if (skippedAfterFailure())
+    return;
+  if (sizeBytes && (!dst || !src)) {
+    report("mgpuMemcpy", CudaStatus::error(CudaErrorKind::InvalidArgument,
+                                           "copying " + std::to_string(sizeBytes) +
+                                               " bytes to or from a null "
+                                               "pointer"));
+    return;
+  }
   if (CudaRuntime *rt = runtime("mgpuMemcpy"))
     failed("mgpuMemcpy", rt->copyAsync(dst, src, sizeBytes,
                                        static_cast<CudaStream>(stream)));
 }
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  if (skippedAfterFailure())
+    return;
   if (CudaRuntime *rt = runtime("mgpuMemset32"))
     failed("mgpuMemset32",
            rt->memset32Async(devicePtr(dst), value, count,
@@ -460,6 +532,8 @@ void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   void *stream) {
+  if (skippedAfterFailure())
+    return;
   if (CudaRuntime *rt = runtime("mgpuMemset16"))
     failed("mgpuMemset16",
            rt->memset16Async(devicePtr(dst), value, count,

@@ -10,7 +10,9 @@
 //    and loops, streams and events complete at once;
 //  - a module image is the text "FAKE-CUBIN name name ...": the kernels it
 //    has. Launching `fake_fill_i32(int *dst, int value, long long count)`
-//    writes dst[i] = value + i; other kernels do nothing. A real cubin (ELF)
+//    writes dst[i] = value + i; other kernels do nothing. PTX text is a
+//    module of its `.entry` kernels (linattn-compile --format=isa libraries
+//    load and launch, computing nothing). A real cubin (ELF)
 //    gives CUDA_ERROR_NO_BINARY_FOR_GPU; JIT input containing "syntax error"
 //    fails with a JIT log;
 //  - limits are checked as the driver does (block size, dynamic shared
@@ -394,6 +396,19 @@ static CUresult loadModule(Module **module, const void *image) {
   const char *text = static_cast<const char *>(image);
   if (std::strncmp(text, "\x7f" "ELF", 4) == 0)
     return kNoBinaryForGpu;
+  // PTX (what linattn-compile --format=isa embeds): a module of its
+  // `.entry` kernels, which launch without running.
+  if (std::strstr(text, ".version") && std::strstr(text, ".entry ")) {
+    Module *m = new Module;
+    for (const char *p = std::strstr(text, ".entry "); p;
+         p = std::strstr(p + 7, ".entry ")) {
+      const char *name = p + 7, *end = std::strchr(name, '(');
+      if (end)
+        m->functions.push_back(new Function{std::string(name, end)});
+    }
+    *module = m;
+    return kSuccess;
+  }
   if (std::strncmp(text, "FAKE-CUBIN", 10) != 0)
     return kInvalidImage;
   Module *m = new Module;

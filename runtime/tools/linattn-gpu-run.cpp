@@ -25,16 +25,20 @@
 
 #include "linattn/CudaRuntime.h"
 #include "linattn/FloatConversion.h"
+#include "linattn/MgpuRuntime.h"
 #include "linattn/Npy.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,6 +54,28 @@ namespace {
 void check(const CudaStatus &status, const std::string &what) {
   if (!status.ok())
     fail(what + ": " + status.message());
+}
+
+/// `text` as a whole integer in [lo, hi], else an error naming `flag`.
+long long parseInteger(const char *flag, const std::string &text, long long lo,
+                       long long hi) {
+  errno = 0;
+  char *end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno == ERANGE || v < lo || v > hi)
+    fail(std::string(flag) + " takes an integer in [" + std::to_string(lo) +
+         ", " + std::to_string(hi) + "], got '" + text + "'");
+  return v;
+}
+
+/// `text` as a whole finite number >= 0, else an error naming `flag`.
+double parseAmount(const char *flag, const std::string &text) {
+  errno = 0;
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end || errno == ERANGE || !std::isfinite(v) || v < 0)
+    fail(std::string(flag) + " takes a finite number >= 0, got '" + text + "'");
+  return v;
 }
 
 /// One argument or result of a recorded signature: "bf16[?,?,8,128]".
@@ -87,6 +113,11 @@ bool parseSignature(const std::string &text, std::vector<TensorSpec> &args,
         std::string item = dims.substr(d, comma == std::string::npos
                                               ? std::string::npos
                                               : comma - d);
+        // A dimension is "?" or 1 to 18 digits (what int64 holds).
+        if (item != "?" &&
+            (item.empty() || item.size() > 18 ||
+             item.find_first_not_of("0123456789") != std::string::npos))
+          return false;
         t.shape.push_back(item == "?" ? -1 : std::stoll(item));
         if (comma == std::string::npos)
           break;
@@ -157,11 +188,13 @@ int main(int argc, char **argv) {
     if (a.rfind("--entry", 0) == 0) entry = value("--entry");
     else if (a.rfind("--input", 0) == 0) inputs.push_back(value("--input"));
     else if (a.rfind("--output", 0) == 0) outputs.push_back(value("--output"));
-    else if (a.rfind("--bench", 0) == 0) benchRuns = std::stoi(value("--bench"));
-    else if (a.rfind("--warmup", 0) == 0) warmup = std::stoi(value("--warmup"));
+    else if (a.rfind("--bench", 0) == 0)
+      benchRuns = int(parseInteger("--bench", value("--bench"), 0, 1000000));
+    else if (a.rfind("--warmup", 0) == 0)
+      warmup = int(parseInteger("--warmup", value("--warmup"), 0, 1000000));
     else if (a == "--graph") graph = true;
-    else if (a.rfind("--bytes", 0) == 0) bytesMoved = std::stod(value("--bytes"));
-    else if (a.rfind("--flops", 0) == 0) flops = std::stod(value("--flops"));
+    else if (a.rfind("--bytes", 0) == 0) bytesMoved = parseAmount("--bytes", value("--bytes"));
+    else if (a.rfind("--flops", 0) == 0) flops = parseAmount("--flops", value("--flops"));
     else if (a.rfind("--json", 0) == 0) jsonPath = value("--json");
     else if (a[0] == '-') fail("unknown option '" + a + "' (see --help)");
     else if (libPath.empty()) libPath = a;
@@ -171,12 +204,37 @@ int main(int argc, char **argv) {
     fail("no library given (usage: linattn-gpu-run LIB.so --entry NAME ...)");
   if (entry.empty())
     fail("--entry NAME is required (the spec function to run)");
-  if (benchRuns < 0 || warmup < 0)
-    fail("--bench and --warmup must not be negative");
+  std::set<std::string> distinct(outputs.begin(), outputs.end());
+  if (distinct.size() != outputs.size())
+    fail("two --output files have one path: each result needs its own file");
+  if (!jsonPath.empty() && !std::ofstream(jsonPath, std::ios::app))
+    fail("cannot write the --json file '" + jsonPath + "'");
 
+  // Loading the library loads its GPU modules (global constructors); a
+  // failure there is reported by the library (one line) and kept as its
+  // status, read before the first call.
   void *lib = dlopen(libPath.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib)
     fail("cannot load '" + libPath + "': " + dlerror());
+  // The library's mgpu calls bind to the runtime this runner links (the
+  // first definition in the process), or to its own copy where it keeps
+  // one: the status is read, and the handler installed, in both.
+  using FirstError = const char *(*)();
+  using SetHandler = void (*)(LinAttnCudaErrorHandler, void *);
+  auto ownError =
+      reinterpret_cast<FirstError>(dlsym(lib, "linattnCudaGetFirstError"));
+  auto libraryError = [&]() -> const char * {
+    if (const char *e = linattnCudaGetFirstError())
+      return e;
+    return ownError ? ownError() : nullptr;
+  };
+  bool loadFailed = libraryError() != nullptr;
+  // From here on this runner reports the library's failures itself.
+  LinAttnCudaErrorHandler quiet = [](const char *, void *) {};
+  linattnCudaSetErrorHandler(quiet, nullptr);
+  if (auto setHandler = reinterpret_cast<SetHandler>(
+          dlsym(lib, "linattnCudaSetErrorHandler")))
+    setHandler(quiet, nullptr);
   auto *signature = static_cast<const char *>(
       dlsym(lib, ("__linattn_signature_" + entry).c_str()));
   void *function = dlsym(lib, ("_mlir_ciface_" + entry).c_str());
@@ -196,9 +254,6 @@ int main(int argc, char **argv) {
     fail("@" + entry + " returns " + std::to_string(resultSpecs.size()) +
          " results but " + std::to_string(outputs.size()) +
          " --output files were given");
-
-  CudaRuntime *rt = nullptr;
-  check(CudaRuntime::getShared(0, rt), "CUDA");
 
   // Inputs: read, check, convert, copy to the device.
   std::vector<std::vector<char>> hostInputs;
@@ -221,6 +276,11 @@ int main(int argc, char **argv) {
     shapes.push_back(a.shape);
     inputBytes += hostInputs.back().size();
   }
+
+  if (loadFailed)
+    std::exit(EXIT_FAILURE); // the library said why, in one line
+  CudaRuntime *rt = nullptr;
+  check(CudaRuntime::getShared(0, rt), "CUDA");
 
   // Copies of the inputs to rotate through when one set would stay in L2.
   const size_t l2Bytes = 60u << 20;
@@ -292,6 +352,8 @@ int main(int argc, char **argv) {
 
   // One run whose results are written out.
   call(sets[0], nullptr);
+  if (const char *e = libraryError())
+    fail("running @" + entry + ": " + e);
   check(rt->synchronize(), "running @" + entry);
   const int64_t *desc = results.data();
   for (size_t r = 0; r < resultSpecs.size(); ++r) {
@@ -328,6 +390,12 @@ int main(int argc, char **argv) {
 
   if (benchRuns == 0)
     return 0;
+  // The library's status after the calls of each phase (a failed call
+  // skips its work, so the timings would be of nothing).
+  auto checkCalls = [&](const std::string &what) {
+    if (const char *e = libraryError())
+      fail(what + " @" + entry + ": " + e);
+  };
   check(rt->createStream(benchStream), "creating a stream");
   // One timed run: a call and the frees of its results, or the replay of
   // that, captured once per input set.
@@ -340,6 +408,8 @@ int main(int argc, char **argv) {
           }, graphs.back()),
           "capturing @" + entry + " into a CUDA graph");
   }
+  if (graph)
+    checkCalls("capturing");
   auto run = [&](int i) {
     if (graph) {
       check(rt->launchGraph(graphs[i % copies], benchStream),
@@ -351,6 +421,7 @@ int main(int argc, char **argv) {
   };
   for (int i = 0; i < warmup; ++i)
     run(i);
+  checkCalls("warming up");
   check(rt->synchronizeStream(benchStream), "warm-up");
   // events[i] and events[i + 1] bracket timed call i; the frees between
   // calls are stream-ordered bookkeeping, no GPU work.
@@ -362,6 +433,7 @@ int main(int argc, char **argv) {
     run(i);
     check(rt->recordEvent(events[i + 1], benchStream), "recording an event");
   }
+  checkCalls("timing");
   check(rt->synchronizeStream(benchStream), "running @" + entry);
   std::vector<double> ms;
   for (int i = 0; i < benchRuns; ++i) {

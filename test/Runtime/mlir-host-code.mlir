@@ -3,8 +3,10 @@
 // the mgpu* symbols have the signatures MLIR emits, module loading from the
 // global constructor works, and kernel parameters reach the launch (the fake
 // fill kernel writes value + i). The "cubin" is the fake driver's module
-// text. Without a driver the global constructor's mgpuModuleLoad reports and
-// exits; the global destructor's mgpuModuleUnload never runs.
+// text. Without a driver the global constructor's mgpuModuleLoad reports
+// one line and the program carries on: every later step fails quietly (the
+// kernel's lookup names the module that did not load), main's check fails
+// (exit 1), and the destructor's unload of the missing module does nothing.
 
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %mlir_opt %s --pass-pipeline='builtin.module(gpu-to-llvm{use-bare-pointers-for-kernels=1},convert-arith-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,reconcile-unrealized-casts)' \

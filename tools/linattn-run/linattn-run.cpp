@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "LinAttn/Utils/NestingDepth.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/InitAllDialects.h"
 #include "LinAttn/Pipelines/Pipelines.h"
@@ -27,6 +28,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
@@ -221,6 +223,11 @@ LogicalResult loadInputs(func::FuncOp func,
     return error("@" + func.getSymName() + " returns " +
                  Twine(type.getNumResults()) + " results but " +
                  Twine(outputFiles.size()) + " --output files were given");
+  llvm::StringSet<> distinct;
+  for (const std::string &path : outputFiles)
+    if (!distinct.insert(path).second)
+      return error("two --output files have one path ('" + path +
+                   "'): each result needs its own file");
   for (auto [i, resultType] : llvm::enumerate(type.getResults())) {
     auto tensor = dyn_cast<RankedTensorType>(resultType);
     if (!tensor || !isRunnableElementType(tensor.getElementType()))
@@ -294,6 +301,9 @@ LogicalResult run(MLIRContext &context) {
   auto file = openInputFile(inputFilename, &errorMessage);
   if (!file)
     return error(errorMessage);
+  if (std::string why = mlir::linattn::checkNestingDepth(file->getBuffer());
+      !why.empty())
+    return error(inputFilename + ": " + why);
   llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
   SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);

@@ -52,8 +52,51 @@ def LinAttnEmitStreamEntries
     on it without a host synchronisation. `runtime/include/linattn/Abi.h`
     documents the resulting C ABI. Run it after kernel outlining so that
     kernels keep their function's name.
+
+    The caller frees every result, so each must be a buffer the call made:
+    a function that returns one of its arguments, one buffer twice, or a
+    constant is an error naming the result (it compiled silently before,
+    and the caller's free failed at run time).
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
+def LinAttnCheckGPULimits : Pass<"linattn-check-gpu-limits"> {
+  let summary = "Reject recurrences the GPU code is not generated for";
+  let description = [{
+    The first pass of `linattn-to-nvvm`: a `linattn.recurrence` whose key
+    dimension K exceeds `kMaxGPUKeyDim` (2048, TargetInfo.h) is an error
+    naming the limit and why (the recurrent kernel, every strategy's
+    fallback, unrolls over K: its compile time grows past 10 s beyond it),
+    instead of a compile that runs for minutes. The CPU pipeline has no
+    such limit.
+  }];
+}
+
+def LinAttnReportCheckFailures
+    : Pass<"linattn-report-check-failures", "mlir::ModuleOp"> {
+  let summary = "Report a failed run-time check through the CUDA runtime";
+  let description = [{
+    For GPU host code (after `linattn-emit-stream-entries`), which runs in
+    someone else's process: each `cf.assert` in a host function (the
+    shape checks of `linattn-insert-shape-checks`), which would abort the
+    process, becomes a call of `linattnCudaCheckFailed(message)` where its
+    condition fails. The runtime reports the message as it reports a failed
+    CUDA call (one line, or the installed handler; the status
+    `linattnCudaGetFirstError()`), and the rest of the running call is
+    skipped: no kernel runs on shapes that disagree.
+
+    ```mlir
+    // before
+    cf.assert %same, "linattn.recurrence: dimension T of 'v' does not match 'q'"
+    // after
+    scf.if %failed {
+      func.call @linattnCudaCheckFailed(%message) : (!llvm.ptr) -> ()
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect",
                            "mlir::LLVM::LLVMDialect"];
 }
 

@@ -69,15 +69,13 @@ struct ConvertLinAttnChunkedToGPU
     : impl::ConvertLinAttnChunkedToGPUBase<ConvertLinAttnChunkedToGPU> {
   using Base::Base;
   void runOnOperation() override {
-    std::optional<GPUTargetInfo> target = GPUTargetInfo::forChip(chip);
-    if (!target) {
-      getOperation()->emitError()
-          << "convert-linattn-chunked-to-gpu: chip '" << chip
-          << "' is not a CUDA chip name (sm_XY or sm_XYa)";
+    if (std::string why = chunked_kernels::checkChip(chip); !why.empty()) {
+      getOperation()->emitError() << "convert-linattn-chunked-to-gpu: " << why;
       return signalPassFailure();
     }
+    GPUTargetInfo target = *GPUTargetInfo::forChip(chip);
     FailureOr<ChunkedLoweringContext> context =
-        ChunkedLoweringContext::build(getOperation(), *target);
+        ChunkedLoweringContext::build(getOperation(), target);
     if (failed(context))
       return signalPassFailure();
     int64_t kernels = 0;

@@ -25,6 +25,18 @@ GPUTargetInfo GPUTargetInfo::h200() { return *forChip("sm_90a"); }
 
 namespace chunked_kernels {
 
+std::string checkChip(StringRef chip) {
+  std::optional<GPUTargetInfo> target = GPUTargetInfo::forChip(chip);
+  if (!target)
+    return ("chip '" + chip + "' is not a CUDA chip name (sm_XY or sm_XYa)").str();
+  if (target->computeCapability() < 80 || target->computeCapability() > 90)
+    return ("chip '" + chip +
+            "' cannot run LinAttn's GPU code: it targets sm_80 to sm_90a "
+            "(cp.async and bf16 tensor cores from sm_80; PTX 8.0)")
+        .str();
+  return "";
+}
+
 std::string checkHeadDim(StringRef name, int64_t size) {
   if (size % 64 != 0 || size > 128)
     return ("GPU chunked kernels need " + name + " = 64 or 128, got " +

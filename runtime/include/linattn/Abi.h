@@ -44,11 +44,16 @@
 // (uint16_t), f32 is float. linattn-gpu-run reads it to check inputs.
 //
 // Errors: dimensions that disagree at run time (T of v against T of q)
-// print one line naming both and abort the process. A failing CUDA call
-// prints one line (the call, the CUDA error, the kernel and its launch
-// shape) and exits with status 1, unless an error handler is installed
-// (linattnCudaSetErrorHandler in linattn/MgpuRuntime.h, also exported by
-// the library); see that header.
+// are a failed step like any other (linattn-report-check-failures: one
+// line naming both, the status set, the call's device work skipped). A
+// failing CUDA call
+// (no driver or device, a module the GPU cannot run, out of memory, a
+// launch the driver rejects) never ends the process: it prints one line
+// (the call, the CUDA error, the kernel and its launch shape), or passes
+// it to an error handler (linattnCudaSetErrorHandler in
+// linattn/MgpuRuntime.h, also exported by the library), and the rest of
+// the call is skipped; linattnCudaGetFirstError() is the status to read
+// after loading the library and after each call. See that header.
 //
 //===----------------------------------------------------------------------===//
 

@@ -19,24 +19,29 @@
 // created on first use: the driver is opened, initialised and the device's
 // primary context made current on the calling thread.
 //
-// Errors: generated code cannot look at results, so by default every failure
-// is fatal. The complete message goes to stderr as
+// Errors never end the process: a compiled library is loaded into someone
+// else's (a Python interpreter, a server), and its GPU modules are loaded
+// by global constructors, inside dlopen, before anyone could install
+// anything. A failed mgpu function returns without effect (a null handle or
+// pointer) and reports the complete message, by default as one line on
+// stderr (the first failure on the thread since linattnCudaClearError: the
+// cause; what fails after it is its consequence),
 //
 //   linattn-cuda-runtime: error: mgpuLaunchKernel: launching kernel
 //   'chunk_fwd' (grid [4, 8, 1], block [128, 1, 1], 65536 bytes of dynamic
 //   shared memory): cuLaunchKernel returned CUDA_ERROR_INVALID_VALUE
 //   (invalid argument)
 //
-// (one line; a missing driver reads "...: mgpuStreamCreate: no CUDA driver:
-// libcuda.so.1 could not be loaded (...)") and the process exits with
-// EXIT_FAILURE at once: stdio is flushed, but atexit handlers and static
-// destructors do not run (_Exit), since the compiled code's global
-// destructors call back into this runtime. Nothing aborts or crashes on a
-// machine without a driver or a GPU. A runner that wants to report errors its own way installs a handler
-// (linattnCudaSetErrorHandler): it receives the message instead, and when it
-// returns, the failed mgpu function returns without effect (a null handle or
-// pointer) and the compiled code carries on; linattnCudaGetFirstError() then
-// has the first message (the cause; later ones are often its consequences).
+// (a missing driver reads "...: mgpuModuleLoad: no CUDA driver:
+// libcuda.so.1 could not be loaded (...)"), or to the handler a runner
+// installed (linattnCudaSetErrorHandler) instead. The first message on a
+// thread is kept: linattnCudaGetFirstError() is the status a caller reads
+// after loading a library and after each compiled call (non-null: the call
+// failed and its results are not to be used). Within a call
+// (linattnCudaBeginCall .. linattnCudaEndCall), once one step has failed
+// the call's later device work (allocations, copies, launches) is skipped,
+// so that no kernel runs on memory that was never allocated. A kernel whose
+// module did not load is not launched: its lookup reports why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -75,6 +80,11 @@ linattnCudaSetErrorHandler(LinAttnCudaErrorHandler handler, void *userData);
 /// thread.
 LINATTN_MGPU_EXPORT const char *linattnCudaGetFirstError(void);
 LINATTN_MGPU_EXPORT void linattnCudaClearError(void);
+
+/// Reports a failed run-time check of compiled code (a shape that does not
+/// match, `linattn-report-check-failures`) as a failed step: one line or
+/// the handler, the status, and the rest of the running call skipped.
+LINATTN_MGPU_EXPORT void linattnCudaCheckFailed(const char *message);
 
 //===--- Calls (LinAttn's own) --------------------------------------------===//
 

@@ -490,3 +490,33 @@ func.func @kda_given_scalar_gate(%q: tensor<1x4x2x16xf32>, %k: tensor<1x4x2x16xf
       : (tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x8xf32>, tensor<1x4x2xf32>, tensor<1x4x2xf32>, tensor<1x2x16x8xf32>) -> (tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>)
   return
 }
+
+// -----
+
+// dynamic_result_heads
+func.func @dynamic_result_heads(%q: tensor<1x4x2x16xf32>, %k: tensor<1x4x2x16xf32>, %v: tensor<1x4x2x8xf32>, %state: tensor<1x2x16x8xf32>) {
+  // expected-error @+1 {{result 'output' must have static head counts and head dims (only B and T may be dynamic, as in the operands: they size the kernels' tiles), got 'tensor<?x?x?x?xf32>'}}
+  %o, %s = linattn.recurrence identity q(%q) k(%k) v(%v) state(%state)
+      : (tensor<1x4x2x16xf32>, tensor<1x4x2x16xf32>, tensor<1x4x2x8xf32>, tensor<1x2x16x8xf32>) -> (tensor<?x?x?x?xf32>, tensor<1x2x16x8xf32>)
+  return
+}
+
+// -----
+
+// overflowing_size
+func.func @overflowing_size(%q: tensor<?x?x1x4611686018427387904xf32>, %k: tensor<?x?x1x4611686018427387904xf32>, %v: tensor<?x?x1x2xf32>, %state: tensor<?x1x4611686018427387904x2xf32>) {
+  // expected-error @+1 {{'q' of type 'tensor<?x?x1x4611686018427387904xf32>' has more than 2^60 elements: its size overflows the generated code's 64-bit sizes}}
+  %o, %s = linattn.recurrence identity q(%q) k(%k) v(%v) state(%state)
+      : (tensor<?x?x1x4611686018427387904xf32>, tensor<?x?x1x4611686018427387904xf32>, tensor<?x?x1x2xf32>, tensor<?x1x4611686018427387904x2xf32>) -> (tensor<?x?x1x2xf32>, tensor<?x1x4611686018427387904x2xf32>)
+  return
+}
+
+// -----
+
+// too_long
+func.func @too_long(%q: tensor<1x2147483648x1x4xf32>, %k: tensor<1x2147483648x1x4xf32>, %v: tensor<1x2147483648x1x4xf32>, %state: tensor<1x1x4x4xf32>) {
+  // expected-error @+1 {{T = 2147483648 is too long: the kernels take sequences of at most 2^31 - 1 tokens}}
+  %o, %s = linattn.recurrence identity q(%q) k(%k) v(%v) state(%state)
+      : (tensor<1x2147483648x1x4xf32>, tensor<1x2147483648x1x4xf32>, tensor<1x2147483648x1x4xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x2147483648x1x4xf32>, tensor<1x1x4x4xf32>)
+  return
+}

@@ -26,6 +26,13 @@ class RecurrenceOp;
 /// assumes.
 constexpr int64_t kHopperSMs = 132;
 
+/// The largest key dimension K the GPU code is generated for. Every
+/// strategy's fallback, the recurrent kernel, keeps a K-vector per thread
+/// with its loops unrolled, and compiling it grows with K
+/// (linattn-to-nvvm on this project's 2-core machine: 4.7 s at K = 2048,
+/// 10.9 s at 4096, minutes beyond).
+constexpr int64_t kMaxGPUKeyDim = 2048;
+
 /// An NVIDIA GPU the kernels are generated for.
 class GPUTargetInfo {
 public:
@@ -67,6 +74,11 @@ constexpr int64_t kLongChunk = 128;
 /// Value columns of the state one block of the state pass carries.
 constexpr int64_t kStateColumns = 32;
 
+/// Why the GPU code cannot target `chip`, or "" if it can: a CUDA chip
+/// name (sm_XY or sm_XYa) from sm_80 (cp.async, bf16 tensor cores) to
+/// sm_90a (the PTX 8.0 the pipeline emits; newer chips need newer PTX and
+/// were never run).
+std::string checkChip(StringRef chip);
 /// Why the kernels cannot take a head dimension `name` (K or V) of `size`,
 /// or "" if they can.
 std::string checkHeadDim(StringRef name, int64_t size);

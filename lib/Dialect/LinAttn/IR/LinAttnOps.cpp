@@ -258,12 +258,36 @@ LogicalResult RecurrenceOp::verify() {
                          << " of '" << getOperandName(eq.lhsOperand) << "')";
   }
 
+  // Sizes the generated code can hold: every tensor's bytes in int64, and
+  // T below 2^31 (the kernels count a sequence's rows in 32 bits).
+  constexpr int64_t kMaxElements = int64_t(1) << 60;
+  constexpr int64_t kMaxSeqLen = (int64_t(1) << 31) - 1;
+  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    int64_t elements = 1;
+    for (int64_t d : type.getShape()) {
+      if (ShapedType::isDynamic(d))
+        continue;
+      if (d != 0 && elements > kMaxElements / d)
+        return emitOpError() << "'" << getOperandName(i) << "' of type " << type
+                             << " has more than 2^60 elements: its size "
+                                "overflows the generated code's 64-bit "
+                                "sizes";
+      elements *= d;
+    }
+  }
+  if (int64_t t = qType.getDimSize(1); !ShapedType::isDynamic(t) && t > kMaxSeqLen)
+    return emitOpError() << "T = " << t << " is too long: the kernels take "
+                         << "sequences of at most 2^31 - 1 tokens";
+
   // Results: o is [B, T, HV, V] in v's element type, the state [B, HV, K, V]
-  // in f32. A result dim may be dynamic where the operand's is static, but
-  // two static sizes must agree.
+  // in f32. B and T may be dynamic where the operand's are static, but two
+  // static sizes must agree; head counts and head dims are static, as in
+  // the operands.
   auto checkResult = [&](Value result, StringRef name,
                          ArrayRef<int64_t> expectShape, Type expectElem,
-                         StringRef layout) -> LogicalResult {
+                         StringRef layout,
+                         int64_t firstStaticDim) -> LogicalResult {
     auto type = dyn_cast<RankedTensorType>(result.getType());
     bool ok = type && type.getRank() == (int64_t)expectShape.size() &&
               type.getElementType() == expectElem;
@@ -272,6 +296,13 @@ LogicalResult RecurrenceOp::verify() {
       ok = ShapedType::isDynamic(got) || ShapedType::isDynamic(want) ||
            got == want;
     }
+    for (int64_t d = firstStaticDim; ok && d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        return emitOpError()
+               << "result '" << name << "' must have static head counts and "
+               << "head dims (only B and T may be dynamic, as in the "
+                  "operands: they size the kernels' tiles), got "
+               << type;
     if (ok)
       return success();
     std::string expected = "tensor<";
@@ -285,12 +316,13 @@ LogicalResult RecurrenceOp::verify() {
   if (failed(checkResult(getOutput(), "output",
                          {qType.getDimSize(0), qType.getDimSize(1), numVHeads,
                           getValueDim()},
-                         elemType, "[B, T, HV, V] in v's element type")) ||
+                         elemType, "[B, T, HV, V] in v's element type",
+                         /*firstStaticDim=*/2)) ||
       failed(checkResult(getFinalState(), "final_state",
                          {qType.getDimSize(0), numVHeads, getKeyDim(),
                           getValueDim()},
                          Float32Type::get(getContext()),
-                         "[B, HV, K, V] in f32")))
+                         "[B, HV, K, V] in f32", /*firstStaticDim=*/1)))
     return failure();
 
   // Attributes.
