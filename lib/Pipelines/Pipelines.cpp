@@ -196,6 +196,9 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
     return;
   }
   pm.addPass(linattn::createLinAttnCheckGPULimits());
+  // The arguments' roles, for the library's record of them (a runner's
+  // input check), while the recurrences are there.
+  pm.addPass(linattn::createLinAttnRecordArgumentRoles());
   // auto: chunked wherever its kernels apply, else recurrent (the GPU
   // selection, from the H200 measurements in docs/gpu-strategy.md). A chip
   // name that is none is reported by the conversion; plan for an H200.

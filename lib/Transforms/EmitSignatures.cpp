@@ -53,12 +53,25 @@ struct LinAttnEmitSignatures
       text += ")";
       if (!ok)
         continue; // Not a runnable spec function: nothing to record.
-      text.push_back('\0');
-      auto type = LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
-      LLVM::GlobalOp::create(b, func.getLoc(), type, /*isConstant=*/true,
-                             LLVM::Linkage::External,
-                             ("__linattn_signature_" + func.getSymName()).str(),
-                             b.getStringAttr(text));
+      auto record = [&](StringRef prefix, std::string value) {
+        value.push_back('\0');
+        auto type = LLVM::LLVMArrayType::get(b.getI8Type(), value.size());
+        LLVM::GlobalOp::create(b, func.getLoc(), type, /*isConstant=*/true,
+                               LLVM::Linkage::External,
+                               (prefix + func.getSymName()).str(),
+                               b.getStringAttr(value));
+      };
+      record("__linattn_signature_", text);
+      std::string roles;
+      bool anyRole = false;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        auto role = func.getArgAttrOfType<StringAttr>(i, kRoleAttrName);
+        anyRole |= bool(role);
+        roles += (i ? "," : "") + (role ? role.str() : std::string());
+        func.removeArgAttr(i, kRoleAttrName); // recorded: not the ABI's
+      }
+      if (anyRole)
+        record("__linattn_roles_", roles);
     }
   }
 };

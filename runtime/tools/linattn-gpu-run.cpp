@@ -2,7 +2,7 @@
 //
 //   linattn-gpu-run LIB.so --entry NAME --input a.npy ... --output o.npy ...
 //       [--bench N] [--warmup W] [--graph] [--bytes B] [--flops F]
-//       [--json FILE]
+//       [--json FILE] [--check-inputs]
 //
 // The GPU twin of linattn-run, with no MLIR: loads a library made by
 // linattn-compile, checks the .npy inputs against the function's recorded
@@ -25,6 +25,7 @@
 
 #include "linattn/CudaRuntime.h"
 #include "linattn/FloatConversion.h"
+#include "linattn/InputCheck.h"
 #include "linattn/MgpuRuntime.h"
 #include "linattn/Npy.h"
 
@@ -167,7 +168,7 @@ int main(int argc, char **argv) {
   std::string libPath, entry, jsonPath;
   std::vector<std::string> inputs, outputs;
   int benchRuns = 0, warmup = 5;
-  bool graph = false;
+  bool graph = false, checkInputs = false;
   double bytesMoved = 0, flops = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -182,7 +183,10 @@ int main(int argc, char **argv) {
     if (a == "--help" || a == "-h") {
       std::printf("usage: linattn-gpu-run LIB.so --entry NAME --input a.npy ... "
                   "--output o.npy ... [--bench N] [--warmup W] [--graph] "
-                  "[--bytes B] [--flops F] [--json FILE]\n");
+                  "[--bytes B] [--flops F] [--json FILE] [--check-inputs]\n"
+                  "  --check-inputs: before running, report the first input "
+                  "element that is not finite, a log gate above 0 or a beta "
+                  "outside [0, 1]\n");
       return 0;
     }
     if (a.rfind("--entry", 0) == 0) entry = value("--entry");
@@ -193,6 +197,7 @@ int main(int argc, char **argv) {
     else if (a.rfind("--warmup", 0) == 0)
       warmup = int(parseInteger("--warmup", value("--warmup"), 0, 1000000));
     else if (a == "--graph") graph = true;
+    else if (a == "--check-inputs") checkInputs = true;
     else if (a.rfind("--bytes", 0) == 0) bytesMoved = parseAmount("--bytes", value("--bytes"));
     else if (a.rfind("--flops", 0) == 0) flops = parseAmount("--flops", value("--flops"));
     else if (a.rfind("--json", 0) == 0) jsonPath = value("--json");
@@ -243,6 +248,22 @@ int main(int argc, char **argv) {
     fail("'" + libPath + "' has no compiled function '" + entry +
          "' (expected symbols __linattn_signature_" + entry + ", _mlir_ciface_" +
          entry + " and _mlir_ciface_" + entry + "_async)");
+  // The arguments' roles (q, k, v, gate, beta, initial_state), where the
+  // library recorded them: what --check-inputs checks each against.
+  std::vector<std::string> roles;
+  if (auto *text = static_cast<const char *>(
+          dlsym(lib, ("__linattn_roles_" + entry).c_str()))) {
+    std::string list = text;
+    for (size_t pos = 0;;) {
+      size_t comma = list.find(',', pos);
+      roles.push_back(list.substr(pos, comma == std::string::npos
+                                           ? std::string::npos
+                                           : comma - pos));
+      if (comma == std::string::npos)
+        break;
+      pos = comma + 1;
+    }
+  }
   std::vector<TensorSpec> argSpecs, resultSpecs;
   if (!parseSignature(signature, argSpecs, resultSpecs))
     fail("malformed signature in '" + libPath + "': " + signature);
@@ -272,6 +293,11 @@ int main(int argc, char **argv) {
       fail("argument #" + std::to_string(i) + " (" + inputs[i] +
            ") has shape " + formatShape(a.shape) + " but @" + entry +
            " expects " + spec.text());
+    if (checkInputs)
+      if (std::string why =
+              checkInput(a, i, i < roles.size() ? roles[i] : std::string());
+          !why.empty())
+        fail(why);
     hostInputs.push_back(toElementBytes(a, spec));
     shapes.push_back(a.shape);
     inputBytes += hostInputs.back().size();

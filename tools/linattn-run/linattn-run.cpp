@@ -16,6 +16,7 @@
 #include "LinAttn/InitAllDialects.h"
 #include "LinAttn/Pipelines/Pipelines.h"
 
+#include "linattn/InputCheck.h"
 #include "linattn/FloatConversion.h"
 #include "linattn/Npy.h"
 
@@ -71,6 +72,10 @@ static cl::opt<int64_t> segmentChunks(
     cl::desc("Chunks per segment of the state pass where transitions are "
              "scalars (0: one segment)"),
     cl::init(0));
+static cl::opt<bool> checkInputs(
+    "check-inputs",
+    cl::desc("Before running, report the first input element that is not "
+             "finite, a log gate above 0 or a beta outside [0, 1]"));
 static cl::opt<bool> printTime("time",
                                cl::desc("Print the run time (excluding "
                                         "compilation) as 'time_ms=<ms>'"));
@@ -325,6 +330,20 @@ LogicalResult run(MLIRContext &context) {
   SmallVector<::linattn::NpyArray> inputs;
   if (failed(loadInputs(*entry, inputs)))
     return failure();
+  if (checkInputs) {
+    // Each argument's role: the recurrence operand it is, if one is.
+    SmallVector<std::string> roles(inputs.size());
+    entry->walk([&](mlir::linattn::RecurrenceOp op) {
+      for (auto [i, operand] : llvm::enumerate(op->getOperands()))
+        if (auto arg = dyn_cast<BlockArgument>(operand);
+            arg && arg.getOwner() == &entry->getBody().front())
+          roles[arg.getArgNumber()] = op.getOperandName(i).str();
+    });
+    for (auto [i, array] : llvm::enumerate(inputs))
+      if (std::string why = ::linattn::checkInput(array, i, roles[i]);
+          !why.empty())
+        return error(why);
+  }
 
   PassManager pm(&context);
   mlir::linattn::LinAttnToCPUOptions options;

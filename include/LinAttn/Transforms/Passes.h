@@ -9,6 +9,10 @@
 
 namespace mlir::linattn {
 
+/// The argument attribute naming the recurrence operand an argument is
+/// (linattn-record-argument-roles; read by linattn-emit-signatures).
+constexpr llvm::StringLiteral kRoleAttrName = "linattn.role";
+
 #define GEN_PASS_DECL
 #include "LinAttn/Transforms/Passes.h.inc"
 

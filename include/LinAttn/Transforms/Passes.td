@@ -26,9 +26,26 @@ def LinAttnEmitSignatures
         gated_deltanet(bf16[?,?,8,128],bf16[?,?,8,128],bf16[?,?,8,128],f32[?,?,8],f32[?,?,8],f32[?,8,128,128])->(bf16[?,?,8,128],f32[?,8,128,128])
 
     so that a runner without MLIR (linattn-gpu-run) can check inputs against
-    the compiled function and build its memref descriptors.
+    the compiled function and build its memref descriptors. Where the
+    arguments carry `linattn.role` (linattn-record-argument-roles), it also
+    records `__linattn_roles_<name>`, e.g. `q,k,v,gate,beta,initial_state`
+    (empty between commas for an argument of no recurrence), for
+    `linattn-gpu-run --check-inputs`.
   }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect"];
+}
+
+def LinAttnRecordArgumentRoles : Pass<"linattn-record-argument-roles",
+                                      "mlir::ModuleOp"> {
+  let summary = "Name each function argument after the recurrence operand it is";
+  let description = [{
+    Sets `linattn.role = "gate"` (q, k, v, gate, beta, initial_state) on
+    every argument of a public function that a `linattn.recurrence` takes
+    directly, before the recurrences are lowered away, so that the roles
+    reach the compiled object (`linattn-emit-signatures`) and a runner can
+    check inputs by what they are (a log gate must be <= 0, beta in
+    [0, 1]).
+  }];
 }
 
 def LinAttnEmitStreamEntries
