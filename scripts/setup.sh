@@ -12,6 +12,7 @@ packages=(
   mlir-22-tools llvm-22-tools     # mlir-tblgen; FileCheck, not, count and lit for the tests
   lld-22 lld                      # fast linking of the MLIR-heavy tools (lld: the ld.lld that -fuse-ld=lld finds)
   python3-numpy                   # the fp64 oracle of the numerical tests (/usr/bin/python3)
+  clang libclang-rt-14-dev        # libFuzzer for the runtime's fuzz targets (scripts/fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

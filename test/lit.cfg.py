@@ -39,3 +39,21 @@ config.substitutions.insert(0, ("%python", config.python_executable))
 tool_dirs = [config.linattn_tools_dir, config.llvm_tools_dir]
 tools = ["linattn-opt", "linattn-run", "linattn-capi-test", "linattn-compile", "llvm-nm"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# libFuzzer (clang, with compiler-rt's fuzzer library): the runtime's fuzz
+# targets run where it builds a target (scripts/fuzz.sh; setup.sh installs it).
+import shutil
+import subprocess
+import tempfile
+if shutil.which("clang++"):
+    with tempfile.TemporaryDirectory() as _dir:
+        _src = os.path.join(_dir, "t.cpp")
+        with open(_src, "w") as _f:
+            _f.write('#include <cstddef>\n#include <cstdint>\nextern "C" int '
+                     'LLVMFuzzerTestOneInput(const uint8_t *, size_t) { return 0; }\n')
+        if subprocess.run(["clang++", "-fsanitize=fuzzer", _src, "-o",
+                           os.path.join(_dir, "t")],
+                          stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL).returncode == 0:
+            config.available_features.add("libfuzzer")
+config.substitutions.append(("%src_root", config.linattn_src_root))

@@ -14,6 +14,7 @@
 #include <cctype>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <sstream>
 
@@ -144,28 +145,34 @@ bool parseHeader(const std::string &header, NpyArray &out,
 
 } // namespace
 
-bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
-  auto fail = [&](const std::string &problem) {
-    error = path + ": " + problem;
+bool parseNpy(const char *data, size_t size, NpyArray &out,
+              std::string &problem) {
+  auto fail = [&](const std::string &why) {
+    problem = why;
     return false;
   };
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return fail("cannot open file: " + std::string(std::strerror(errno)));
-
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, "\x93NUMPY", 6) != 0)
+  size_t pos = 0;
+  // The next `n` bytes, or null where the buffer ends first.
+  auto take = [&](size_t n) -> const char * {
+    if (n > size - pos)
+      return nullptr;
+    const char *p = data + pos;
+    pos += n;
+    return p;
+  };
+  const char *magic = take(8);
+  if (!magic || std::memcmp(magic, "\x93NUMPY", 6) != 0)
     return fail("not an .npy file (bad magic)");
   unsigned major = static_cast<unsigned char>(magic[6]);
   uint32_t headerLen = 0;
   if (major == 1) {
-    unsigned char len[2];
-    if (!in.read(reinterpret_cast<char *>(len), 2))
+    const unsigned char *len = reinterpret_cast<const unsigned char *>(take(2));
+    if (!len)
       return fail("truncated header");
     headerLen = len[0] | (len[1] << 8);
   } else if (major == 2 || major == 3) {
-    unsigned char len[4];
-    if (!in.read(reinterpret_cast<char *>(len), 4))
+    const unsigned char *len = reinterpret_cast<const unsigned char *>(take(4));
+    if (!len)
       return fail("truncated header");
     headerLen = len[0] | (len[1] << 8) | (len[2] << 16) | (uint32_t(len[3]) << 24);
     if (headerLen > (1u << 20))
@@ -174,13 +181,12 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
   } else {
     return fail("unsupported .npy version " + std::to_string(major));
   }
-  std::string header(headerLen, '\0');
-  if (!in.read(&header[0], headerLen))
+  const char *headerText = take(headerLen);
+  if (!headerText)
     return fail("truncated header");
-
-  std::string problem;
+  std::string header(headerText, headerLen);
   if (!parseHeader(header, out, problem))
-    return fail(problem);
+    return false;
 
   int64_t n = 1;
   for (int64_t d : out.shape) {
@@ -189,24 +195,17 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
     n *= d;
   }
   size_t width = out.dtype == NpyDType::F16 ? 2 : out.dtype == NpyDType::F32 ? 4 : 8;
-  // Check the claimed size against the file before allocating for it.
-  std::streampos dataStart = in.tellg();
-  in.seekg(0, std::ios::end);
-  uint64_t available = static_cast<uint64_t>(in.tellg() - dataStart);
-  in.seekg(dataStart);
+  // Check the claimed size against the data before allocating for it.
+  uint64_t available = size - pos;
   uint64_t needed = static_cast<uint64_t>(n) * width;
   if (needed > available)
     return fail("truncated data: shape " + formatShape(out.shape) + " needs " +
                 std::to_string(needed) + " bytes but the file holds " +
                 std::to_string(available));
-  std::vector<char> raw(static_cast<size_t>(needed));
-  if (!raw.empty() && !in.read(raw.data(), static_cast<std::streamsize>(raw.size())))
-    return fail("truncated data: shape " + formatShape(out.shape) + " needs " +
-                std::to_string(raw.size()) + " bytes");
-
+  const char *raw = data + pos;
   out.data.resize(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
-    const char *p = raw.data() + i * width;
+    const char *p = raw + i * width;
     if (out.dtype == NpyDType::F16) {
       uint16_t bits;
       std::memcpy(&bits, p, 2);
@@ -218,6 +217,22 @@ bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
     } else {
       std::memcpy(&out.data[i], p, 8);
     }
+  }
+  return true;
+}
+
+bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open file: " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
+  std::string problem;
+  if (!parseNpy(bytes.data(), bytes.size(), out, problem)) {
+    error = path + ": " + problem;
+    return false;
   }
   return true;
 }

@@ -28,6 +28,7 @@
 #include "linattn/InputCheck.h"
 #include "linattn/MgpuRuntime.h"
 #include "linattn/Npy.h"
+#include "linattn/Signature.h"
 
 #include <dlfcn.h>
 
@@ -77,61 +78,6 @@ double parseAmount(const char *flag, const std::string &text) {
   if (text.empty() || *end || errno == ERANGE || !std::isfinite(v) || v < 0)
     fail(std::string(flag) + " takes a finite number >= 0, got '" + text + "'");
   return v;
-}
-
-/// One argument or result of a recorded signature: "bf16[?,?,8,128]".
-struct TensorSpec {
-  std::string elem; // bf16, f16, f32
-  std::vector<int64_t> shape; // -1 where dynamic
-  size_t width() const { return elem == "f32" ? 4 : 2; }
-  std::string text() const {
-    std::string s = elem + "[";
-    for (size_t i = 0; i < shape.size(); ++i)
-      s += (i ? "," : "") + (shape[i] < 0 ? std::string("?")
-                                          : std::to_string(shape[i]));
-    return s + "]";
-  }
-};
-
-/// "name(a,b)->(c,d)" into argument and result specs.
-bool parseSignature(const std::string &text, std::vector<TensorSpec> &args,
-                    std::vector<TensorSpec> &results) {
-  size_t open = text.find('('), arrow = text.find(")->(");
-  if (open == std::string::npos || arrow == std::string::npos)
-    return false;
-  auto parseList = [](const std::string &list, std::vector<TensorSpec> &out) {
-    size_t pos = 0;
-    while (pos < list.size()) {
-      size_t bracket = list.find('[', pos), close = list.find(']', pos);
-      if (bracket == std::string::npos || close == std::string::npos)
-        return false;
-      TensorSpec t;
-      t.elem = list.substr(pos, bracket - pos);
-      std::string dims = list.substr(bracket + 1, close - bracket - 1);
-      size_t d = 0;
-      while (d <= dims.size() && !dims.empty()) {
-        size_t comma = dims.find(',', d);
-        std::string item = dims.substr(d, comma == std::string::npos
-                                              ? std::string::npos
-                                              : comma - d);
-        // A dimension is "?" or 1 to 18 digits (what int64 holds).
-        if (item != "?" &&
-            (item.empty() || item.size() > 18 ||
-             item.find_first_not_of("0123456789") != std::string::npos))
-          return false;
-        t.shape.push_back(item == "?" ? -1 : std::stoll(item));
-        if (comma == std::string::npos)
-          break;
-        d = comma + 1;
-      }
-      out.push_back(t);
-      pos = close + 2; // past "],"
-    }
-    return true;
-  };
-  std::string argList = text.substr(open + 1, arrow - open - 1);
-  std::string resList = text.substr(arrow + 4, text.size() - arrow - 5);
-  return parseList(argList, args) && parseList(resList, results);
 }
 
 /// A device tensor and the memref descriptor that points at it:

@@ -32,6 +32,11 @@ struct NpyArray {
 /// Fortran order, truncated data, ...).
 bool readNpy(const std::string &path, NpyArray &out, std::string &error);
 
+/// Parses the bytes of an .npy file (what readNpy reads). On failure
+/// returns false and sets `problem` to one line without the file's name.
+bool parseNpy(const char *data, size_t size, NpyArray &out,
+              std::string &problem);
+
 /// Writes a float32 array of `shape`. Returns false and sets `error` on I/O
 /// failure.
 bool writeNpyF32(const std::string &path, const std::vector<int64_t> &shape,
