@@ -17,7 +17,8 @@
 # the chunked strategies with 128-token chunks, chunked-sN ones the chunked
 # strategy with the state pass cut into segments of N chunks (N from
 # LINATTN_SEGMENT_VARIANTS, default "16 32 64"), <strategy> auto the default
-# (for the kinds where it differs from chunked).
+# (recurrent for T <= 4, chunked beyond; segments at run time for the
+# scalar kinds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 specs=${1:?usage: bench/gpu/variants.sh SPEC_DIR}
@@ -59,7 +60,11 @@ for spec in "$specs"/*.mlir; do
   case "$base" in
     *_f32_*) ;;
     *) echo "${base}_chunked $spec --strategy=chunked"
-       echo "${base}_segment-scan $spec --strategy=segment-scan" ;;
+       echo "${base}_segment-scan $spec --strategy=segment-scan"
+       # strategy=auto: recurrent for T <= 4 (decode), chunked beyond,
+       # dispatched at run time; for the kinds with scalar transitions the
+       # state pass also cut into segments at run time when B is small.
+       echo "${base}_auto $spec" ;;
   esac
   case "$base" in
     linear_attention_*|retnet_*|simple_gla_*|gla_*)
@@ -73,9 +78,6 @@ for spec in "$specs"/*.mlir; do
       for segments in ${LINATTN_SEGMENT_VARIANTS:-16 32 64}; do
         echo "${base}_chunked-s${segments} $spec --strategy=chunked --segment-chunks=$segments"
       done
-      # strategy=auto where it is not chunked at every shape: the state
-      # pass is cut into segments at run time when B is small.
-      echo "${base}_auto $spec"
       # The long chunk (128 tokens) of the kinds without a rank-1 term and
       # with row gates, forced.
       for strategy in chunked segment-scan; do

@@ -187,15 +187,28 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
 }
 
 /// The GPU choice: chunked wherever its kernels apply (the conversion's
-/// own checks, TargetInfo.h), in chunks of chunked_kernels::kChunk. On the
-/// H200 it was faster than recurrent at every T measured
-/// (docs/gpu-strategy.md), so there is no dispatch on T.
-StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why) {
-  StrategyEstimate choice;
+/// own checks, TargetInfo.h), in chunks of chunked_kernels::kChunk, but
+/// recurrent for sequences of at most chunked_kernels::kRecurrentMaxSeqLen
+/// tokens (decode, speculative verification): one state read and write
+/// instead of the chunked kernels' launches (bench/NOTES.md d1). Longer,
+/// the chunked kernels were faster at every T measured
+/// (docs/gpu-strategy.md). With a dynamic T the two are dispatched at run
+/// time; `regimes` receives them then.
+StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why,
+                                   SmallVectorImpl<Regime> &regimes) {
+  StrategyEstimate recurrent, chunked;
+  recurrent.strategy = Strategy::Recurrent;
+  chunked.strategy = Strategy::Chunked;
+  chunked.chunkSize = chunked_kernels::kChunk;
   why = chunked_kernels::whyNoKernels(op);
-  choice.strategy = why.empty() ? Strategy::Chunked : Strategy::Recurrent;
-  choice.chunkSize = why.empty() ? chunked_kernels::kChunk : 0;
-  return choice;
+  if (!why.empty())
+    return recurrent;
+  int64_t seqLen = op.getSeqLen();
+  if (!ShapedType::isDynamic(seqLen))
+    return seqLen <= chunked_kernels::kRecurrentMaxSeqLen ? recurrent : chunked;
+  regimes.push_back({1, chunked_kernels::kRecurrentMaxSeqLen, recurrent});
+  regimes.push_back({chunked_kernels::kRecurrentMaxSeqLen + 1, -1, chunked});
+  return chunked;
 }
 
 struct LinAttnSelectStrategy
@@ -204,20 +217,38 @@ struct LinAttnSelectStrategy
 
   void runOnOperation() override {
     if (gpuKernels) {
+      // Collected first: a dispatch replaces the op by clones.
+      SmallVector<RecurrenceOp> ops;
       getOperation()->walk([&](RecurrenceOp op) {
-        if (op->hasAttr(kSeqLenRangeAttrName))
-          return;
+        if (!op->hasAttr(kSeqLenRangeAttrName))
+          ops.push_back(op);
+      });
+      for (RecurrenceOp op : ops) {
         ++numSelected;
         std::string why;
-        StrategyEstimate choice = chooseGPUStrategy(op, why);
-        record(op, choice);
-        if (explain)
+        SmallVector<Regime> regimes;
+        StrategyEstimate choice = chooseGPUStrategy(op, why, regimes);
+        if (explain) {
+          std::string text;
+          if (!regimes.empty())
+            text = "T is dynamic: recurrent for T <= " +
+                   std::to_string(chunked_kernels::kRecurrentMaxSeqLen) +
+                   " (decode), else " + describe(choice);
+          else
+            text = describe(choice);
           op.emitRemark() << "linattn GPU strategy for "
                           << stringifyTransitionKind(op.getKind()) << ": "
-                          << describe(choice)
+                          << text
                           << (why.empty() ? " (tensor-core kernels apply)"
                                           : " (no chunked kernels: " + why + ")");
-      });
+        }
+        if (regimes.empty()) {
+          record(op, choice);
+        } else {
+          ++numDispatched;
+          dispatchOnSeqLen(op, regimes);
+        }
+      }
       return;
     }
     TargetModel target;
