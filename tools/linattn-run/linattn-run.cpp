@@ -47,38 +47,51 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
+/// linattn-run's own options: --help lists these, not every option the
+/// linked LLVM and MLIR libraries register.
+static cl::OptionCategory runnerOptions("linattn-run options");
+
 static cl::opt<std::string> inputFilename(cl::Positional,
                                           cl::desc("<spec.mlir>"),
-                                          cl::Required);
+                                          cl::Required,
+    cl::cat(runnerOptions));
 static cl::opt<std::string>
     entryName("entry", cl::desc("Function to run (default: the only public "
                                 "function)"),
-              cl::value_desc("name"));
+              cl::value_desc("name"),
+    cl::cat(runnerOptions));
 static cl::list<std::string>
     inputFiles("input", cl::desc(".npy file for the next argument"),
-               cl::value_desc("file.npy"));
+               cl::value_desc("file.npy"),
+    cl::cat(runnerOptions));
 static cl::list<std::string>
     outputFiles("output", cl::desc(".npy file for the next result"),
-                cl::value_desc("file.npy"));
+                cl::value_desc("file.npy"),
+    cl::cat(runnerOptions));
 static cl::opt<mlir::linattn::Strategy>
     strategy("strategy", cl::desc("Algorithm for linattn.recurrence"),
              cl::init(mlir::linattn::Strategy::Auto),
-             mlir::linattn::strategyOptionValues());
+             mlir::linattn::strategyOptionValues(),
+    cl::cat(runnerOptions));
 static cl::opt<int64_t> chunkSize("chunk-size",
                                   cl::desc("Tokens per chunk (chunked)"),
-                                  cl::init(64));
+                                  cl::init(64),
+    cl::cat(runnerOptions));
 static cl::opt<int64_t> segmentChunks(
     "segment-chunks",
     cl::desc("Chunks per segment of the state pass where transitions are "
              "scalars (0: one segment)"),
-    cl::init(0));
+    cl::init(0),
+    cl::cat(runnerOptions));
 static cl::opt<bool> checkInputs(
     "check-inputs",
     cl::desc("Before running, report the first input element that is not "
-             "finite, a log gate above 0 or a beta outside [0, 1]"));
+             "finite, a log gate above 0 or a beta outside [0, 1]"),
+    cl::cat(runnerOptions));
 static cl::opt<bool> printTime("time",
                                cl::desc("Print the run time (excluding "
-                                        "compilation) as 'time_ms=<ms>'"));
+                                        "compilation) as 'time_ms=<ms>'"),
+    cl::cat(runnerOptions));
 
 namespace {
 
@@ -432,6 +445,7 @@ LogicalResult run(MLIRContext &context) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(runnerOptions);
   cl::ParseCommandLineOptions(
       argc, argv,
       "LinAttn runner: JIT-compile a spec for the CPU and run one function "
