@@ -29,8 +29,7 @@ constexpr int64_t kHopperSMs = 132;
 /// The largest key dimension K the GPU code is generated for. Every
 /// strategy's fallback, the recurrent kernel, keeps a K-vector per thread
 /// with its loops unrolled, and compiling it grows with K
-/// (linattn-to-nvvm on this project's 2-core machine: 4.7 s at K = 2048,
-/// 10.9 s at 4096, minutes beyond).
+/// past 10 s beyond this limit (bench/NOTES.md l1).
 constexpr int64_t kMaxGPUKeyDim = 2048;
 
 /// An NVIDIA GPU the kernels are generated for.
