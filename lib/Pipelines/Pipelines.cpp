@@ -230,6 +230,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));
   pm.addPass(createCanonicalizerPass());
+  if (options.checkInputs)
+    pm.addPass(createLinAttnInsertInputChecks());
   pm.addPass(createLinAttnEmitCInterface());
   pm.addPass(createLinAttnEmitSignatures());
   // Canonicalization hoists constants out of the (not isolated) launch

@@ -7,11 +7,15 @@
 
 namespace linattn {
 
-std::string checkInput(const NpyArray &array, size_t index,
-                       const std::string &role) {
+std::string checkInputValues(const std::vector<int64_t> &shape,
+                             const double *values, size_t index,
+                             const std::string &role) {
   bool gate = role == "gate", beta = role == "beta";
-  for (size_t n = 0; n < array.data.size(); ++n) {
-    double x = array.data[n];
+  size_t count = 1;
+  for (int64_t size : shape)
+    count *= size_t(size);
+  for (size_t n = 0; n < count; ++n) {
+    double x = values[n];
     const char *why = nullptr;
     if (!std::isfinite(x))
       why = "not a finite number";
@@ -24,11 +28,11 @@ std::string checkInput(const NpyArray &array, size_t index,
     if (!why)
       continue;
     // The element's index from its flat position (row-major).
-    std::vector<int64_t> at(array.shape.size());
+    std::vector<int64_t> at(shape.size());
     size_t rest = n;
-    for (size_t d = array.shape.size(); d-- > 0;) {
-      at[d] = int64_t(rest % size_t(array.shape[d]));
-      rest /= size_t(array.shape[d]);
+    for (size_t d = shape.size(); d-- > 0;) {
+      at[d] = int64_t(rest % size_t(shape[d]));
+      rest /= size_t(shape[d]);
     }
     std::ostringstream os;
     os << "argument #" << index << " (" << (role.empty() ? "input" : role)

@@ -11,12 +11,16 @@
 #include "linattn/MgpuRuntime.h"
 
 #include "linattn/CudaRuntime.h"
+#include "linattn/FloatConversion.h"
+#include "linattn/InputCheck.h"
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unordered_set>
+#include <vector>
 
 using linattn::CudaDevicePtr;
 using linattn::CudaDim3;
@@ -185,6 +189,122 @@ void linattnCudaClearError(void) { hasFirstError = false; }
 void linattnCudaCheckFailed(const char *message) {
   report("check", CudaStatus::error(CudaErrorKind::InvalidArgument,
                                     message ? message : "(no message)"));
+}
+
+} // extern "C"
+
+namespace {
+
+/// Element types of the input check, with their host decoding.
+enum class CheckedElement { F32, F16, BF16, F64 };
+
+size_t elementBytes(CheckedElement type) {
+  switch (type) {
+  case CheckedElement::F16:
+  case CheckedElement::BF16:
+    return 2;
+  case CheckedElement::F32:
+    return 4;
+  case CheckedElement::F64:
+    return 8;
+  }
+  return 4;
+}
+
+double decode(CheckedElement type, const char *p) {
+  switch (type) {
+  case CheckedElement::F32: {
+    float x;
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  }
+  case CheckedElement::F64: {
+    double x;
+    std::memcpy(&x, p, sizeof x);
+    return x;
+  }
+  case CheckedElement::F16:
+  case CheckedElement::BF16: {
+    uint16_t bits;
+    std::memcpy(&bits, p, sizeof bits);
+    return type == CheckedElement::F16 ? linattn::f16ToFloat(bits)
+                                       : linattn::bf16ToFloat(bits);
+  }
+  }
+  return 0;
+}
+
+/// linattnCudaCheckInput*: the span of the strided memref copied to the
+/// host on the call's stream, its elements gathered row-major, checked.
+void checkInput(CheckedElement type, int64_t argIndex, int64_t rank,
+                void *descriptor, const char *role) {
+  constexpr const char *kWhat = "check-inputs";
+  if (skippedAfterFailure())
+    return;
+  auto *d = static_cast<const MemRefDescriptor *>(descriptor);
+  if (rank < 0 || !d) {
+    report(kWhat, CudaStatus::error(CudaErrorKind::InvalidArgument,
+                                    "argument #" + std::to_string(argIndex) +
+                                        ": no memref descriptor"));
+    return;
+  }
+  const int64_t *sizes = d->sizes();
+  const int64_t *strides = d->strides(rank);
+  size_t bytesPerElement = elementBytes(type);
+  uint64_t span = spanBytes(rank, d, bytesPerElement);
+  if (span == 0)
+    return;
+  CudaRuntime *rt = runtime(kWhat);
+  if (!rt)
+    return;
+  std::vector<char> host(span);
+  const char *first = d->aligned + d->offset * int64_t(bytesPerElement);
+  CudaStream stream = currentCall.active ? currentCall.stream : nullptr;
+  if (failed(kWhat, rt->copyAsync(host.data(), first, span, stream)) ||
+      failed(kWhat, rt->synchronizeStream(stream)))
+    return;
+  std::vector<int64_t> shape(sizes, sizes + rank);
+  size_t count = 1;
+  for (int64_t size : shape)
+    count *= size_t(size);
+  std::vector<double> values(count);
+  std::vector<int64_t> at(rank, 0);
+  for (size_t n = 0; n < count; ++n) {
+    int64_t element = 0;
+    for (int64_t i = 0; i < rank; ++i)
+      element += at[i] * strides[i];
+    values[n] = decode(type, host.data() + element * int64_t(bytesPerElement));
+    for (int64_t i = rank; i-- > 0;) // the next index, row-major
+      if (++at[i] < sizes[i])
+        break;
+      else
+        at[i] = 0;
+  }
+  std::string why = linattn::checkInputValues(shape, values.data(),
+                                              size_t(argIndex), role ? role : "");
+  if (!why.empty())
+    report(kWhat, CudaStatus::error(CudaErrorKind::InvalidArgument, why));
+}
+
+} // namespace
+
+extern "C" {
+
+void linattnCudaCheckInputF32(int64_t argIndex, int64_t rank, void *descriptor,
+                              const char *role) {
+  checkInput(CheckedElement::F32, argIndex, rank, descriptor, role);
+}
+void linattnCudaCheckInputF16(int64_t argIndex, int64_t rank, void *descriptor,
+                              const char *role) {
+  checkInput(CheckedElement::F16, argIndex, rank, descriptor, role);
+}
+void linattnCudaCheckInputBF16(int64_t argIndex, int64_t rank, void *descriptor,
+                               const char *role) {
+  checkInput(CheckedElement::BF16, argIndex, rank, descriptor, role);
+}
+void linattnCudaCheckInputF64(int64_t argIndex, int64_t rank, void *descriptor,
+                              const char *role) {
+  checkInput(CheckedElement::F64, argIndex, rank, descriptor, role);
 }
 
 //===----------------------------------------------------------------------===//

@@ -14,35 +14,13 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+#include "mlir/Support/FileUtilities.h"
+
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstring>
-
-/// The input file MlirOptMain reads: the first argument that is neither an
-/// option nor -o's value; null for standard input.
-static const char *inputFileOf(int argc, char **argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "-o")) {
-      ++i;
-      continue;
-    }
-    if (argv[i][0] != '-')
-      return argv[i];
-  }
-  return nullptr;
-}
-
 int main(int argc, char **argv) {
-  // Input nested past what the parser's stack holds is an error, not a
-  // crash (standard input is not looked at ahead of the parser).
-  if (const char *input = inputFileOf(argc, argv))
-    if (auto buffer = llvm::MemoryBuffer::getFile(input))
-      if (std::string why = mlir::linattn::checkNestingDepth((*buffer)->getBuffer());
-          !why.empty()) {
-        llvm::errs() << input << ": error: " << why << "\n";
-        return 1;
-      }
   mlir::registerAllPasses();
   mlir::linattn::registerAllPasses();
 
@@ -51,6 +29,37 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::linattn::registerAllDialects(registry);
 
-  return mlir::asMainReturnCode(mlir::MlirOptMain(
-      argc, argv, "LinAttn optimizer driver\n", registry));
+  auto [inputFilename, outputFilename] = mlir::registerAndParseCLIOptions(
+      argc, argv, "LinAttn optimizer driver\n", registry);
+  mlir::MlirOptMainConfig config = mlir::MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return mlir::asMainReturnCode(
+        mlir::MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+
+  // The input, file or standard input, is read here so that text nested
+  // past what the parser's stack holds is an error, not a crash.
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> input =
+      mlir::openInputFile(inputFilename, &errorMessage);
+  if (!input) {
+    llvm::errs() << errorMessage << "\n";
+    return 1;
+  }
+  if (std::string why = mlir::linattn::checkNestingDepth(input->getBuffer());
+      !why.empty()) {
+    llvm::errs() << (inputFilename == "-" ? "<stdin>" : inputFilename)
+                 << ": error: " << why << "\n";
+    return 1;
+  }
+  std::unique_ptr<llvm::ToolOutputFile> output =
+      mlir::openOutputFile(outputFilename, &errorMessage);
+  if (!output) {
+    llvm::errs() << errorMessage << "\n";
+    return 1;
+  }
+  if (mlir::failed(
+          mlir::MlirOptMain(output->os(), std::move(input), registry, config)))
+    return 1;
+  output->keep();
+  return 0;
 }

@@ -97,6 +97,13 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
       llvm::cl::desc("Fully unroll constant loops of at most this many trips "
                      "in kernels (0: none)"),
       llvm::cl::init(256)};
+  PassOptions::Option<bool> checkInputs{
+      *this, "check-inputs",
+      llvm::cl::desc("Each call first reports its first input element that "
+                     "is not finite, a log gate above 0 or a beta outside "
+                     "[0, 1] (linattn-insert-input-checks; copies the "
+                     "inputs to the host and waits: for debugging)"),
+      llvm::cl::init(false)};
 };
 
 /// linattn ops on tensors -> (chosen algorithm) -> loops -> bufferized memrefs -> the

@@ -91,6 +91,36 @@ def LinAttnCheckGPULimits : Pass<"linattn-check-gpu-limits"> {
   }];
 }
 
+def LinAttnInsertInputChecks
+    : Pass<"linattn-insert-input-checks", "mlir::ModuleOp"> {
+  let summary = "Check a compiled GPU function's inputs before it runs";
+  let description = [{
+    For GPU host code (after `convert-linattn-to-gpu`, before
+    `linattn-emit-signatures` and `linattn-emit-stream-entries`): each
+    public function first calls LinAttn's CUDA runtime on every memref
+    argument of f32, f16, bf16 or f64 elements, with the recurrence operand
+    it is (`linattn.role`, from `linattn-record-argument-roles`). The
+    runtime copies the argument to the host and reports its first element
+    that is not finite, a log gate above 0 or a beta outside [0, 1], with
+    its index, as a failed step of the call (the rest of the call is
+    skipped; `linattnCudaGetFirstError()` says why), instead of silent
+    NaN. `linattn-to-nvvm{check-inputs=true}` and `linattn-compile
+    --check-inputs` add it; a checked call copies its inputs and waits for
+    them, so it is for finding bad inputs, not for production.
+
+    ```mlir
+    func.func @f(%beta: memref<?x?x8xf32> {linattn.role = "beta"}, ...) {
+      %u = memref.cast %beta : memref<?x?x8xf32> to memref<*xf32>
+      func.call @linattnCudaCheckInputF32(%c3, %u, %role)
+          : (i64, memref<*xf32>, !llvm.ptr) -> ()
+      ...
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::memref::MemRefDialect",
+                           "mlir::LLVM::LLVMDialect"];
+}
+
 def LinAttnReportCheckFailures
     : Pass<"linattn-report-check-failures", "mlir::ModuleOp"> {
   let summary = "Report a failed run-time check through the CUDA runtime";

@@ -71,9 +71,9 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
                            .getShuffleResult());
     Value inv = arith::DivFOp::create(
         b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
-    for (auto [j, xj] : llvm::enumerate(x)) {
+    for (size_t j = 0; j < x.size(); ++j) {
       auto store = [&] {
-        e.storeFromF32(e.mul(xj, inv), out, {bIdx, t, h, key[j]});
+        e.storeFromF32(e.mul(x[j], inv), out, {bIdx, t, h, key[j]});
       };
       if ((int64_t(j) + 1) * 32 <= n) {
         store();

@@ -86,6 +86,33 @@ LINATTN_MGPU_EXPORT void linattnCudaClearError(void);
 /// the handler, the status, and the rest of the running call skipped.
 LINATTN_MGPU_EXPORT void linattnCudaCheckFailed(const char *message);
 
+/// The input check a library compiled with --check-inputs runs first in
+/// each call (linattn-insert-input-checks): argument #`argIndex`, a memref
+/// of `rank` whose ranked descriptor is at `descriptor` (MLIR's unranked
+/// memref ABI) and whose elements are f32, f16, bf16 or f64 (the suffix),
+/// is copied to the host, ordered on the call's stream, and its first
+/// element that is not finite, a positive log gate or a beta outside
+/// [0, 1] (`role`: the recurrence operand it is, or "") is reported as a
+/// failed step ("check-inputs: argument #I (ROLE) element [..] = X: why",
+/// linattn/InputCheck.h). The copy and the wait make a checked call
+/// synchronous: the check is for finding bad inputs, not for production.
+LINATTN_MGPU_EXPORT void linattnCudaCheckInputF32(int64_t argIndex,
+                                                  int64_t rank,
+                                                  void *descriptor,
+                                                  const char *role);
+LINATTN_MGPU_EXPORT void linattnCudaCheckInputF16(int64_t argIndex,
+                                                  int64_t rank,
+                                                  void *descriptor,
+                                                  const char *role);
+LINATTN_MGPU_EXPORT void linattnCudaCheckInputBF16(int64_t argIndex,
+                                                   int64_t rank,
+                                                   void *descriptor,
+                                                   const char *role);
+LINATTN_MGPU_EXPORT void linattnCudaCheckInputF64(int64_t argIndex,
+                                                  int64_t rank,
+                                                  void *descriptor,
+                                                  const char *role);
+
 //===--- Calls (LinAttn's own) --------------------------------------------===//
 
 /// A compiled spec function brackets its host code with these (the entry

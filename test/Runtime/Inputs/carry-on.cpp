@@ -3,18 +3,23 @@
 // with v one token longer than q (a shape check fails), reading the
 // library's status (linattnCudaGetFirstError) after loading and after each
 // call, and carrying on whatever failed; then it unloads the library and
-// says it is still running. usage: carry-on LIB.so
+// says it is still running. usage: carry-on LIB.so [--bad-inputs]
 //
 // @deltanet(q, k, v: bf16[?,?,8,128], beta: f32[?,?,8],
 //           s0: f32[?,8,128,128]) -> (bf16[?,?,8,128], f32[?,8,128,128]),
 // called at B = T = 1 with host buffers for its arguments: the fake driver's
 // device memory is host memory, and a real driver never gets this far in
 // the scenarios the test runs.
+//
+// With --bad-inputs, two more calls follow the third: one with beta 1.5 at
+// [0, 0, 5], one with a NaN in k at [0, 0, 2, 7] (what a library compiled
+// with --check-inputs reports, and one without computes silently).
 
 #include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace {
@@ -35,8 +40,9 @@ std::vector<int64_t> descriptor(void *data, std::vector<int64_t> sizes) {
 } // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: carry-on LIB.so\n");
+  bool badInputs = argc == 3 && std::string(argv[2]) == "--bad-inputs";
+  if (argc != 2 && !badInputs) {
+    std::fprintf(stderr, "usage: carry-on LIB.so [--bad-inputs]\n");
     return 2;
   }
   setvbuf(stdout, nullptr, _IONBF, 0);
@@ -78,6 +84,19 @@ int main(int argc, char **argv) {
   entry(results.data(), dq.data(), dk.data(), dv2.data(), db.data(), ds.data());
   std::printf("call 3: %s\n", firstError() ? firstError() : "ok");
   clearError();
+  if (badInputs) {
+    beta[5] = 1.5f;
+    entry(results.data(), dq.data(), dk.data(), dv.data(), db.data(),
+          ds.data());
+    std::printf("call 4: %s\n", firstError() ? firstError() : "ok");
+    clearError();
+    beta[5] = 0.5f;
+    k[2 * 128 + 7] = 0x7fc0; // bf16 NaN
+    entry(results.data(), dq.data(), dk.data(), dv.data(), db.data(),
+          ds.data());
+    std::printf("call 5: %s\n", firstError() ? firstError() : "ok");
+    clearError();
+  }
   dlclose(lib);
   std::printf("still running\n");
   return 0;

@@ -271,10 +271,10 @@ void StatePassKernel::flushOutputs(Value m) {
     });
   }
   if (dOut) {
-    auto [t0, valid] = chunkRows(e, m, io.seqLen);
-    k.copyRowsOut(dOut, zero, kChunk, kStateColumns, valid, io.newValues,
+    ChunkRows rows = chunkRows(e, m, io.seqLen);
+    k.copyRowsOut(dOut, zero, kChunk, kStateColumns, rows.valid, io.newValues,
                   [&](Value r, Value c) -> SmallVector<Value> {
-      return {bIdx, e.addIndex(t0, r), hv, e.addIndex(v0, c)};
+      return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     });
   }
 }
