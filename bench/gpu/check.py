@@ -99,11 +99,11 @@ def reference(kind, q, k, v, g, beta, s0, scale, gammas):
     return o, S
 
 
-def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False, H=8):
+def make_inputs(kind, B, T, K, V, dtype, hard, gen, unnormalised_qk=False, H=8, HV=None):
     """Inputs as float32 tensors holding values exact in `dtype`; with
     `unnormalised_qk`, q and k rows of random length in [0.5, 4) (for specs
-    that normalise them). H = HV."""
-    HV = H
+    that normalise them). HV = H unless given (a multiple of H)."""
+    HV = HV or H
     dev = "cuda"
     def rnd(*shape):
         return torch.randn(*shape, generator=gen, device=dev)

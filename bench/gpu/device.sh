@@ -3,6 +3,9 @@
 # objects prepared by bench/gpu/prepare.sh (carried in .carry/gpu), check
 # correctness against the fp64 reference and benchmark against fla.
 #   bench/gpu/device.sh [check|bench|all] [extra args for check.py]
+#   OBJECTS=.carry/matrix bench/gpu/device.sh matrix [args for model_matrix.py]
+# (matrix: the model-shape matrix beside fla, bench/gpu/model_matrix.py, on
+# the objects prepared from bench/gpu/model_shapes.py).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-all}; shift || true
@@ -12,7 +15,7 @@ cmake -S runtime -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C "$build" >/dev/null
 runtime_dir=$(dirname "$(find "$build" -name 'liblinattn_cuda_runtime.so' | head -1)")
 libs=/tmp/linattn-libs; rm -rf "$libs"; mkdir -p "$libs"
-for o in .carry/gpu/*.o; do
+for o in "${OBJECTS:-.carry/gpu}"/*.o; do
   c++ -shared -o "$libs/$(basename "$o" .o).so" "$o" -L"$runtime_dir" -llinattn_cuda_runtime \
       -Wl,-rpath,"$runtime_dir" -ldl
 done
@@ -30,5 +33,10 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/gpu/bench.py --libdir "$libs" --runner "$runner" \
       --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 || status=1
   tail -60 "$OUT/bench.log"
+fi
+if [ "$what" = matrix ]; then
+  python3 bench/gpu/model_matrix.py --libdir "$libs" --runner "$runner" \
+      --json "$OUT/matrix.json" "$@" 2>&1 | tee "$OUT/matrix.log" | tail -60
+  status=${PIPESTATUS[0]}
 fi
 exit $status

@@ -36,7 +36,8 @@ LogicalResult checkResultsAreNewBuffers(func::FuncOp func) {
   LogicalResult result = success();
   func.walk([&](func::ReturnOp ret) {
     llvm::SmallDenseMap<Value, unsigned> seen;
-    for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    for (unsigned i = 0, e = ret.getNumOperands(); i < e; ++i) {
+      Value value = ret.getOperand(i);
       if (!isa<BaseMemRefType>(value.getType()))
         continue;
       auto why = [&]() -> std::string {
