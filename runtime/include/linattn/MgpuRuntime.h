@@ -69,15 +69,16 @@ extern "C" {
 typedef void (*LinAttnCudaErrorHandler)(const char *message, void *userData);
 
 /// Installs `handler` for the whole process (null restores the default:
-/// print to stderr and exit). Handlers may be called from any thread that
-/// calls mgpu functions.
+/// print the first failure since the last clear as one line on stderr;
+/// neither ever ends the process). Handlers may be called from any thread
+/// that calls mgpu functions.
 LINATTN_MGPU_EXPORT void
 linattnCudaSetErrorHandler(LinAttnCudaErrorHandler handler, void *userData);
 
 /// The first mgpu failure on the calling thread since the last clear, or
-/// null (with the default handler a failure exits, so this is for runners
-/// that installed their own). Valid until linattnCudaClearError on this
-/// thread.
+/// null: the status a caller reads after loading a library and after each
+/// call, whichever handler is installed. Valid until linattnCudaClearError
+/// on this thread.
 LINATTN_MGPU_EXPORT const char *linattnCudaGetFirstError(void);
 LINATTN_MGPU_EXPORT void linattnCudaClearError(void);
 
