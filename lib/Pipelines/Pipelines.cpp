@@ -219,6 +219,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());
+  pm.addNestedPass<func::FuncOp>(createConvertLinAttnRecurrenceToGPU());
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
   pm.addNestedPass<func::FuncOp>(createGpuMapParallelLoopsPass());
   // Elementwise tensor math (casts of the scan forms) to linalg, and after

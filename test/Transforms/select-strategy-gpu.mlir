@@ -5,18 +5,18 @@
 // RUN: linattn-opt %s -split-input-file --linattn-to-nvvm=format=isa -o /dev/null
 
 // On the GPU: chunked (C = 64) wherever its tensor-core kernels apply,
-// but recurrent for T <= 4 (decode: one state read and write instead of
+// but recurrent for T <= 8 (decode: one state read and write instead of
 // the chunked kernels' launches); with a dynamic T the two are dispatched
 // at run time. Recurrent where the kernels do not apply.
 
 // CHECK-LABEL: func.func @gated_delta_bf16
 // CHECK:         %[[T:.*]] = tensor.dim %arg0, %c1
-// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c4
+// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c8
 // CHECK:         scf.if %[[SHORT]]
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 4>, linattn.strategy = "recurrent"}
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 8>, linattn.strategy = "recurrent"}
 // CHECK:         } else {
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 5, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 4 (decode), else chunked C=64 (tensor-core kernels apply)
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 9, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 8 (decode), else chunked C=64 (tensor-core kernels apply)
 func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
@@ -60,9 +60,9 @@ func.func @identity_k32(%q: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %s
 
 // Per-key gates (GLA) have chunked kernels too (beyond T = 4).
 // CHECK-LABEL: func.func @gla
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.seq_len_range = array<i64: 1, 4>, linattn.strategy = "recurrent"}
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 5, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= 4 (decode), else chunked C=64 (tensor-core kernels apply)
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.seq_len_range = array<i64: 1, 8>, linattn.strategy = "recurrent"}
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 9, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= 8 (decode), else chunked C=64 (tensor-core kernels apply)
 func.func @gla(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)

@@ -133,6 +133,40 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
   ];
 }
 
+def ConvertLinAttnRecurrenceToGPU : Pass<"convert-linattn-recurrence-to-gpu"> {
+  let summary = "linattn.recurrence to a GPU kernel, each state column split over four lanes";
+  let description = [{
+    The recurrent strategy on a GPU (decode, and shapes the tensor-core
+    kernels do not take). Rewrites every `linattn.recurrence` whose K is a
+    multiple of 4 and at most 256 into a `gpu.launch` on memrefs, before
+    bufferization: one block of 128 threads per (32 value columns, value
+    head, batch index); the four lanes of a column hold every fourth key
+    of it in registers for the whole sequence, and the sums over keys
+    (`u = k^T S`, `o = S^T q`, the in-op L2 norms) finish with two
+    xor-shuffles. The defining loop per token, in fp32 (`a` the decay, `c`
+    the rank-1 scale times beta, `b` beta or 1; the per-key decay first for
+    `kda`):
+
+        u_j = sum_i k_i S_ij
+        S_ij <- a_i (S_ij - c k_i u_j) + b k_i v_j
+        o_j  = scale sum_i S_ij q_i
+
+    The state is read once and written once per call. A recurrence it does
+    not take is left to `convert-linattn-to-loops` (one thread per column).
+  }];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::scf::SCFDialect",
+  ];
+  let statistics = [
+    Statistic<"numKernels", "num-kernels", "Recurrences made split-key kernels">,
+  ];
+}
+
 def ConvertLinAttnScanToGPU : Pass<"convert-linattn-scan-to-gpu"> {
   let summary = "linattn.scan to a GPU kernel, one thread per independent position";
   let description = [{
