@@ -101,4 +101,21 @@ Value LoopEmitter::tensorDim(Value tensor, int64_t d) {
   return tensor::DimOp::create(b, tensor, d);
 }
 
+Value LoopEmitter::selectF32(Value index, ArrayRef<float> values) {
+  SmallVector<int64_t> cases;
+  for (int64_t i = 0; i + 1 < int64_t(values.size()); ++i)
+    cases.push_back(i);
+  auto sw = scf::IndexSwitchOp::create(b, TypeRange{b.getF32Type()}, index,
+                                       cases, cases.size());
+  for (auto [i, region] : llvm::enumerate(sw.getCaseRegions())) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&region.emplaceBlock());
+    scf::YieldOp::create(b, f32(values[i]));
+  }
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
+  scf::YieldOp::create(b, f32(values.back()));
+  return sw.getResult(0);
+}
+
 } // namespace mlir::linattn

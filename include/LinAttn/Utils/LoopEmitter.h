@@ -31,6 +31,21 @@ public:
     return arith::ConstantOp::create(b, b.getF32FloatAttr(v));
   }
 
+  /// values[index] as an f32 (scf.index_switch over the constants; an
+  /// index past the end selects the last): a per-head constant picked by a
+  /// run-time head index.
+  Value selectF32(Value index, ArrayRef<float> values);
+
+  /// factor * x, written as x for 1 and x + x for 2 (no rounding of a
+  /// product; the oracle and the kernels agree to the bit).
+  Value scaleExactly(float factor, Value x) {
+    if (factor == 1.0f)
+      return x;
+    if (factor == 2.0f)
+      return add(x, x);
+    return mul(f32(factor), x);
+  }
+
   /// memref.load widened to f32.
   Value loadF32(Value memref, ValueRange indices);
 

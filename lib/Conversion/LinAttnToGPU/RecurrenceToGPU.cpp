@@ -83,25 +83,6 @@ private:
         math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
   }
 
-  /// gamma of value head hv (constant_decay).
-  Value gammaOfHead(Value hv) {
-    int64_t numVHeads = op.getNumVHeads();
-    SmallVector<int64_t> cases;
-    for (int64_t h = 0; h + 1 < numVHeads; ++h)
-      cases.push_back(h);
-    auto sw = scf::IndexSwitchOp::create(b, TypeRange{b.getF32Type()}, hv,
-                                         cases, cases.size());
-    for (auto [i, region] : llvm::enumerate(sw.getCaseRegions())) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&region.emplaceBlock());
-      scf::YieldOp::create(b, e.f32(op.getDecayForHead(i)));
-    }
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
-    scf::YieldOp::create(b, e.f32(op.getDecayForHead(numVHeads - 1)));
-    return sw.getResult(0);
-  }
-
   /// One token: the lane's slots of the column after it, and the output.
   SmallVector<Value> step(Value bIdx, Value t, Value h, Value hv, Value column,
                           bool storeOutput, Value gamma, ArrayRef<Value> keys,
@@ -150,10 +131,7 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
   if (delta) {
     Value betaT = e.loadF32(beta, {bIdx, t, hv});
     write = e.mul(betaT, vj);
-    Value c = kind.rank1Scale == 2.0f ? e.add(betaT, betaT)
-              : kind.rank1Scale == 1.0f
-                  ? betaT
-                  : e.mul(e.f32(kind.rank1Scale), betaT);
+    Value c = e.scaleExactly(kind.rank1Scale, betaT);
     Value u = e.f32(0.0f);
     for (size_t m = 0; m < s.size(); ++m)
       u = math::FmaOp::create(b, ks[m], s[m], u);
@@ -185,18 +163,14 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
 void RecurrenceKernel::run(RewriterBase &rewriter) {
   int64_t K = op.getKeyDim(), V = op.getValueDim();
   int64_t HV = op.getNumVHeads(), H = op.getNumQKHeads();
-  SmallVector<Value> operands;
-  for (Value operand : op.getOperands())
-    operands.push_back(e.toBuffer(operand));
-  q = operands[0];
-  k = operands[1];
-  v = operands[2];
-  unsigned next = 3;
-  if (op.getGate())
-    gate = operands[next++];
-  if (op.getBeta())
-    beta = operands[next++];
-  initialState = operands[next];
+  q = e.toBuffer(op.getQ());
+  k = e.toBuffer(op.getK());
+  v = e.toBuffer(op.getV());
+  if (Value g = op.getGate())
+    gate = e.toBuffer(g);
+  if (Value b = op.getBeta())
+    beta = e.toBuffer(b);
+  initialState = e.toBuffer(op.getInitialState());
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
   outBuf = e.allocFor(op.getOutput().getType(),
                       {batch, seqLen, e.index(HV), e.index(V)});
@@ -223,7 +197,9 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
     SmallVector<Value> keys;
     for (int64_t m = 0; m < K / kLanesPerColumn; ++m)
       keys.push_back(e.addIndex(slice, e.index(kLanesPerColumn * m)));
-    Value gamma = kind.decay == DecayForm::Constant ? gammaOfHead(hv) : Value();
+    Value gamma = kind.decay == DecayForm::Constant
+                      ? e.selectF32(hv, op.getDecayPerHead())
+                      : Value();
 
     SmallVector<Value> column0;
     for (Value i : keys)

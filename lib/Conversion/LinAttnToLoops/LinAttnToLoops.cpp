@@ -65,25 +65,6 @@ private:
         math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
   }
 
-  /// gamma of value head hv (constant_decay), selected among the constants.
-  Value gammaOfHead(Value hv) {
-    int64_t numVHeads = op.getNumVHeads();
-    SmallVector<int64_t> cases;
-    for (int64_t h = 0; h + 1 < numVHeads; ++h)
-      cases.push_back(h);
-    auto sw = scf::IndexSwitchOp::create(b, TypeRange{b.getF32Type()}, hv,
-                                         cases, cases.size());
-    for (auto [i, region] : llvm::enumerate(sw.getCaseRegions())) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(&region.emplaceBlock());
-      scf::YieldOp::create(b, e.f32(op.getDecayForHead(i)));
-    }
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&sw.getDefaultRegion().emplaceBlock());
-    scf::YieldOp::create(b, e.f32(op.getDecayForHead(numVHeads - 1)));
-    return sw.getResult(0);
-  }
-
   /// The whole sequence of one column j of one (b, hv) state.
   void emitColumn(Value bIdx, Value hv, Value j);
 
@@ -110,7 +91,9 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
   Value kDim = e.index(K);
   Value h = arith::DivUIOp::create(
       b, hv, e.index(op.getNumVHeads() / op.getNumQKHeads()));
-  Value gamma = kind.decay == DecayForm::Constant ? gammaOfHead(hv) : Value();
+  Value gamma = kind.decay == DecayForm::Constant
+                    ? e.selectF32(hv, op.getDecayPerHead())
+                    : Value();
 
   // The column is an SSA vector carried across the loop over t: once the
   // loops over K are unrolled (on a GPU), its elements are registers.
@@ -160,10 +143,7 @@ void RecurrenceLowering::emitColumn(Value bIdx, Value hv, Value j) {
           Value betaT = e.loadF32(beta, {bIdx, t, hv});
           write = e.mul(betaT, vj);
           // c = rank1Scale beta (beta + beta for 2: exact, as the oracle).
-          Value c = kind.rank1Scale == 2.0f ? e.add(betaT, betaT)
-                    : kind.rank1Scale == 1.0f
-                        ? betaT
-                        : e.mul(e.f32(kind.rank1Scale), betaT);
+          Value c = e.scaleExactly(kind.rank1Scale, betaT);
           Value u = e.forEachReduce(
               kDim, {e.f32(0.0f)},
               [&](Value i, ValueRange acc) -> SmallVector<Value> {

@@ -83,6 +83,13 @@ float RecurrenceOp::getDecayForHead(int64_t hv) {
   return gammas.size() == 1 ? gammas[0] : gammas[hv];
 }
 
+SmallVector<float> RecurrenceOp::getDecayPerHead() {
+  SmallVector<float> gammas;
+  for (int64_t hv = 0; hv < getNumVHeads(); ++hv)
+    gammas.push_back(getDecayForHead(hv));
+  return gammas;
+}
+
 StringRef RecurrenceOp::getOperandName(unsigned i) {
   if (i < 3)
     return (const char *[]){"q", "k", "v"}[i];

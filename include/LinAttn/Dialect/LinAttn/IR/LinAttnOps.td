@@ -110,6 +110,8 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
     float getEffectiveScale();
     /// gamma for value head `hv` of a constant_decay recurrence.
     float getDecayForHead(int64_t hv);
+    /// gamma of every value head, in order.
+    SmallVector<float> getDecayPerHead();
 
     /// What the op's kind means (TransitionKinds.h): its decay, its rank-1
     /// term, the operands it takes.
