@@ -233,7 +233,11 @@ struct LinAttnSelectStrategy
           if (!regimes.empty())
             text = "T is dynamic: recurrent for T <= " +
                    std::to_string(chunked_kernels::kRecurrentMaxSeqLen) +
-                   " (decode), else " + describe(choice);
+                   " (decode; " + recurrent_kernel::describeKernel(op) +
+                   "), else " + describe(choice);
+          else if (choice.strategy == Strategy::Recurrent)
+            text = describe(choice) + " (" +
+                   recurrent_kernel::describeKernel(op) + ")";
           else
             text = describe(choice);
           op.emitRemark() << "linattn GPU strategy for "

@@ -16,7 +16,7 @@
 // CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 8>, linattn.strategy = "recurrent"}
 // CHECK:         } else {
 // CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 9, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 8 (decode), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 8 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
 func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
@@ -27,7 +27,7 @@ func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf1
 
 // CHECK-LABEL: func.func @decode_f16
 // CHECK: linattn.recurrence scalar_gate {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for scalar_gate: recurrent (tensor-core kernels apply)
+// EXPLAIN: remark: linattn GPU strategy for scalar_gate: recurrent (split-key kernel) (tensor-core kernels apply)
 func.func @decode_f16(%q: tensor<2x1x4x64xf16>, %v: tensor<2x1x4x128xf16>, %g: tensor<2x1x4xf32>, %s0: tensor<2x4x64x128xf32>) -> (tensor<2x1x4x128xf16>, tensor<2x4x64x128xf32>) {
   %o, %s = linattn.recurrence scalar_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<2x1x4x64xf16>, tensor<2x1x4x64xf16>, tensor<2x1x4x128xf16>, tensor<2x1x4xf32>, tensor<2x4x64x128xf32>) -> (tensor<2x1x4x128xf16>, tensor<2x4x64x128xf32>)
@@ -38,7 +38,7 @@ func.func @decode_f16(%q: tensor<2x1x4x64xf16>, %v: tensor<2x1x4x128xf16>, %g: t
 
 // CHECK-LABEL: func.func @delta_f32
 // CHECK: linattn.recurrence delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for delta: recurrent (no chunked kernels: GPU chunked kernels run bf16/f16 inputs on tensor cores; 'f32' inputs have no chunked GPU mapping)
+// EXPLAIN: remark: linattn GPU strategy for delta: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels run bf16/f16 inputs on tensor cores; 'f32' inputs have no chunked GPU mapping)
 func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
@@ -49,7 +49,7 @@ func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: ten
 
 // CHECK-LABEL: func.func @identity_k32
 // CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (no chunked kernels: GPU chunked kernels need {{[KV]}} = 64 or 128, got {{[0-9]+}})
+// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels need {{[KV]}} = 64 or 128, got {{[0-9]+}})
 func.func @identity_k32(%q: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x32x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>) {
   %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
       : (tensor<?x?x2x32xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x32x64xf32>)
@@ -62,9 +62,22 @@ func.func @identity_k32(%q: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %s
 // CHECK-LABEL: func.func @gla
 // CHECK: linattn.recurrence key_gate {{.*}} {linattn.seq_len_range = array<i64: 1, 8>, linattn.strategy = "recurrent"}
 // CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 9, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= 8 (decode), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= 8 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
 func.func @gla(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
   return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// A K the four lanes of a column cannot share evenly: the loop lowering's
+// kernel, one thread per column.
+// CHECK-LABEL: func.func @identity_k6
+// CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (one thread per column: K = 6 is not a multiple of 4) (no chunked kernels: {{.*}})
+func.func @identity_k6(%q: tensor<?x?x1x6xf32>, %v: tensor<?x?x1x8xf32>, %s0: tensor<?x1x6x8xf32>) -> (tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>) {
+  %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
+      : (tensor<?x?x1x6xf32>, tensor<?x?x1x6xf32>, tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>) -> (tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>)
+  return %o, %s : tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>
 }

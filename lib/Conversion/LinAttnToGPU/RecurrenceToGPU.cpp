@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Kernel/KernelEmitter.h"
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Conversion/Passes.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/Dialect/LinAttn/IR/TransitionKinds.h"
@@ -34,26 +35,9 @@ namespace mlir::linattn {
 namespace {
 using namespace kernel;
 
-/// Lanes that share one state column, each holding every
-/// kLanesPerColumn-th key (lanes 4c .. 4c + 3 of a warp: xor-shuffles by
-/// 1 and 2 sum over them).
-constexpr int64_t kLanesPerColumn = 4;
+using recurrent_kernel::kLanesPerColumn;
 /// Columns of one block of kThreads threads.
 constexpr int64_t kColumnsPerBlock = kThreads / kLanesPerColumn;
-/// The most keys one lane holds (K of at most 256).
-constexpr int64_t kMaxKeysPerLane = 64;
-
-/// Why `op` has no split-key kernel ("" if it has one).
-std::string whyNoKernel(RecurrenceOp op) {
-  int64_t K = op.getKeyDim();
-  if (K % kLanesPerColumn != 0)
-    return "K = " + std::to_string(K) + " is not a multiple of " +
-           std::to_string(kLanesPerColumn);
-  if (K / kLanesPerColumn > kMaxKeysPerLane)
-    return "K = " + std::to_string(K) + " is above " +
-           std::to_string(kLanesPerColumn * kMaxKeysPerLane);
-  return "";
-}
 
 class RecurrenceKernel {
 public:
@@ -226,7 +210,7 @@ struct ConvertLinAttnRecurrenceToGPU
     getOperation()->walk([&](RecurrenceOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     for (RecurrenceOp op : ops) {
-      if (!whyNoKernel(op).empty())
+      if (!recurrent_kernel::whyNoSplitKeyKernel(op).empty())
         continue; // the loop lowering's one thread per column takes it
       rewriter.setInsertionPoint(op);
       ImplicitLocOpBuilder b(op.getLoc(), rewriter);

@@ -68,4 +68,22 @@ std::string whyNoKernels(RecurrenceOp op) {
 }
 
 } // namespace chunked_kernels
+
+namespace recurrent_kernel {
+std::string whyNoSplitKeyKernel(RecurrenceOp op) {
+  int64_t K = op.getKeyDim();
+  if (K % kLanesPerColumn != 0)
+    return "K = " + std::to_string(K) + " is not a multiple of " +
+           std::to_string(kLanesPerColumn);
+  if (K > kLanesPerColumn * kMaxKeysPerLane)
+    return "K = " + std::to_string(K) + " is above " +
+           std::to_string(kLanesPerColumn * kMaxKeysPerLane);
+  return "";
+}
+
+std::string describeKernel(RecurrenceOp op) {
+  std::string why = whyNoSplitKeyKernel(op);
+  return why.empty() ? "split-key kernel" : "one thread per column: " + why;
+}
+} // namespace recurrent_kernel
 } // namespace mlir::linattn

@@ -98,6 +98,22 @@ std::string checkOperandType(Type elem);
 std::string whyNoKernels(RecurrenceOp op);
 } // namespace chunked_kernels
 
+/// What the recurrent strategy's split-key kernel takes
+/// (convert-linattn-recurrence-to-gpu); the rest goes to the loop
+/// lowering's kernel, one thread per state column.
+namespace recurrent_kernel {
+/// Lanes that share one state column, each holding every
+/// kLanesPerColumn-th key.
+constexpr int64_t kLanesPerColumn = 4;
+/// The most keys one lane holds in registers (K of at most 256).
+constexpr int64_t kMaxKeysPerLane = 64;
+/// Why the split-key kernel cannot take `op`, or "" if it can.
+std::string whyNoSplitKeyKernel(RecurrenceOp op);
+/// The kernel the recurrent strategy runs `op` with, for explanations:
+/// "split-key kernel" or "one thread per column: <why>".
+std::string describeKernel(RecurrenceOp op);
+} // namespace recurrent_kernel
+
 } // namespace mlir::linattn
 
 #endif // LINATTN_CONVERSION_LINATTNTOGPU_TARGETINFO_H
