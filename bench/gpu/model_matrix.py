@@ -176,7 +176,7 @@ def main():
     import numpy as np
     import torch
     from bench import ceilings
-    from check import make_inputs, reference, rel_err, retnet_gammas, runner_command
+    from check import l2norm, make_inputs, reference, rel_err, retnet_gammas, runner_command
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--libdir", required=True)
     p.add_argument("--runner", required=True)
@@ -205,7 +205,6 @@ def main():
                               H=H, HV=HV)
             d = {n: x.double() for n, x in ins.items()}
             if spec["qk_l2norm"]:
-                from check import l2norm
                 d["q"], d["k"] = l2norm(d["q"]), l2norm(d["k"])
             gammas = retnet_gammas(HV) if kind == "constant_decay" else None
             ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"), d.get("beta"),

@@ -69,8 +69,7 @@ private:
 
   /// One token: the lane's slots of the column after it, and the output.
   SmallVector<Value> step(Value bIdx, Value t, Value h, Value hv, Value column,
-                          bool storeOutput, Value gamma, ArrayRef<Value> keys,
-                          ValueRange slots);
+                          Value gamma, ArrayRef<Value> keys, ValueRange slots);
 
   RecurrenceOp op;
   ImplicitLocOpBuilder &b;
@@ -81,8 +80,7 @@ private:
 };
 
 SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
-                                          Value hv, Value column,
-                                          bool storeOutput, Value gamma,
+                                          Value hv, Value column, Value gamma,
                                           ArrayRef<Value> keys,
                                           ValueRange slots) {
   bool delta = kind.hasRank1();
@@ -135,12 +133,10 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
     o = math::FmaOp::create(b, si, qs[m], o);
   }
   o = e.mul(qScale, sumOverColumnLanes(o));
-  if (storeOutput) {
-    auto ifOp = scf::IfOp::create(b, isOutputLane, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    e.storeFromF32(o, outBuf, {bIdx, t, hv, column});
-  }
+  auto ifOp = scf::IfOp::create(b, isOutputLane, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  e.storeFromF32(o, outBuf, {bIdx, t, hv, column});
   return s;
 }
 
@@ -190,8 +186,7 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
       column0.push_back(e.loadF32(initialState, {bIdx, hv, i, readColumn}));
     ValueRange columnT = e.forEachReduce(
         seqLen, column0, [&](Value t, ValueRange slots) -> SmallVector<Value> {
-          return step(bIdx, t, h, hv, readColumn, /*storeOutput=*/true, gamma,
-                      keys, slots);
+          return step(bIdx, t, h, hv, readColumn, gamma, keys, slots);
         });
     auto ifOp = scf::IfOp::create(b, inside, false);
     OpBuilder::InsertionGuard guard(b);
