@@ -18,6 +18,20 @@ void LoopEmitter::storeFromF32(Value x, Value memref, ValueRange indices) {
   memref::StoreOp::create(b, x, memref, indices);
 }
 
+Value LoopEmitter::inverseL2Norm(Value x, ValueRange prefix, int64_t n,
+                                 float eps) {
+  Value sum = forEachReduce(
+      index(n), {f32(0.0f)},
+      [&](Value i, ValueRange acc) -> SmallVector<Value> {
+        SmallVector<Value> at(prefix);
+        at.push_back(i);
+        Value xi = loadF32(x, at);
+        return {add(acc[0], mul(xi, xi))};
+      })[0];
+  return arith::DivFOp::create(b, f32(1.0f),
+                               math::SqrtOp::create(b, add(sum, f32(eps))));
+}
+
 ValueRange LoopEmitter::forRangeReduce(
     Value lb, Value ub, ValueRange inits,
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {

@@ -15,6 +15,7 @@
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/InitAllDialects.h"
 #include "LinAttn/Pipelines/Pipelines.h"
+#include "LinAttn/Transforms/Passes.h"
 
 #include "linattn/InputCheck.h"
 #include "linattn/FloatConversion.h"
@@ -57,7 +58,9 @@ static cl::opt<std::string> inputFilename(cl::Positional,
     cl::cat(runnerOptions));
 static cl::opt<std::string>
     entryName("entry", cl::desc("Function to run (default: the only public "
-                                "function)"),
+                                "function); NAME_backward, where the file "
+                                "defines only NAME, runs NAME's derived "
+                                "gradient (linattn-generate-backward)"),
               cl::value_desc("name"),
     cl::cat(runnerOptions));
 static cl::list<std::string>
@@ -172,16 +175,17 @@ void packTensor(const ::linattn::NpyArray &array, Type elemType,
   out.descriptor.insert(out.descriptor.end(), strides.begin(), strides.end());
 }
 
-/// Checks the run-time shapes against every linattn.recurrence in `func`
-/// that reads the function's arguments directly: the same equalities the
-/// verifier proves statically (e.g. T of v equals T of q).
+/// Checks the run-time shapes against every linattn.recurrence (and
+/// recurrence_grad) in `func` that reads the function's arguments directly:
+/// the same equalities the verifier proves statically (e.g. T of v equals T
+/// of q).
 LogicalResult checkRecurrenceShapes(func::FuncOp func,
                                     ArrayRef<::linattn::NpyArray> inputs) {
   LogicalResult result = success();
-  func.walk([&](mlir::linattn::RecurrenceOp op) {
+  auto check = [&](auto op) {
     for (const auto &eq : op.getDimEqualities()) {
-      auto lhs = dyn_cast<BlockArgument>(op.getOperand(eq.lhsOperand));
-      auto rhs = dyn_cast<BlockArgument>(op.getOperand(eq.rhsOperand));
+      auto lhs = dyn_cast<BlockArgument>(op->getOperand(eq.lhsOperand));
+      auto rhs = dyn_cast<BlockArgument>(op->getOperand(eq.rhsOperand));
       if (!lhs || !rhs || lhs.getOwner() != &func.getBody().front() ||
           rhs.getOwner() != &func.getBody().front())
         continue;
@@ -200,8 +204,29 @@ LogicalResult checkRecurrenceShapes(func::FuncOp func,
       return WalkResult::interrupt();
     }
     return WalkResult::advance();
+  };
+  func.walk([&](Operation *op) {
+    if (auto recurrence = dyn_cast<mlir::linattn::RecurrenceOp>(op))
+      return check(recurrence);
+    if (auto grad = dyn_cast<mlir::linattn::RecurrenceGradOp>(op))
+      return check(grad);
+    return WalkResult::advance();
   });
   return result;
+}
+
+/// With --entry NAME_backward where the file defines @NAME but not
+/// @NAME_backward, derives it (linattn-generate-backward).
+LogicalResult deriveBackwardIfAsked(ModuleOp module) {
+  StringRef name = entryName;
+  if (!name.consume_back("_backward") || module.lookupSymbol(entryName) ||
+      !module.lookupSymbol<func::FuncOp>(name))
+    return success();
+  PassManager pm(module.getContext());
+  pm.addPass(mlir::linattn::createLinAttnGenerateBackward());
+  if (failed(pm.run(module)))
+    return error("deriving @" + entryName + " from @" + name + " failed");
+  return success();
 }
 
 /// Picks the entry function: --entry, or the only public definition.
@@ -331,6 +356,8 @@ LogicalResult run(MLIRContext &context) {
   if (failed(module->verify()))
     return error(inputFilename + " does not verify");
 
+  if (failed(deriveBackwardIfAsked(*module)))
+    return failure();
   FailureOr<func::FuncOp> entry = findEntry(*module);
   if (failed(entry))
     return failure();
@@ -346,12 +373,14 @@ LogicalResult run(MLIRContext &context) {
   if (checkInputs) {
     // Each argument's role: the recurrence operand it is, if one is.
     SmallVector<std::string> roles(inputs.size());
-    entry->walk([&](mlir::linattn::RecurrenceOp op) {
+    auto record = [&](auto op) {
       for (auto [i, operand] : llvm::enumerate(op->getOperands()))
         if (auto arg = dyn_cast<BlockArgument>(operand);
             arg && arg.getOwner() == &entry->getBody().front())
           roles[arg.getArgNumber()] = op.getOperandName(i).str();
-    });
+    };
+    entry->walk([&](mlir::linattn::RecurrenceOp op) { record(op); });
+    entry->walk([&](mlir::linattn::RecurrenceGradOp op) { record(op); });
     for (auto [i, array] : llvm::enumerate(inputs))
       if (std::string why = ::linattn::checkInput(array, i, roles[i]);
           !why.empty())

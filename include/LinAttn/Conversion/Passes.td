@@ -20,6 +20,13 @@ def ConvertLinAttnToLoops
     (b, hv, j), each column carried across a sequential loop over t.
     Run-time shape checks are `linattn-insert-shape-checks`'s job. This is
     the reference every other algorithm is proved against.
+
+    Every `linattn.recurrence_grad` becomes its reverse loop, parallel over
+    (b, hv): a forward pass checkpoints the state every ceil(sqrt(T))
+    tokens, then each segment is recomputed from its checkpoint and stepped
+    back token by token (the op's documentation states the equations).
+    The algorithm ops (`linattn.l2norm`, the chunked-state ops, scans)
+    become their loops too.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -176,6 +176,27 @@ def LinAttnGpuOccupancyHints
   ];
 }
 
+def LinAttnGenerateBackward
+    : Pass<"linattn-generate-backward", "mlir::ModuleOp"> {
+  let summary = "Add NAME_backward, the gradient of each public spec function";
+  let description = [{
+    For every public `func.func @NAME(q, k, v, [gate], [beta], s0) -> (o, s)`
+    whose body is one `linattn.recurrence` of its arguments returning the
+    recurrence's two results, adds
+
+        func.func @NAME_backward(q, k, v, [gate], [beta], s0, do, ds)
+            -> (dq, dk, dv, [dgate], [dbeta], ds0)
+
+    whose body is the adjoint `linattn.recurrence_grad` (same kind and
+    attributes): `do` and `ds` are dL/do and dL/ds, and the results are the
+    gradients with respect to each argument, in argument order, each in its
+    argument's shape (q, k, v's element type for them; f32 for gates, beta
+    and the state). Public functions without a recurrence are left alone;
+    one with a recurrence in any other form, or whose `NAME_backward`
+    exists already, is an error naming it.
+  }];
+}
+
 def LinAttnInsertShapeChecks : Pass<"linattn-insert-shape-checks"> {
   let summary = "Check at run time the dimensions a recurrence needs equal";
   let description = [{

@@ -46,6 +46,10 @@ public:
     return mul(f32(factor), x);
   }
 
+  /// 1 / sqrt(sum_i x[prefix..., i]^2 + eps) over i < n: the factor of an
+  /// L2 normalisation of x's last dimension.
+  Value inverseL2Norm(Value x, ValueRange prefix, int64_t n, float eps);
+
   /// memref.load widened to f32.
   Value loadF32(Value memref, ValueRange indices);
 

@@ -54,15 +54,7 @@ public:
 private:
   /// 1 / sqrt(sum_i x[b, t, h, i]^2 + eps), the in-op L2 norm's factor.
   Value inverseNorm(Value x, Value bIdx, Value t, Value h) {
-    Value sum = e.forEachReduce(
-        e.index(K), {e.f32(0.0f)},
-        [&](Value i, ValueRange acc) -> SmallVector<Value> {
-          Value xi = e.loadF32(x, {bIdx, t, h, i});
-          return {e.add(acc[0], e.mul(xi, xi))};
-        })[0];
-    return arith::DivFOp::create(
-        b, e.f32(1.0f),
-        math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
+    return e.inverseL2Norm(x, {bIdx, t, h}, K, L2NormOp::kEpsilon);
   }
 
   /// The whole sequence of one column j of one (b, hv) state.
@@ -238,6 +230,7 @@ struct ConvertLinAttnToLoops
       RecurrenceLowering(op, b).run();
       ++numLowered;
     }
+    lowerRecurrenceGradsToLoops(getOperation());
     lowerChunkedOpsToLoops(getOperation());
     lowerScansToLoops(getOperation());
   }

@@ -15,6 +15,10 @@ void lowerScansToLoops(Operation *root);
 /// ut_transform, chunk_state_pass, chunk_output) under `root` to loops.
 void lowerChunkedOpsToLoops(Operation *root);
 
+/// Lowers every linattn.recurrence_grad under `root` to its reverse loop
+/// (with checkpointed forward states), the oracle of the backward.
+void lowerRecurrenceGradsToLoops(Operation *root);
+
 } // namespace mlir::linattn
 
 #endif // LIB_CONVERSION_LINATTNTOLOOPS_LOOPLOWERINGS_H

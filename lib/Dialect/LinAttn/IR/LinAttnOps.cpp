@@ -70,47 +70,60 @@ bool isSupportedInputElementType(Type t) {
 std::string formatDim(int64_t d) {
   return ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d);
 }
-} // namespace
 
-float RecurrenceOp::getEffectiveScale() {
-  if (std::optional<APFloat> s = getScale())
+/// What linattn.recurrence and linattn.recurrence_grad share, for either op
+/// (both have the spec's operands first and its attributes).
+template <typename SpecOp>
+float effectiveScale(SpecOp op) {
+  if (std::optional<APFloat> s = op.getScale())
     return s->convertToFloat();
-  return 1.0f / std::sqrt(static_cast<float>(getKeyDim()));
+  return 1.0f / std::sqrt(static_cast<float>(op.getKeyDim()));
 }
 
-float RecurrenceOp::getDecayForHead(int64_t hv) {
-  ArrayRef<float> gammas = *getDecay();
+template <typename SpecOp>
+float decayForHead(SpecOp op, int64_t hv) {
+  ArrayRef<float> gammas = *op.getDecay();
   return gammas.size() == 1 ? gammas[0] : gammas[hv];
 }
 
-SmallVector<float> RecurrenceOp::getDecayPerHead() {
+template <typename SpecOp>
+SmallVector<float> decayPerHead(SpecOp op) {
   SmallVector<float> gammas;
-  for (int64_t hv = 0; hv < getNumVHeads(); ++hv)
-    gammas.push_back(getDecayForHead(hv));
+  for (int64_t hv = 0; hv < op.getNumVHeads(); ++hv)
+    gammas.push_back(decayForHead(op, hv));
   return gammas;
 }
 
-StringRef RecurrenceOp::getOperandName(unsigned i) {
+template <typename SpecOp>
+StringRef specOperandName(SpecOp op, unsigned i) {
   if (i < 3)
     return (const char *[]){"q", "k", "v"}[i];
-  if (i == getNumOperands() - 1)
+  unsigned state = op.getInitialStateIndex();
+  if (i == state)
     return "initial_state";
-  if (i == 3 && getGate())
+  if (i == state + 1)
+    return "grad_output";
+  if (i == state + 2)
+    return "grad_final_state";
+  if (i == 3 && op.getGate())
     return "gate";
   return "beta";
 }
 
-SmallVector<RecurrenceOp::DimEquality> RecurrenceOp::getDimEqualities() {
+/// The forward spec's equalities, over operands q, k, v, [gate], [beta],
+/// initial_state.
+template <typename SpecOp>
+SmallVector<SpecDimEquality> specDimEqualities(SpecOp op) {
   enum { Q = 0, K = 1, V = 2 };
   unsigned next = 3;
   std::optional<unsigned> gate, beta;
-  if (getGate())
+  if (op.getGate())
     gate = next++;
-  if (getBeta())
+  if (op.getBeta())
     beta = next++;
   unsigned state = next;
 
-  SmallVector<DimEquality> eqs = {
+  SmallVector<SpecDimEquality> eqs = {
       {Q, 0, K, 0, "B"},      {Q, 0, V, 0, "B"},  {Q, 0, state, 0, "B"},
       {Q, 1, K, 1, "T"},      {Q, 1, V, 1, "T"},  {Q, 2, K, 2, "H"},
       {Q, 3, K, 3, "K"},      {V, 2, state, 1, "HV"},
@@ -123,25 +136,61 @@ SmallVector<RecurrenceOp::DimEquality> RecurrenceOp::getDimEqualities() {
     eqs.push_back({Q, 1, *operand, 1, "T"});
     eqs.push_back({V, 2, *operand, 2, "HV"});
   }
-  if (gate && cast<RankedTensorType>(getGate().getType()).getRank() == 4)
+  if (gate && cast<RankedTensorType>(op.getGate().getType()).getRank() == 4)
     eqs.push_back({Q, 3, *gate, 3, "K"});
   return eqs;
 }
 
-LogicalResult RecurrenceOp::verify() {
-  auto qType = cast<RankedTensorType>(getQ().getType());
-  auto kType = cast<RankedTensorType>(getK().getType());
-  auto vType = cast<RankedTensorType>(getV().getType());
-  auto stateType = cast<RankedTensorType>(getInitialState().getType());
-  StringRef kindName = stringifyTransitionKind(getKind());
+/// Checks that `result` is `expectShape` (B and T may be dynamic on either
+/// side) of `expectElem`, with static sizes from `firstStaticDim` on.
+LogicalResult checkResultType(Operation *op, Value result, StringRef name,
+                              ArrayRef<int64_t> expectShape, Type expectElem,
+                              StringRef layout, int64_t firstStaticDim) {
+  auto type = dyn_cast<RankedTensorType>(result.getType());
+  bool ok = type && type.getRank() == (int64_t)expectShape.size() &&
+            type.getElementType() == expectElem;
+  for (int64_t d = 0; ok && d < (int64_t)expectShape.size(); ++d) {
+    int64_t got = type.getDimSize(d), want = expectShape[d];
+    ok = ShapedType::isDynamic(got) || ShapedType::isDynamic(want) ||
+         got == want;
+  }
+  for (int64_t d = firstStaticDim; ok && d < type.getRank(); ++d)
+    if (type.isDynamicDim(d))
+      return op->emitOpError()
+             << "result '" << name << "' must have static head counts and "
+             << "head dims (only B and T may be dynamic, as in the "
+                "operands: they size the kernels' tiles), got "
+             << type;
+  if (ok)
+    return success();
+  std::string expected = "tensor<";
+  for (int64_t d : expectShape)
+    expected += formatDim(d) + "x";
+  llvm::raw_string_ostream os(expected);
+  os << expectElem << ">";
+  return op->emitOpError() << "result '" << name << "' must be " << layout
+                           << " = " << expected << ", got "
+                           << result.getType();
+}
+
+/// Everything the verifier checks of the spec's operands and attributes
+/// (ranks, element types, static sizes, the operands the kind takes, the
+/// dimensions operands share, sizes the code can hold), for either op.
+template <typename SpecOp>
+LogicalResult verifySpec(SpecOp op) {
+  auto qType = cast<RankedTensorType>(op.getQ().getType());
+  auto kType = cast<RankedTensorType>(op.getK().getType());
+  auto vType = cast<RankedTensorType>(op.getV().getType());
+  auto stateType = cast<RankedTensorType>(op.getInitialState().getType());
+  StringRef kindName = stringifyTransitionKind(op.getKind());
 
   // Ranks.
   auto checkRank = [&](RankedTensorType t, StringRef name, int64_t rank,
                        StringRef layout) -> LogicalResult {
     if (t.getRank() == rank)
       return success();
-    return emitOpError() << "'" << name << "' must be a rank-" << rank
-                         << " tensor " << layout << ", got " << t;
+    return op.emitOpError() << "'" << name << "' must be a rank-" << rank
+                            << " tensor " << layout << ", got " << t;
   };
   if (failed(checkRank(qType, "q", 4, "[B, T, H, K]")) ||
       failed(checkRank(kType, "k", 4, "[B, T, H, K]")) ||
@@ -152,20 +201,21 @@ LogicalResult RecurrenceOp::verify() {
   // Element types.
   Type elemType = qType.getElementType();
   if (!isSupportedInputElementType(elemType))
-    return emitOpError() << "'q' element type must be bf16, f16 or f32, got "
-                         << elemType;
+    return op.emitOpError() << "'q' element type must be bf16, f16 or f32, got "
+                            << elemType;
   if (kType.getElementType() != elemType)
-    return emitOpError() << "'k' element type " << kType.getElementType()
-                         << " must match the element type of 'q' ("
-                         << elemType << ")";
+    return op.emitOpError() << "'k' element type " << kType.getElementType()
+                            << " must match the element type of 'q' ("
+                            << elemType << ")";
   if (vType.getElementType() != elemType)
-    return emitOpError() << "'v' element type " << vType.getElementType()
-                         << " must match the element type of 'q' ("
-                         << elemType << ")";
+    return op.emitOpError() << "'v' element type " << vType.getElementType()
+                            << " must match the element type of 'q' ("
+                            << elemType << ")";
   if (!stateType.getElementType().isF32())
-    return emitOpError() << "'initial_state' must have element type f32 (the "
-                            "state is kept in fp32), got "
-                         << stateType.getElementType();
+    return op.emitOpError()
+           << "'initial_state' must have element type f32 (the "
+              "state is kept in fp32), got "
+           << stateType.getElementType();
 
   // Head counts and head dims are static: they size registers and tiles.
   for (auto [type, name, dims] :
@@ -173,190 +223,271 @@ LogicalResult RecurrenceOp::verify() {
         std::make_tuple(vType, "v", kVDims)}) {
     for (int64_t d = 2; d < 4; ++d)
       if (type.isDynamicDim(d))
-        return emitOpError() << "dimension " << dims[d] << " of '" << name
-                             << "' must be static (only B and T may be "
-                                "dynamic), got "
-                             << type;
+        return op.emitOpError() << "dimension " << dims[d] << " of '" << name
+                                << "' must be static (only B and T may be "
+                                   "dynamic), got "
+                                << type;
   }
   for (int64_t d = 1; d < 4; ++d)
     if (stateType.isDynamicDim(d))
-      return emitOpError() << "dimension " << kStateDims[d]
-                           << " of 'initial_state' must be static (only B "
-                              "may be dynamic), got "
-                           << stateType;
-  int64_t numQKHeads = getNumQKHeads(), numVHeads = getNumVHeads();
-  if (numQKHeads <= 0 || getKeyDim() <= 0 || numVHeads <= 0 ||
-      getValueDim() <= 0)
-    return emitOpError() << "H, K, HV and V must be positive, got H = "
-                         << numQKHeads << ", K = " << getKeyDim()
-                         << ", HV = " << numVHeads << ", V = " << getValueDim();
+      return op.emitOpError() << "dimension " << kStateDims[d]
+                              << " of 'initial_state' must be static (only B "
+                                 "may be dynamic), got "
+                              << stateType;
+  int64_t numQKHeads = op.getNumQKHeads(), numVHeads = op.getNumVHeads();
+  if (numQKHeads <= 0 || op.getKeyDim() <= 0 || numVHeads <= 0 ||
+      op.getValueDim() <= 0)
+    return op.emitOpError() << "H, K, HV and V must be positive, got H = "
+                            << numQKHeads << ", K = " << op.getKeyDim()
+                            << ", HV = " << numVHeads
+                            << ", V = " << op.getValueDim();
   if (numVHeads % numQKHeads != 0)
-    return emitOpError() << "the number of value heads HV = " << numVHeads
-                         << " must be a multiple of the number of query/key "
-                            "heads H = "
-                         << numQKHeads;
+    return op.emitOpError() << "the number of value heads HV = " << numVHeads
+                            << " must be a multiple of the number of "
+                               "query/key heads H = "
+                            << numQKHeads;
 
   // Operands required or forbidden by the kind.
-  const TransitionKindInfo &info = getKindInfo();
+  const TransitionKindInfo &info = op.getKindInfo();
   bool wantsGate = info.hasGateOperand(), wantsBeta = info.hasRank1();
-  if (wantsGate && !getGate())
-    return emitOpError() << "kind '" << kindName
-                         << "' requires a 'gate' operand (log-space gate)";
-  if (!wantsGate && getGate())
-    return emitOpError() << "kind '" << kindName
-                         << "' takes no 'gate' operand";
-  if (wantsBeta && !getBeta())
-    return emitOpError() << "kind '" << kindName
-                         << "' requires a 'beta' operand [B, T, HV]";
-  if (!wantsBeta && getBeta())
-    return emitOpError() << "kind '" << kindName
-                         << "' takes no 'beta' operand";
+  if (wantsGate && !op.getGate())
+    return op.emitOpError() << "kind '" << kindName
+                            << "' requires a 'gate' operand (log-space gate)";
+  if (!wantsGate && op.getGate())
+    return op.emitOpError() << "kind '" << kindName
+                            << "' takes no 'gate' operand";
+  if (wantsBeta && !op.getBeta())
+    return op.emitOpError() << "kind '" << kindName
+                            << "' requires a 'beta' operand [B, T, HV]";
+  if (!wantsBeta && op.getBeta())
+    return op.emitOpError() << "kind '" << kindName
+                            << "' takes no 'beta' operand";
 
   // Gate and beta shapes.
-  if (Value gate = getGate()) {
+  if (Value gate = op.getGate()) {
     auto gateType = cast<RankedTensorType>(gate.getType());
     bool perKey = info.decay == DecayForm::PerKey;
     int64_t rank = perKey ? 4 : 3;
     if (gateType.getRank() != rank)
-      return emitOpError() << "kind '" << kindName << "' takes a "
-                           << (perKey ? "per-key gate [B, T, HV, K]"
-                                      : "scalar gate [B, T, HV]")
-                           << " of rank " << rank << ", got " << gateType;
+      return op.emitOpError() << "kind '" << kindName << "' takes a "
+                              << (perKey ? "per-key gate [B, T, HV, K]"
+                                         : "scalar gate [B, T, HV]")
+                              << " of rank " << rank << ", got " << gateType;
     if (!isSupportedInputElementType(gateType.getElementType()))
-      return emitOpError() << "'gate' element type must be bf16, f16 or f32, "
-                              "got "
-                           << gateType.getElementType();
+      return op.emitOpError() << "'gate' element type must be bf16, f16 or "
+                                 "f32, got "
+                              << gateType.getElementType();
   }
-  if (Value beta = getBeta()) {
+  if (Value beta = op.getBeta()) {
     auto betaType = cast<RankedTensorType>(beta.getType());
     if (betaType.getRank() != 3)
-      return emitOpError() << "'beta' must be a rank-3 tensor [B, T, HV], got "
-                           << betaType;
+      return op.emitOpError()
+             << "'beta' must be a rank-3 tensor [B, T, HV], got " << betaType;
     if (!isSupportedInputElementType(betaType.getElementType()))
-      return emitOpError() << "'beta' element type must be bf16, f16 or f32, "
-                              "got "
-                           << betaType.getElementType();
+      return op.emitOpError() << "'beta' element type must be bf16, f16 or "
+                                 "f32, got "
+                              << betaType.getElementType();
   }
 
   // Dimensions shared between operands.
   auto dimName = [&](unsigned operand, unsigned dim) -> const char * {
-    StringRef name = getOperandName(operand);
+    StringRef name = op.getOperandName(operand);
     if (name == "q" || name == "k")
       return kQKDims[dim];
-    if (name == "v")
+    if (name == "v" || name == "grad_output")
       return kVDims[dim];
-    if (name == "initial_state")
+    if (name == "initial_state" || name == "grad_final_state")
       return kStateDims[dim];
     if (name == "gate" &&
-        cast<RankedTensorType>(getGate().getType()).getRank() == 4)
+        cast<RankedTensorType>(op.getGate().getType()).getRank() == 4)
       return kKeyGateDims[dim];
     return kScalarGateDims[dim];
   };
-  for (const DimEquality &eq : getDimEqualities()) {
-    auto lhs = cast<RankedTensorType>(getOperand(eq.lhsOperand).getType());
-    auto rhs = cast<RankedTensorType>(getOperand(eq.rhsOperand).getType());
+  for (const SpecDimEquality &eq : op.getDimEqualities()) {
+    auto lhs = cast<RankedTensorType>(op->getOperand(eq.lhsOperand).getType());
+    auto rhs = cast<RankedTensorType>(op->getOperand(eq.rhsOperand).getType());
     int64_t l = lhs.getDimSize(eq.lhsDim), r = rhs.getDimSize(eq.rhsDim);
     if (ShapedType::isDynamic(l) || ShapedType::isDynamic(r) || l == r)
       continue;
-    return emitOpError() << "dimension " << dimName(eq.rhsOperand, eq.rhsDim)
-                         << " of '" << getOperandName(eq.rhsOperand) << "' ("
-                         << r << ") must equal " << eq.what << " = " << l
-                         << " (dimension " << dimName(eq.lhsOperand, eq.lhsDim)
-                         << " of '" << getOperandName(eq.lhsOperand) << "')";
+    return op.emitOpError()
+           << "dimension " << dimName(eq.rhsOperand, eq.rhsDim) << " of '"
+           << op.getOperandName(eq.rhsOperand) << "' (" << r
+           << ") must equal " << eq.what << " = " << l << " (dimension "
+           << dimName(eq.lhsOperand, eq.lhsDim) << " of '"
+           << op.getOperandName(eq.lhsOperand) << "')";
   }
 
   // Sizes the generated code can hold: every tensor's bytes in int64, and
   // T below 2^31 (the kernels count a sequence's rows in 32 bits).
   constexpr int64_t kMaxElements = int64_t(1) << 60;
   constexpr int64_t kMaxSeqLen = (int64_t(1) << 31) - 1;
-  for (auto [i, operand] : llvm::enumerate(getOperands())) {
+  for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
     auto type = cast<RankedTensorType>(operand.getType());
     int64_t elements = 1;
     for (int64_t d : type.getShape()) {
       if (ShapedType::isDynamic(d))
         continue;
       if (d != 0 && elements > kMaxElements / d)
-        return emitOpError() << "'" << getOperandName(i) << "' of type " << type
-                             << " has more than 2^60 elements: its size "
-                                "overflows the generated code's 64-bit "
-                                "sizes";
+        return op.emitOpError()
+               << "'" << op.getOperandName(i) << "' of type " << type
+               << " has more than 2^60 elements: its size overflows the "
+                  "generated code's 64-bit sizes";
       elements *= d;
     }
   }
-  if (int64_t t = qType.getDimSize(1); !ShapedType::isDynamic(t) && t > kMaxSeqLen)
-    return emitOpError() << "T = " << t << " is too long: the kernels take "
-                         << "sequences of at most 2^31 - 1 tokens";
+  if (int64_t t = qType.getDimSize(1);
+      !ShapedType::isDynamic(t) && t > kMaxSeqLen)
+    return op.emitOpError() << "T = " << t << " is too long: the kernels "
+                            << "take sequences of at most 2^31 - 1 tokens";
 
+  // Attributes.
+  if (std::optional<APFloat> scaleAttr = op.getScale()) {
+    float scale = scaleAttr->convertToFloat();
+    if (!std::isfinite(scale) || scale <= 0.0f)
+      return op.emitOpError() << "'scale' must be finite and positive, got "
+                              << scale;
+  }
+  bool wantsDecay = info.decay == DecayForm::Constant;
+  if (wantsDecay && !op.getDecay())
+    return op.emitOpError() << "kind 'constant_decay' requires a 'decay' "
+                               "attribute: array<f32: gamma per value head>";
+  if (!wantsDecay && op.getDecay())
+    return op.emitOpError() << "'decay' is only allowed with kind "
+                               "'constant_decay', not '"
+                            << kindName << "'";
+  if (std::optional<ArrayRef<float>> decay = op.getDecay()) {
+    if (decay->size() != 1 && (int64_t)decay->size() != numVHeads)
+      return op.emitOpError()
+             << "'decay' must hold one gamma per value head (HV = "
+             << numVHeads << ") or a single shared gamma, got "
+             << decay->size() << " values";
+    for (auto [i, gamma] : llvm::enumerate(*decay))
+      if (!(gamma > 0.0f && gamma <= 1.0f))
+        return op.emitOpError() << "'decay' values must lie in (0, 1], got "
+                                << gamma << " at index " << i;
+  }
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RecurrenceOp
+//===----------------------------------------------------------------------===//
+
+float RecurrenceOp::getEffectiveScale() { return effectiveScale(*this); }
+float RecurrenceOp::getDecayForHead(int64_t hv) {
+  return decayForHead(*this, hv);
+}
+SmallVector<float> RecurrenceOp::getDecayPerHead() {
+  return decayPerHead(*this);
+}
+StringRef RecurrenceOp::getOperandName(unsigned i) {
+  return specOperandName(*this, i);
+}
+SmallVector<SpecDimEquality> RecurrenceOp::getDimEqualities() {
+  return specDimEqualities(*this);
+}
+
+LogicalResult RecurrenceOp::verify() {
+  if (failed(verifySpec(*this)))
+    return failure();
   // Results: o is [B, T, HV, V] in v's element type, the state [B, HV, K, V]
   // in f32. B and T may be dynamic where the operand's are static, but two
   // static sizes must agree; head counts and head dims are static, as in
   // the operands.
-  auto checkResult = [&](Value result, StringRef name,
-                         ArrayRef<int64_t> expectShape, Type expectElem,
-                         StringRef layout,
-                         int64_t firstStaticDim) -> LogicalResult {
-    auto type = dyn_cast<RankedTensorType>(result.getType());
-    bool ok = type && type.getRank() == (int64_t)expectShape.size() &&
-              type.getElementType() == expectElem;
-    for (int64_t d = 0; ok && d < (int64_t)expectShape.size(); ++d) {
-      int64_t got = type.getDimSize(d), want = expectShape[d];
-      ok = ShapedType::isDynamic(got) || ShapedType::isDynamic(want) ||
-           got == want;
-    }
-    for (int64_t d = firstStaticDim; ok && d < type.getRank(); ++d)
-      if (type.isDynamicDim(d))
-        return emitOpError()
-               << "result '" << name << "' must have static head counts and "
-               << "head dims (only B and T may be dynamic, as in the "
-                  "operands: they size the kernels' tiles), got "
-               << type;
-    if (ok)
-      return success();
-    std::string expected = "tensor<";
-    for (int64_t d : expectShape)
-      expected += formatDim(d) + "x";
-    llvm::raw_string_ostream os(expected);
-    os << expectElem << ">";
-    return emitOpError() << "result '" << name << "' must be " << layout
-                         << " = " << expected << ", got " << result.getType();
-  };
-  if (failed(checkResult(getOutput(), "output",
-                         {qType.getDimSize(0), qType.getDimSize(1), numVHeads,
-                          getValueDim()},
-                         elemType, "[B, T, HV, V] in v's element type",
-                         /*firstStaticDim=*/2)) ||
-      failed(checkResult(getFinalState(), "final_state",
-                         {qType.getDimSize(0), numVHeads, getKeyDim(),
-                          getValueDim()},
-                         Float32Type::get(getContext()),
-                         "[B, HV, K, V] in f32", /*firstStaticDim=*/1)))
+  auto qType = cast<RankedTensorType>(getQ().getType());
+  if (failed(checkResultType(*this, getOutput(), "output",
+                             {qType.getDimSize(0), qType.getDimSize(1),
+                              getNumVHeads(), getValueDim()},
+                             qType.getElementType(),
+                             "[B, T, HV, V] in v's element type",
+                             /*firstStaticDim=*/2)) ||
+      failed(checkResultType(*this, getFinalState(), "final_state",
+                             {qType.getDimSize(0), getNumVHeads(),
+                              getKeyDim(), getValueDim()},
+                             Float32Type::get(getContext()),
+                             "[B, HV, K, V] in f32", /*firstStaticDim=*/1)))
+    return failure();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// RecurrenceGradOp
+//===----------------------------------------------------------------------===//
+
+float RecurrenceGradOp::getEffectiveScale() { return effectiveScale(*this); }
+float RecurrenceGradOp::getDecayForHead(int64_t hv) {
+  return decayForHead(*this, hv);
+}
+SmallVector<float> RecurrenceGradOp::getDecayPerHead() {
+  return decayPerHead(*this);
+}
+StringRef RecurrenceGradOp::getOperandName(unsigned i) {
+  return specOperandName(*this, i);
+}
+
+SmallVector<SpecDimEquality> RecurrenceGradOp::getDimEqualities() {
+  SmallVector<SpecDimEquality> eqs = specDimEqualities(*this);
+  unsigned v = 2, state = getInitialStateIndex();
+  unsigned gradOutput = state + 1, gradState = state + 2;
+  const char *vNames[] = {"B", "T", "HV", "V"};
+  const char *stateNames[] = {"B", "HV", "K", "V"};
+  for (unsigned d = 0; d < 4; ++d) {
+    eqs.push_back({v, d, gradOutput, d, vNames[d]});
+    eqs.push_back({state, d, gradState, d, stateNames[d]});
+  }
+  return eqs;
+}
+
+RankedTensorType RecurrenceGradOp::getGradientType(RankedTensorType operandType,
+                                                   unsigned i) {
+  if (i < 3)
+    return operandType;
+  return operandType.clone(Float32Type::get(operandType.getContext()));
+}
+
+LogicalResult RecurrenceGradOp::verify() {
+  // The cotangents first: the shared checks index their dimensions.
+  auto vType = cast<RankedTensorType>(getV().getType());
+  auto gradOutputType = cast<RankedTensorType>(getGradOutput().getType());
+  auto gradStateType = cast<RankedTensorType>(getGradFinalState().getType());
+  if (gradOutputType.getRank() != 4 ||
+      gradOutputType.getElementType() != vType.getElementType())
+    return emitOpError() << "'grad_output' must be a rank-4 tensor [B, T, HV, "
+                            "V] in v's element type ("
+                         << vType.getElementType() << "), got "
+                         << gradOutputType;
+  if (gradStateType.getRank() != 4 || !gradStateType.getElementType().isF32())
+    return emitOpError() << "'grad_final_state' must be a rank-4 tensor [B, "
+                            "HV, K, V] of f32, got "
+                         << gradStateType;
+  if (failed(verifySpec(*this)))
     return failure();
 
-  // Attributes.
-  if (std::optional<APFloat> scaleAttr = getScale()) {
-    float scale = scaleAttr->convertToFloat();
-    if (!std::isfinite(scale) || scale <= 0.0f)
-      return emitOpError() << "'scale' must be finite and positive, got "
-                           << scale;
-  }
-  bool wantsDecay = info.decay == DecayForm::Constant;
-  if (wantsDecay && !getDecay())
-    return emitOpError() << "kind 'constant_decay' requires a 'decay' "
-                            "attribute: array<f32: gamma per value head>";
-  if (!wantsDecay && getDecay())
-    return emitOpError() << "'decay' is only allowed with kind "
-                            "'constant_decay', not '"
-                         << kindName << "'";
-  if (std::optional<ArrayRef<float>> decay = getDecay()) {
-    if (decay->size() != 1 && (int64_t)decay->size() != numVHeads)
-      return emitOpError() << "'decay' must hold one gamma per value head (HV "
-                              "= "
-                           << numVHeads << ") or a single shared gamma, got "
-                           << decay->size() << " values";
-    for (auto [i, gamma] : llvm::enumerate(*decay))
-      if (!(gamma > 0.0f && gamma <= 1.0f))
-        return emitOpError() << "'decay' values must lie in (0, 1], got "
-                             << gamma << " at index " << i;
+  // One gradient per forward operand, in its shape.
+  unsigned numGradients = getInitialStateIndex() + 1;
+  if (getGradients().size() != numGradients)
+    return emitOpError() << "must return " << numGradients
+                         << " gradients (one per operand of the forward "
+                            "recurrence: q, k, v"
+                         << (getGate() ? ", gate" : "")
+                         << (getBeta() ? ", beta" : "")
+                         << ", initial_state), got " << getGradients().size();
+  for (unsigned i = 0; i < numGradients; ++i) {
+    auto operandType = cast<RankedTensorType>(getOperand(i).getType());
+    RankedTensorType want = getGradientType(operandType, i);
+    std::string name = ("d" + getOperandName(i)).str();
+    std::string layout = i == numGradients - 1
+                             ? "[B, HV, K, V] in f32"
+                             : (i < 3 ? "the shape and element type of '"
+                                      : "the shape of '") +
+                                   getOperandName(i).str() +
+                                   (i < 3 ? "'" : "' in f32");
+    if (failed(checkResultType(*this, getGradientOf(i), name, want.getShape(),
+                               want.getElementType(), layout,
+                               /*firstStaticDim=*/i == numGradients - 1 ? 1
+                                                                        : 2)))
+      return failure();
   }
   return success();
 }

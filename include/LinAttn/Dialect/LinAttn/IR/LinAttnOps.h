@@ -16,6 +16,15 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+namespace mlir::linattn {
+/// Two operand dimensions of a recurrence (or its adjoint) that must be
+/// equal at run time, with a name for messages ("B", "T", ...).
+struct SpecDimEquality {
+  unsigned lhsOperand, lhsDim, rhsOperand, rhsDim;
+  const char *what;
+};
+} // namespace mlir::linattn
+
 #define GET_OP_CLASSES
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h.inc"
 

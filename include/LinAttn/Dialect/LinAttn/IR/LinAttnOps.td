@@ -12,6 +12,64 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 
 //===----------------------------------------------------------------------===//
+// What linattn.recurrence and linattn.recurrence_grad share: the spec's
+// operands (q, k, v, [gate], [beta], initial_state first, in that order),
+// attributes and what they mean. Defined once in LinAttnOps.cpp for both.
+//===----------------------------------------------------------------------===//
+
+defvar LinAttn_SpecOperands = (ins
+    LinAttn_TransitionKindAttr:$kind,
+    AnyRankedTensor:$q,
+    AnyRankedTensor:$k,
+    AnyRankedTensor:$v,
+    Optional<AnyRankedTensor>:$gate,
+    Optional<AnyRankedTensor>:$beta,
+    AnyRankedTensor:$initial_state);
+defvar LinAttn_SpecAttributes = (ins
+    OptionalAttr<F32Attr>:$scale,
+    OptionalAttr<DenseF32ArrayAttr>:$decay,
+    UnitAttr:$qk_l2norm);
+
+defvar LinAttn_SpecAccessors = [{
+    /// Problem sizes read off the operand types; B and T may be
+    /// ShapedType::kDynamic.
+    int64_t getBatchSize() { return getQ().getType().getDimSize(0); }
+    int64_t getSeqLen() { return getQ().getType().getDimSize(1); }
+    int64_t getNumQKHeads() { return getQ().getType().getDimSize(2); }
+    int64_t getKeyDim() { return getQ().getType().getDimSize(3); }
+    int64_t getNumVHeads() { return getV().getType().getDimSize(2); }
+    int64_t getValueDim() { return getV().getType().getDimSize(3); }
+
+    /// The scale actually applied: the attribute, or K^-1/2 by default.
+    float getEffectiveScale();
+    /// gamma for value head `hv` of a constant_decay recurrence.
+    float getDecayForHead(int64_t hv);
+    /// gamma of every value head, in order.
+    SmallVector<float> getDecayPerHead();
+
+    /// What the op's kind means (TransitionKinds.h): its decay, its rank-1
+    /// term, the operands it takes.
+    const TransitionKindInfo &getKindInfo() {
+      return getTransitionKindInfo(getKind());
+    }
+
+    /// A pair of operand dimensions that must be equal at run time, with a
+    /// name for messages ("B", "T", ...). The verifier checks those known
+    /// statically; runners and lowerings check the dynamic ones.
+    using DimEquality = SpecDimEquality;
+    /// Every run-time dimension equality the semantics needs, for operands
+    /// numbered as in getOperands().
+    SmallVector<DimEquality> getDimEqualities();
+    /// Name of operand `i` ("q", "k", "v", "gate", "beta", "initial_state",
+    /// and for the adjoint "grad_output", "grad_final_state").
+    StringRef getOperandName(unsigned i);
+    /// Index of `initial_state`, the last operand of the forward spec.
+    unsigned getInitialStateIndex() {
+      return 3 + (getGate() ? 1 : 0) + (getBeta() ? 1 : 0);
+    }
+}];
+
+//===----------------------------------------------------------------------===//
 // linattn.recurrence
 //===----------------------------------------------------------------------===//
 
@@ -73,18 +131,7 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
     ```
   }];
 
-  let arguments = (ins
-    LinAttn_TransitionKindAttr:$kind,
-    AnyRankedTensor:$q,
-    AnyRankedTensor:$k,
-    AnyRankedTensor:$v,
-    Optional<AnyRankedTensor>:$gate,
-    Optional<AnyRankedTensor>:$beta,
-    AnyRankedTensor:$initial_state,
-    OptionalAttr<F32Attr>:$scale,
-    OptionalAttr<DenseF32ArrayAttr>:$decay,
-    UnitAttr:$qk_l2norm
-  );
+  let arguments = !con(LinAttn_SpecOperands, LinAttn_SpecAttributes);
   let results = (outs AnyRankedTensor:$output, AnyRankedTensor:$final_state);
 
   let assemblyFormat = [{
@@ -96,41 +143,98 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
 
   let hasVerifier = 1;
 
-  let extraClassDeclaration = [{
-    /// Problem sizes read off the operand types; B and T may be
-    /// ShapedType::kDynamic.
-    int64_t getBatchSize() { return getQ().getType().getDimSize(0); }
-    int64_t getSeqLen() { return getQ().getType().getDimSize(1); }
-    int64_t getNumQKHeads() { return getQ().getType().getDimSize(2); }
-    int64_t getKeyDim() { return getQ().getType().getDimSize(3); }
-    int64_t getNumVHeads() { return getV().getType().getDimSize(2); }
-    int64_t getValueDim() { return getV().getType().getDimSize(3); }
+  let extraClassDeclaration = LinAttn_SpecAccessors;
+}
 
-    /// The scale actually applied: the attribute, or K^-1/2 by default.
-    float getEffectiveScale();
-    /// gamma for value head `hv` of a constant_decay recurrence.
-    float getDecayForHead(int64_t hv);
-    /// gamma of every value head, in order.
-    SmallVector<float> getDecayPerHead();
+//===----------------------------------------------------------------------===//
+// linattn.recurrence_grad
+//===----------------------------------------------------------------------===//
 
-    /// What the op's kind means (TransitionKinds.h): its decay, its rank-1
-    /// term, the operands it takes.
-    const TransitionKindInfo &getKindInfo() {
-      return getTransitionKindInfo(getKind());
-    }
+def LinAttn_RecurrenceGradOp : LinAttn_Op<"recurrence_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the adjoint of a linattn.recurrence: gradients of every input";
+  let description = [{
+    The backward pass of `linattn.recurrence` with the same kind, operands
+    and attributes: given `grad_output` (`dL/do`, shaped like `o`, in v's
+    element type) and `grad_final_state` (`dL/dS_T`, f32), it returns
+    `dL/dx` for every operand x of the forward op, in that operand's order
+    and shape: `dq`, `dk`, `dv` in q's element type, then `dgate`, `dbeta`
+    (when the kind takes them) and `d initial_state` in f32.
+    `linattn-generate-backward` creates it; nothing else is needed to train
+    with a spec.
 
-    /// A pair of operand dimensions that must be equal at run time, with a
-    /// name for messages ("B", "T", ...). The verifier checks those known
-    /// statically; runners and lowerings check the dynamic ones.
-    struct DimEquality {
-      unsigned lhsOperand, lhsDim, rhsOperand, rhsDim;
-      const char *what;
-    };
-    /// Every run-time dimension equality the semantics needs, for operands
-    /// numbered as in getOperands().
-    SmallVector<DimEquality> getDimEqualities();
-    /// Name of operand `i` ("q", "k", "v", "gate", "beta", "initial_state").
-    StringRef getOperandName(unsigned i);
+    The adjoint is again a linear recurrence, run backwards in time with the
+    transposed transitions. Write the forward step as the kind table does,
+    with `A_t` the decay (a scalar `a_t`, or `diag(a_t)` for per-key gates,
+    `a_t = exp(g_t)`), `c_t = rank1Scale beta_t` and `w_t = beta_t` for the
+    delta kinds (`c = 0`, `w = 1` otherwise), and q, k already normalised
+    under `qk_l2norm`:
+
+        X = S_{t-1},  u = X^T k            (kda: P = diag(a) X, u = P^T k)
+        S_t = A (X - c k u^T) + w k v^T    (kda: S_t = P - c k u^T + w k v^T)
+        o_t = scale S_t^T q_t
+
+    With `G = dL/dS_t` (starting from `grad_final_state` at t = T), for
+    t = T..1:
+
+        G    += scale q_t do_t^T                    dq_t = scale S_t do_t
+        z     = G^T k                               dv_t = w z
+        dw    = v_t . z                             dc   = -a (z . u)   (kda: -(z . u))
+        dk_t  = w G v_t - c a (G u + X z)           (kda: w G v - c (G u + P z))
+        da_i  = sum_j G_ij (X - c k u^T)_ij         (kda: sum_j (G - c k z^T)_ij X_ij)
+        G    <- A^T (G - c k z^T)                   (= dL/dS_{t-1}; A and M_t are symmetric)
+
+    then `dgate = a * da` (per key for `key_gate` and `kda`; a scalar gate
+    sums `da_i` over i), `dbeta = rank1Scale dc + dw`, and
+    `d initial_state = G` after t = 1. Value heads sharing a query/key head
+    add their `dq`, `dk`; under `qk_l2norm` the sum goes back through the
+    normalisation `y = x r`, `r = (|x|^2 + 1e-6)^-1/2`:
+    `dx = r (dy - y (y . dy))`. `decay` is an attribute and has no gradient.
+
+    The loop lowering (`convert-linattn-to-loops`) computes this on the
+    CPU: a forward pass stores the state every `C = ceil(sqrt(T))` tokens,
+    then each segment of C tokens is recomputed from its checkpoint before
+    its reverse steps, so the memory beyond inputs and outputs is about
+    `(T / C + C + 1) K V` floats per (b, hv) plus f32 dq, dk per value head.
+
+    ```mlir
+    %dq, %dk, %dv, %dg, %dbeta, %ds0 = linattn.recurrence_grad gated_delta
+        q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+        grad_output(%do) grad_final_state(%ds)
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>,
+           tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>,
+           tensor<?x8x128x128xf32>, tensor<?x?x8x128xbf16>,
+           tensor<?x8x128x128xf32>)
+        -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>,
+            tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>,
+            tensor<?x8x128x128xf32>)
+    ```
+  }];
+
+  let arguments = !con(LinAttn_SpecOperands,
+                       (ins AnyRankedTensor:$grad_output,
+                            AnyRankedTensor:$grad_final_state),
+                       LinAttn_SpecAttributes);
+  let results = (outs Variadic<AnyRankedTensor>:$gradients);
+
+  let assemblyFormat = [{
+    custom<TransitionKind>($kind) `q` `(` $q `)` `k` `(` $k `)` `v` `(` $v `)`
+    (`gate` `(` $gate^ `)`)? (`beta` `(` $beta^ `)`)?
+    `state` `(` $initial_state `)` `grad_output` `(` $grad_output `)`
+    `grad_final_state` `(` $grad_final_state `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+
+  let hasVerifier = 1;
+
+  let extraClassDeclaration = LinAttn_SpecAccessors # [{
+    /// dL/d(forward operand i), i numbered as the forward op's operands
+    /// (q, k, v, [gate], [beta], initial_state).
+    Value getGradientOf(unsigned i) { return getGradients()[i]; }
+    /// The type gradient i has: operand i's shape, in q's element type for
+    /// q, k and v, in f32 for gates, beta and the state.
+    static RankedTensorType getGradientType(RankedTensorType operandType,
+                                            unsigned i);
   }];
 }
 
