@@ -26,15 +26,16 @@ namespace {
 FailureOr<RecurrenceOp> specRecurrence(func::FuncOp func, std::string &why) {
   Block &body = func.getBody().front();
   auto ops = body.without_terminator();
-  auto recurrence = ops.empty() ? RecurrenceOp()
-                                : dyn_cast<RecurrenceOp>(*ops.begin());
+  auto recurrence =
+      ops.empty() ? RecurrenceOp() : dyn_cast<RecurrenceOp>(*ops.begin());
   if (!recurrence || std::next(ops.begin()) != ops.end()) {
     why = "its body must be one linattn.recurrence returning (o, final "
           "state)";
     return failure();
   }
   auto ret = cast<func::ReturnOp>(body.getTerminator());
-  if (ret.getNumOperands() != 2 || ret.getOperand(0) != recurrence.getOutput() ||
+  if (ret.getNumOperands() != 2 ||
+      ret.getOperand(0) != recurrence.getOutput() ||
       ret.getOperand(1) != recurrence.getFinalState()) {
     why = "it must return the recurrence's (o, final state), in that order";
     return failure();
@@ -60,8 +61,7 @@ FailureOr<RecurrenceOp> specRecurrence(func::FuncOp func, std::string &why) {
   }
   for (auto [arg, operand] : llvm::enumerate(operandOfArg))
     if (operand < 0) {
-      why = ("argument #" + Twine(arg) +
-             " is not an operand of its recurrence")
+      why = ("argument #" + Twine(arg) + " is not an operand of its recurrence")
                 .str();
       return failure();
     }
@@ -92,9 +92,9 @@ struct LinAttnGenerateBackward
     RecurrenceOp forward = *found;
     std::string name = (func.getSymName() + "_backward").str();
     if (module.lookupSymbol(name))
-      return func.emitError() << "cannot derive the backward of @"
-                              << func.getSymName() << ": @" << name
-                              << " exists already";
+      return func.emitError()
+             << "cannot derive the backward of @" << func.getSymName() << ": @"
+             << name << " exists already";
 
     // (forward arguments..., do, ds) -> (d argument...).
     FunctionType type = func.getFunctionType();

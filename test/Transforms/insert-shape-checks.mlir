@@ -34,3 +34,20 @@ func.func @static_shapes(%q: tensor<1x4x1x4xf32>, %v: tensor<1x4x1x4xf32>, %s0: 
       : (tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>, tensor<1x4x1x4xf32>, tensor<1x1x4x4xf32>) -> (tensor<1x4x1x4xf32>, tensor<1x1x4x4xf32>)
   return %o, %s : tensor<1x4x1x4xf32>, tensor<1x1x4x4xf32>
 }
+
+// -----
+
+// The adjoint's dynamic dimensions too, the cotangents' included.
+// CHECK-LABEL: func.func @grad
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence_grad: dimension B of 'k' does not match 'q'"
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence_grad: dimension B of 'grad_output' does not match 'v'"
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence_grad: dimension B of 'grad_final_state' does not match 'initial_state'"
+// CHECK:       cf.assert %{{.*}}, "linattn.recurrence_grad: dimension T of 'grad_output' does not match 'v'"
+// CHECK:       linattn.recurrence_grad
+func.func @grad(%q: tensor<?x?x2x8xf32>, %k: tensor<?x?x2x8xf32>, %v: tensor<?x?x2x8xf32>,
+    %s0: tensor<?x2x8x8xf32>, %do: tensor<?x?x2x8xf32>, %ds: tensor<?x2x8x8xf32>) {
+  %dq, %dk, %dv, %ds0 = linattn.recurrence_grad identity q(%q) k(%k) v(%v) state(%s0) grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x2x8x8xf32>, tensor<?x?x2x8xf32>, tensor<?x2x8x8xf32>)
+      -> (tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x?x2x8xf32>, tensor<?x2x8x8xf32>)
+  return
+}

@@ -110,8 +110,8 @@ RecurrenceGradLowering::Token RecurrenceGradLowering::loadToken(Value t) {
   Value kScale, qScale = e.f32(op.getEffectiveScale());
   if (op.getQkL2norm()) {
     kScale = e.inverseL2Norm(k, {bIdx, t, h}, K, L2NormOp::kEpsilon);
-    qScale = e.mul(
-        qScale, e.inverseL2Norm(q, {bIdx, t, h}, K, L2NormOp::kEpsilon));
+    qScale =
+        e.mul(qScale, e.inverseL2Norm(q, {bIdx, t, h}, K, L2NormOp::kEpsilon));
   }
   // queryRow holds scale * q (normalised): what o_t and G's update take.
   e.forEach(e.index(K), [&](Value i) {
@@ -226,7 +226,8 @@ void RecurrenceGradLowering::emitReverseStep(Value prev, Value t) {
             vDim, {zero, zero, zero, zero},
             [&](Value j, ValueRange acc) -> SmallVector<Value> {
               Value g = gradAt(i, j), x = slot(prev, i, j);
-              Value z = memref::LoadOp::create(b, zCol, ValueRange{bIdx, hv, j});
+              Value z =
+                  memref::LoadOp::create(b, zCol, ValueRange{bIdx, hv, j});
               SmallVector<Value> sums = {
                   e.add(acc[0], e.mul(g, e.loadF32(v, {bIdx, t, hv, j}))),
                   acc[1], acc[2], e.add(acc[3], e.mul(g, x))};
@@ -262,8 +263,7 @@ void RecurrenceGradLowering::emitReverseStep(Value prev, Value t) {
                             ValueRange{bIdx, t, hv});
   if (rank1) {
     // dc = -a (z . u) (kda: -(z . u)); dbeta = rank1Scale dc + dw.
-    Value dc = arith::NegFOp::create(
-        b, decayFirst ? zu : mulIf(tok.decay, zu));
+    Value dc = arith::NegFOp::create(b, decayFirst ? zu : mulIf(tok.decay, zu));
     memref::StoreOp::create(b, e.add(e.scaleExactly(kind.rank1Scale, dc), dw),
                             dbeta, ValueRange{bIdx, t, hv});
   }
@@ -273,10 +273,10 @@ void RecurrenceGradLowering::emitQKGradient(Value x, Value perValueHead,
                                             Value result) {
   int64_t group = HV / H;
   Value batch = e.dim(x, 0), seqLen = e.dim(x, 1);
-  auto loop = scf::ParallelOp::create(
-      b, ValueRange{e.index(0), e.index(0), e.index(0)},
-      ValueRange{batch, seqLen, e.index(H)},
-      ValueRange{e.index(1), e.index(1), e.index(1)});
+  auto loop =
+      scf::ParallelOp::create(b, ValueRange{e.index(0), e.index(0), e.index(0)},
+                              ValueRange{batch, seqLen, e.index(H)},
+                              ValueRange{e.index(1), e.index(1), e.index(1)});
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(loop.getBody()->getTerminator());
   Value bi = loop.getInductionVars()[0], t = loop.getInductionVars()[1],
@@ -286,11 +286,10 @@ void RecurrenceGradLowering::emitQKGradient(Value x, Value perValueHead,
     return e.forEachReduce(
         e.index(group), {e.f32(0.0f)},
         [&](Value g, ValueRange acc) -> SmallVector<Value> {
-          Value valueHead =
-              e.addIndex(e.mulIndex(head, e.index(group)), g);
-          return {e.add(acc[0], memref::LoadOp::create(
-                                    b, perValueHead,
-                                    ValueRange{bi, t, valueHead, i}))};
+          Value valueHead = e.addIndex(e.mulIndex(head, e.index(group)), g);
+          return {e.add(
+              acc[0], memref::LoadOp::create(b, perValueHead,
+                                             ValueRange{bi, t, valueHead, i}))};
         })[0];
   };
   if (!op.getQkL2norm()) {
@@ -301,12 +300,12 @@ void RecurrenceGradLowering::emitQKGradient(Value x, Value perValueHead,
   }
   // y = x r: dx = r (dy - y (y . dy)).
   Value r = e.inverseL2Norm(x, {bi, t, head}, K, L2NormOp::kEpsilon);
-  Value yDotDy = e.forEachReduce(
-      e.index(K), {e.f32(0.0f)},
-      [&](Value i, ValueRange acc) -> SmallVector<Value> {
-        Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
-        return {e.add(acc[0], e.mul(y, summed(i)))};
-      })[0];
+  Value yDotDy =
+      e.forEachReduce(e.index(K), {e.f32(0.0f)},
+                      [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                        Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
+                        return {e.add(acc[0], e.mul(y, summed(i)))};
+                      })[0];
   e.forEach(e.index(K), [&](Value i) {
     Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
     Value dx = e.mul(r, e.sub(summed(i), e.mul(y, yDotDy)));
@@ -371,13 +370,11 @@ void RecurrenceGradLowering::run() {
   Type f32 = b.getF32Type();
   int64_t dyn = ShapedType::kDynamic;
   auto alloc = [&](ArrayRef<int64_t> shape, ValueRange dynamicSizes) {
-    return memref::AllocOp::create(b, MemRefType::get(shape, f32),
-                                   dynamicSizes)
+    return memref::AllocOp::create(b, MemRefType::get(shape, f32), dynamicSizes)
         .getResult();
   };
   checkpoints = alloc({dyn, HV, dyn, K, V}, {batch, numSegs});
-  states = alloc({dyn, HV, dyn, K, V},
-                 {batch, e.addIndex(segLen, e.index(1))});
+  states = alloc({dyn, HV, dyn, K, V}, {batch, e.addIndex(segLen, e.index(1))});
   keyRow = alloc({dyn, HV, K}, {batch});
   queryRow = alloc({dyn, HV, K}, {batch});
   if (kind.decay == DecayForm::PerKey)
@@ -387,9 +384,9 @@ void RecurrenceGradLowering::run() {
   dqPerValueHead = alloc({dyn, dyn, HV, K}, {batch, seqLen});
   dkPerValueHead = alloc({dyn, dyn, HV, K}, {batch, seqLen});
 
-  auto heads = scf::ParallelOp::create(
-      b, ValueRange{e.index(0), e.index(0)}, ValueRange{batch, hvDim},
-      ValueRange{e.index(1), e.index(1)});
+  auto heads = scf::ParallelOp::create(b, ValueRange{e.index(0), e.index(0)},
+                                       ValueRange{batch, hvDim},
+                                       ValueRange{e.index(1), e.index(1)});
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(heads.getBody()->getTerminator());
@@ -417,8 +414,8 @@ void RecurrenceGradLowering::run() {
     copyState(initialState, {bIdx, hv}, states, {bIdx, hv, zeroSlot});
     e.forEach(seqLen, [&](Value t) {
       Value seg = arith::DivUIOp::create(b, t, segLen);
-      Value atStart = arith::CmpIOp::create(
-          b, arith::CmpIPredicate::eq, e.mulIndex(seg, segLen), t);
+      Value atStart = arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                            e.mulIndex(seg, segLen), t);
       auto ifStart = scf::IfOp::create(b, atStart, /*withElse=*/false);
       {
         OpBuilder::InsertionGuard g(b);

@@ -439,6 +439,12 @@ SmallVector<SpecDimEquality> RecurrenceGradOp::getDimEqualities() {
   return eqs;
 }
 
+void RecurrenceGradOp::getAsmResultNames(OpAsmSetValueNameFn setNameFn) {
+  // d<operand>: dq, dk, dv, dgate, dbeta, dinitial_state.
+  for (auto [i, gradient] : llvm::enumerate(getGradients()))
+    setNameFn(gradient, ("d" + getOperandName(i)).str());
+}
+
 RankedTensorType RecurrenceGradOp::getGradientType(RankedTensorType operandType,
                                                    unsigned i) {
   if (i < 3)

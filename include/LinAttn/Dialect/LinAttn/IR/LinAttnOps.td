@@ -10,6 +10,7 @@
 include "LinAttn/Dialect/LinAttn/IR/LinAttnDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpAsmInterface.td"
 
 //===----------------------------------------------------------------------===//
 // What linattn.recurrence and linattn.recurrence_grad share: the spec's
@@ -151,7 +152,8 @@ def LinAttn_RecurrenceOp : LinAttn_Op<"recurrence",
 //===----------------------------------------------------------------------===//
 
 def LinAttn_RecurrenceGradOp : LinAttn_Op<"recurrence_grad",
-    [Pure, AttrSizedOperandSegments]> {
+    [Pure, AttrSizedOperandSegments,
+     DeclareOpInterfaceMethods<OpAsmOpInterface, ["getAsmResultNames"]>]> {
   let summary = "the adjoint of a linattn.recurrence: gradients of every input";
   let description = [{
     The backward pass of `linattn.recurrence` with the same kind, operands
