@@ -6,6 +6,9 @@
 #   OBJECTS=.carry/matrix bench/gpu/device.sh matrix [args for model_matrix.py]
 # (matrix: the model-shape matrix beside fla, bench/gpu/model_matrix.py, on
 # the objects prepared from bench/gpu/model_shapes.py).
+#   OBJECTS=.carry/bwd bench/gpu/device.sh backward [args for check_backward.py check]
+# (backward: the derived backward's gradients against autograd, on the
+# objects prepared from bench/gpu/check_backward.py variants).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-all}; shift || true
@@ -33,6 +36,12 @@ if [ "$what" = bench ] || [ "$what" = all ]; then
   python3 bench/gpu/bench.py --libdir "$libs" --runner "$runner" \
       --json "$OUT/bench.json" > "$OUT/bench.log" 2>&1 || status=1
   tail -60 "$OUT/bench.log"
+fi
+if [ "$what" = backward ]; then
+  python3 bench/gpu/check_backward.py check --libdir "$libs" --runner "$runner" \
+      --json "$OUT/check_backward.json" "$@" > "$OUT/check_backward.log" 2>&1 || status=1
+  grep -vE " OK$" "$OUT/check_backward.log" | tail -25 || true
+  tail -1 "$OUT/check_backward.log"
 fi
 if [ "$what" = matrix ]; then
   python3 bench/gpu/model_matrix.py --libdir "$libs" --runner "$runner" \

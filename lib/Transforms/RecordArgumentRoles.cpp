@@ -19,7 +19,7 @@ struct LinAttnRecordArgumentRoles
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (!func.isPublic() || func.isExternal())
         continue;
-      func.walk([&](RecurrenceOp op) {
+      auto record = [&](auto op) {
         for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
           auto arg = dyn_cast<BlockArgument>(operand);
           if (!arg || arg.getOwner() != &func.getBody().front())
@@ -27,7 +27,9 @@ struct LinAttnRecordArgumentRoles
           func.setArgAttr(arg.getArgNumber(), kRoleAttrName,
                           StringAttr::get(&getContext(), op.getOperandName(i)));
         }
-      });
+      };
+      func.walk([&](RecurrenceOp op) { record(op); });
+      func.walk([&](RecurrenceGradOp op) { record(op); });
     }
   }
 };

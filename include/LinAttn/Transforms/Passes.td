@@ -39,9 +39,10 @@ def LinAttnRecordArgumentRoles : Pass<"linattn-record-argument-roles",
                                       "mlir::ModuleOp"> {
   let summary = "Name each function argument after the recurrence operand it is";
   let description = [{
-    Sets `linattn.role = "gate"` (q, k, v, gate, beta, initial_state) on
-    every argument of a public function that a `linattn.recurrence` takes
-    directly, before the recurrences are lowered away, so that the roles
+    Sets `linattn.role = "gate"` (q, k, v, gate, beta, initial_state; and
+    grad_output, grad_final_state for `linattn.recurrence_grad`) on every
+    argument of a public function that a `linattn.recurrence` or its
+    adjoint takes directly, before the recurrences are lowered away, so that the roles
     reach the compiled object (`linattn-emit-signatures`) and a runner can
     check inputs by what they are (a log gate must be <= 0, beta in
     [0, 1]).

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""GPU correctness of the derived backward (linattn-compile --backward).
+
+Two halves, one file:
+
+  bench/gpu/check_backward.py variants SPEC_DIR
+      (on the MLIR machine, through bench/gpu/prepare.sh as LINATTN_VARIANTS)
+      writes one spec per kind x {f32, bf16} (and Gated DeltaNet with
+      {qk_l2norm}), H = 2, HV = 4 (shared q/k heads), K = V = 32, dynamic B
+      and T, and prints `NAME SPEC --backward`: each object then exports
+      NAME and NAME_backward.
+
+  bench/gpu/check_backward.py check --libdir D --runner R --json OUT
+      (on the GPU machine, through bench/gpu/device.sh backward) runs every
+      library's NAME_backward with linattn-gpu-run, device allocations
+      poisoned (NaN bytes: an unwritten gradient element fails), and
+      compares each gradient with torch.autograd through bench/gpu/check.py's
+      float64 loop (written apart from the compiler and from test/lib's numpy
+      references). Tolerance per gradient (relative Frobenius error): 1e-4 for
+      f32 specs, 5e-3 for bf16.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+H, HV, KDIM, VDIM = 2, 4, 32, 32
+FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
+            "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
+            "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
+
+
+def variants(spec_dir):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "lib"))
+    import linattn_ref as ref
+    os.makedirs(spec_dir, exist_ok=True)
+    for family, kind in FAMILIES.items():
+        for dtype in ("f32", "bf16"):
+            for l2norm in ((False, True) if kind == "gated_delta" else (False,)):
+                name = f"{family}{'_l2norm' if l2norm else ''}_{dtype}"
+                path = os.path.join(spec_dir, name + ".mlir")
+                decay = ref.retnet_decay(HV) if kind == "constant_decay" else None
+                ref.write_spec(path, kind, name, dtype, 1, 1, H, HV, KDIM, VDIM, decay=decay,
+                               qk_l2norm=l2norm)
+                print(name, path, "--backward")
+
+
+def check(args):
+    import numpy as np
+    import torch
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import check as fwd
+
+    seed = int.from_bytes(os.urandom(4), "little")
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    Ts = [int(x) for x in args.T.split(",")]
+    rows, failures = [], 0
+    env = dict(os.environ, LINATTN_POISON_ALLOCS="1")
+    libs = sorted(f for f in os.listdir(args.libdir) if f.endswith(".so"))
+    with tempfile.TemporaryDirectory() as work:
+        for lib in libs:
+            name = lib[:-3]
+            match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)", name)
+            if not match or match.group(1) not in FAMILIES:
+                continue
+            kind, l2norm, dtype = FAMILIES[match.group(1)], bool(match.group(2)), match.group(3)
+            tol = 1e-4 if dtype == "f32" else 5e-3
+            for T in Ts:
+                B, hard = 2, T in (1000,)
+                ins = fwd.make_inputs(kind, B, T, KDIM, VDIM, dtype, hard, gen, l2norm, H, HV)
+                narrow = {"bf16": torch.bfloat16}.get(dtype)
+                do = torch.randn(B, T, HV, VDIM, generator=gen, device="cuda")
+                if narrow:
+                    do = do.to(narrow).float()
+                ds = 0.1 * torch.randn(B, HV, KDIM, VDIM, generator=gen, device="cuda")
+                names = [n for n in fwd.INPUT_ORDER if n in ins]
+                cmd = [args.runner, os.path.join(args.libdir, lib), "--entry", name + "_backward"]
+                for n, x in [(n, ins[n]) for n in names] + [("do", do), ("ds", ds)]:
+                    path = os.path.join(work, n + ".npy")
+                    np.save(path, x.cpu().numpy().astype(np.float32))
+                    cmd += ["--input", path]
+                outs = [os.path.join(work, "d" + n + ".npy") for n in names]
+                for o in outs:
+                    cmd += ["--output", o]
+                t0 = time.time()
+                proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+                row = {"lib": name, "kind": kind, "dtype": dtype, "qk_l2norm": l2norm, "B": B, "T": T,
+                       "H": H, "HV": HV, "K": KDIM, "V": VDIM, "hard": hard, "seed": seed, "tol": tol}
+                if proc.returncode != 0:
+                    row.update(status="FAIL", error=proc.stderr.strip()[-400:])
+                else:
+                    # The reference: autograd through the float64 loop.
+                    d = {n: ins[n].double().requires_grad_() for n in names}
+                    q, k = d["q"], d["k"]
+                    if l2norm:
+                        q, k = fwd.l2norm(q), fwd.l2norm(k)
+                    gammas = fwd.retnet_gammas(HV) if kind == "constant_decay" else None
+                    o, s = fwd.reference(kind, q, k, d["v"], d.get("gate"), d.get("beta"),
+                                         d["initial_state"], KDIM ** -0.5, gammas)
+                    loss = (o * do.double()).sum() + (s * ds.double()).sum()
+                    grads = torch.autograd.grad(loss, [d[n] for n in names])
+                    errs, unwritten = {}, 0
+                    for n, path, ref in zip(names, outs, grads):
+                        got = torch.from_numpy(np.load(path)).cuda().double()
+                        unwritten += int(torch.isnan(got).sum().item())
+                        errs[n] = fwd.rel_err(got, ref)
+                    ok = unwritten == 0 and all(np.isfinite(e) and e <= tol for e in errs.values())
+                    row.update(rel_err={n: e for n, e in errs.items()}, nan_or_unwritten=unwritten,
+                               status="OK" if ok else "FAIL")
+                row["seconds"] = round(time.time() - t0, 2)
+                failures += row["status"] != "OK"
+                rows.append(row)
+                errs = " ".join(f"d{n}={e:.1e}" for n, e in row.get("rel_err", {}).items())
+                print(f"{name:28s} T={T:5d} hard={int(hard)} {errs} {row['status']}"
+                      + (f"  {row.get('error', '')[:200]}" if row["status"] != "OK" else ""), flush=True)
+    report = {"seed": seed, "device": torch.cuda.get_device_name(0), "cases": len(rows),
+              "failures": failures, "rows": rows}
+    with open(args.json, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"{len(rows) - failures} passed, {failures} failed (seed={seed})")
+    return 1 if failures else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="what", required=True)
+    v = sub.add_parser("variants")
+    v.add_argument("spec_dir")
+    c = sub.add_parser("check")
+    c.add_argument("--libdir", required=True)
+    c.add_argument("--runner", required=True)
+    c.add_argument("--json", required=True)
+    c.add_argument("--T", default="1,17,64,65,1000")
+    args = p.parse_args()
+    if args.what == "variants":
+        variants(args.spec_dir)
+        return 0
+    return check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
