@@ -6,7 +6,8 @@
 # writes the specs into SPEC_DIR and prints one variant per line,
 #   NAME SPEC [linattn-compile options...]
 # One spec per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32
-# K=V=64}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
+# K=V=64, bf16 K=V=32 and 96 (the head sizes the chunked kernels take
+# besides)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
 # recurrent for all; scan (the token scan, one thread per state element) for
 # the families with diagonal transitions; chunked (tensor cores) and
 # segment-scan (the chunk states by a scan, the chunk kernels around it) for
@@ -27,14 +28,15 @@ families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla
 for pair in $families; do
   kind=${pair%%:*} name=${pair##*:}
   cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
-  for dtype in bf16 f32; do
-    /usr/bin/python3 - "$kind" "$name" "$dtype" "$specs/${name}_${dtype}_64.mlir" <<'PY'
+  for variant in bf16:64 f32:64 bf16:32 bf16:96; do
+    dtype=${variant%%:*} size=${variant##*:}
+    /usr/bin/python3 - "$kind" "$name" "$dtype" "$size" "$specs/${name}_${dtype}_${size}.mlir" <<'PY'
 import sys
 sys.path.insert(0, "test/lib")
 import linattn_ref as ref
-kind, name, dtype, path = sys.argv[1:]
+kind, name, dtype, size, path = sys.argv[1:]
 decay = ref.retnet_decay(8) if kind == "constant_decay" else None
-ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, 64, 64, decay=decay)
+ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, int(size), int(size), decay=decay)
 PY
   done
 done

@@ -21,6 +21,9 @@ namespace mlir::linattn {
 
 namespace {
 
+/// 32-bit registers of an sm_90 SM.
+constexpr int64_t kRegistersPerSM = 65536;
+
 struct LinAttnGpuOccupancyHints
     : impl::LinAttnGpuOccupancyHintsBase<LinAttnGpuOccupancyHints> {
   using Base::Base;
@@ -51,7 +54,10 @@ struct LinAttnGpuOccupancyHints
         return;
       int64_t bySmem = sharedMemoryPerSM /
                        (smem.getSExtValue() + reservedSharedMemoryPerBlock);
-      int64_t blocks = std::min(bySmem, maxThreadsPerSM / threads);
+      int64_t byRegisters =
+          kRegistersPerSM / (minRegistersPerThread * threads);
+      int64_t blocks =
+          std::min({bySmem, maxThreadsPerSM / threads, byRegisters});
       auto [it, inserted] = blocksPerSM.try_emplace(kernel, blocks);
       if (!inserted)
         it->second = std::min(it->second, blocks);

@@ -113,8 +113,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     Chunks are 64 tokens, or 128 for the kinds without a rank-1 term and
     with row gates (linear attention, RetNet, simple GLA): their state pass
     walks two 64-row steps per chunk and stores one state, their output
-    kernel runs eight warps over the 128 rows. K and V are 64 or 128
-    (divisible by 64 and at most 128). An op outside that envelope (f32
+    kernel runs eight warps over the 128 rows. K and V are multiples of 32
+    up to 128 (TargetInfo.h: kHeadDimMultiple, kMaxHeadDim). An op outside that envelope (f32
     operands, other chunk sizes, 128-token chunks of the WY form or of
     per-key gates) is an error naming the op and the limit.
   }];

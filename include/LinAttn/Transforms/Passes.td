@@ -158,8 +158,11 @@ def LinAttnGpuOccupancyHints
     blocks fit on an SM; where N >= 2 the kernel gets `nvvm.minctasm = N`
     (PTX `.minnctapersm`), so ptxas keeps each thread within 65536 / (N *
     threads) registers. Without it the UT kernel used 155 registers and ran
-    3 blocks per SM where its 52 KB of shared memory allows 4. Defaults are
-    the H200's (sm_90: 228 KB of shared memory and 2048 threads per SM, 1 KB
+    3 blocks per SM where its 52 KB of shared memory allows 4. N is kept
+    to at most 65536 / (min-registers-per-thread * threads): a kernel with
+    little shared memory (the output kernel at K = 32: 24 KB, 9 blocks, 56
+    registers) would otherwise spill its accumulators. Defaults are the
+    H200's (sm_90: 228 KB of shared memory and 2048 threads per SM, 1 KB
     reserved per block).
   }];
   let options = [
@@ -170,6 +173,10 @@ def LinAttnGpuOccupancyHints
            "Shared memory the system reserves per block in bytes">,
     Option<"maxThreadsPerSM", "max-threads-per-sm", "int64_t",
            /*default=*/"2048", "Resident threads per SM">,
+    Option<"minRegistersPerThread", "min-registers-per-thread", "int64_t",
+           /*default=*/"80",
+           "Registers a thread keeps at least (the hint never asks for "
+           "fewer)">,
   ];
   let dependentDialects = ["mlir::NVVM::NVVMDialect"];
   let statistics = [
@@ -464,7 +471,8 @@ def LinAttnSelectStrategy
     With `gpu-kernels`, the choice is among the algorithms that have GPU
     kernels, by what they measured on the H200 (docs/gpu-strategy.md):
     `chunked` with C = 64 wherever its tensor-core kernels apply (bf16 or
-    f16 q, k, v; K and V of 64 or 128: what `convert-linattn-chunked-to-gpu`
+    f16 q, k, v; K and V multiples of 32 up to 128: what
+    `convert-linattn-chunked-to-gpu`
     checks of the ops, asked of the spec through TargetInfo.h), for every
     T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s
     default `strategy=auto` runs.

@@ -23,10 +23,14 @@ namespace mlir::linattn::kernel {
 /// 0.33 ms against 32 columns' 0.51 ms (B = 4, T = 16384, K = V = 128 on
 /// the H200; bench/NOTES.md c16). With f32 tiles (split in two) 64 columns
 /// had measured slower, 2.89 vs 2.27 ms, when the shared tiles halved the
-/// resident blocks.
+/// resident blocks. A V that 64 does not divide (32, 96: the geometry check
+/// admits multiples of 32) takes blocks of 32 columns.
 constexpr int64_t kOutputColumns = 64;
-static_assert(64 % kOutputColumns == 0,
-              "every V the geometry check admits splits into output blocks");
+
+/// Value columns per block of the output kernel for head size V.
+int64_t outputColumnsFor(int64_t V) {
+  return V % kOutputColumns == 0 ? kOutputColumns : kOutputColumns / 2;
+}
 
 namespace {
 
@@ -46,7 +50,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // chunk), each over the chunk's 64-row segments up to its own.
   int64_t chunk = op.getChunkSize(), numSegments = chunk / kChunk;
   int64_t numWarps = chunk / 16;
-  int64_t columnTiles = V / kOutputColumns, nTiles = kOutputColumns / 8;
+  int64_t cols = outputColumnsFor(V);
+  int64_t columnTiles = V / cols, nTiles = cols / 8;
   // Per-key gates: a block takes two column tiles of its chunk, a unit of
   // numWarps warps each (the kernel's `unit`), so that Q, K, K' and the
   // gates are loaded and K' decayed once for both. Warp w of unit 0 owns
@@ -83,7 +88,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   float scale = op.getScale().convertToFloat();
 
   // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
-  // keys K' [64][K]), then S [K][kOutputColumns] and D [C][kOutputColumns]
+  // keys K' [64][K]), then S [K][cols] and D [C][cols]
   // (each split if f32; 16-bit ones are operands as they are; both read
   // transposed by ldmatrix .trans); C row gates, or per key [64][K].
   // Everything is loaded at once, so the block waits on global memory
@@ -94,8 +99,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // (the Q tile's rows, which unit 0 stages its output in, are read by
   // unit 1 until it is done).
   int64_t qBytes = chunk * (K + kPad) * 2;
-  int64_t sBytes = K * (kOutputColumns + kPad) * 2;
-  int64_t dBytes = chunk * (kOutputColumns + kPad) * 2;
+  int64_t sBytes = K * (cols + kPad) * 2;
+  int64_t dBytes = chunk * (cols + kPad) * 2;
   int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
   int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
   int64_t sOffset = (perKey ? 3 : 2) * qBytes;
@@ -124,7 +129,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       firstTile = e.mulIndex(firstTile, e.index(units));
     auto unitColumns = [&](Value u) {
       Value tile = units > 1 ? e.addIndex(firstTile, u) : firstTile;
-      return e.mulIndex(tile, e.index(kOutputColumns));
+      return e.mulIndex(tile, e.index(cols));
     };
     // Byte `offset` of unit u's copy of a tile of `unitBytes` per unit.
     auto unitOffset = [&](int64_t offset, Value u, int64_t unitBytes) {
@@ -153,11 +158,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     // calling warp's.
     auto sTile = [&](Value u, int64_t part) {
       return k.tile(unitOffset(sOffset + part * sBytes, u, sUnitBytes), K,
-                    kOutputColumns + kPad, elem);
+                    cols + kPad, elem);
     };
     auto dTile = [&](Value u, int64_t part) {
       return k.tile(unitOffset(dOffset + part * dBytes, u, dUnitBytes), chunk,
-                    kOutputColumns + kPad, elem);
+                    cols + kPad, elem);
     };
     Value sHi = sTile(unit, 0), sLo = sIsOperand ? Value() : sTile(unit, 1);
     Value dHi = dTile(unit, 0), dLo = dIsOperand ? Value() : dTile(unit, 1);
@@ -172,14 +177,14 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     //    through registers, rounded or split.
     Value zero = e.index(0);
     bool async = false;
-    auto chunkTile = [&](Value dst, Value dstLo, int64_t cols, Value src,
+    auto chunkTile = [&](Value dst, Value dstLo, int64_t width, Value src,
                          function_ref<SmallVector<Value>(Value, Value)> at) {
       if (elementOf(src) == elem) {
         async = true;
-        return k.copyRowsAsync(dst, zero, cols, rows.t0, rows.valid, seqLen, src,
+        return k.copyRowsAsync(dst, zero, width, rows.t0, rows.valid, seqLen, src,
                                at, chunk);
       }
-      k.fillTile(dst, chunk, cols, rows.valid, [&](Value r, Value c) {
+      k.fillTile(dst, chunk, width, rows.valid, [&](Value r, Value c) {
         return k.load8(src, at(e.addIndex(rows.t0, r), c));
       }, dstLo);
     };
@@ -197,11 +202,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         return {bIdx, at, hv, r, e.addIndex(columns, c)};
       };
       if (sIsOperand) {
-        k.copyRowsAsync(sTile(u, 0), zero, kOutputColumns, zero, e.index(K),
+        k.copyRowsAsync(sTile(u, 0), zero, cols, zero, e.index(K),
                         e.index(K), src, index, /*rows=*/K);
         return true;
       }
-      k.fillTile(sTile(u, 0), K, kOutputColumns, Value(), [&](Value r, Value c) {
+      k.fillTile(sTile(u, 0), K, cols, Value(), [&](Value r, Value c) {
         return k.load8(src, index(r, c));
       }, sTile(u, 1));
       return false;
@@ -210,7 +215,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       Value columns = unitColumns(e.index(u));
       async |= loadStateTile(states, n, e.index(u));
       chunkTile(dTile(e.index(u), 0), dIsOperand ? Value() : dTile(e.index(u), 1),
-                kOutputColumns, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
+                cols, dBuf, [&](Value t, Value c) -> SmallVector<Value> {
         return {bIdx, t, hv, e.addIndex(columns, c)};
       });
     }
@@ -434,7 +439,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     //    stmatrix, then 16-byte row pieces, 8 rows of 128 bytes per
     //    instruction instead of 4-byte pairs.
     Value outTile = units > 1 ? k.tile(unitOffset(outOffset, unit, dBytes), chunk,
-                                       kOutputColumns + kPad, elem)
+                                       cols + kPad, elem)
                               : qTile;
     Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
     NVVM::SyncWarpOp::create(b, fullWarp);
@@ -442,7 +447,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       k.stmatrix4(outTile, m0, e.index(8 * nt), o[nt], o[nt + 1],
                   /*transposed=*/false);
     NVVM::SyncWarpOp::create(b, fullWarp);
-    k.copyRowsOut(outTile, m0, 16, kOutputColumns, rows.valid, out,
+    k.copyRowsOut(outTile, m0, 16, cols, rows.valid, out,
                   [&](Value r, Value c) -> SmallVector<Value> {
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     }, /*byWarp=*/true);

@@ -38,9 +38,12 @@ std::string checkChip(StringRef chip) {
 }
 
 std::string checkHeadDim(StringRef name, int64_t size) {
-  if (size % 64 != 0 || size > 128)
-    return ("GPU chunked kernels need " + name + " = 64 or 128, got " +
-            llvm::itostr(size)).str();
+  if (size % kHeadDimMultiple != 0 || size < kHeadDimMultiple ||
+      size > kMaxHeadDim)
+    return ("GPU chunked kernels need " + name + " = a multiple of " +
+            llvm::itostr(kHeadDimMultiple) + " up to " +
+            llvm::itostr(kMaxHeadDim) + ", got " + llvm::itostr(size))
+        .str();
   return "";
 }
 

@@ -139,30 +139,30 @@ func.func @key_output_chunk_128(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xb
 
 // -----
 
-// K and V are 64 or 128: below 64,
-func.func @ut_k32(%k: tensor<?x?x2x32xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>) {
-  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need K = 64 or 128, got 32}}
+// K and V are multiples of 32 up to 128: not below 32,
+func.func @ut_k16(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need K = a multiple of 32 up to 128, got 16}}
   %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
-      : (tensor<?x?x2x32xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>)
-  return %w, %u : tensor<?x?x2x32xf32>, tensor<?x?x2x64xf32>
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>
 }
 
 // -----
 
-// not a multiple of 64,
-func.func @state_pass_v96(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x96xf32>, %w: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x96xf32>) -> tensor<?x2x64x96xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels need V = 64 or 128, got 96}}
+// not other multiples of 16,
+func.func @state_pass_v80(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x80xf32>, %w: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x80xf32>) -> tensor<?x2x64x80xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels need V = a multiple of 32 up to 128, got 80}}
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
-      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x96xf32>) -> (tensor<?x?x2x96xf32>, tensor<?x?x2x64x96xf32>, tensor<?x2x64x96xf32>)
-  return %final : tensor<?x2x64x96xf32>
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x80xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x80xf32>) -> (tensor<?x?x2x80xf32>, tensor<?x?x2x64x80xf32>, tensor<?x2x64x80xf32>)
+  return %final : tensor<?x2x64x80xf32>
 }
 
 // -----
 
-func.func @output_k96(%q: tensor<?x?x2x96xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x96x64xf32>) -> tensor<?x?x2x64xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need K = 64 or 128, got 96}}
+func.func @output_k48(%q: tensor<?x?x2x48xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x48x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need K = a multiple of 32 up to 128, got 48}}
   %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
-      : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x96x64xf32>) -> tensor<?x?x2x64xbf16>
+      : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x48x64xf32>) -> tensor<?x?x2x64xbf16>
   return %o : tensor<?x?x2x64xbf16>
 }
 
@@ -170,7 +170,7 @@ func.func @output_k96(%q: tensor<?x?x2x96xbf16>, %d: tensor<?x?x2x64xf32>, %stat
 
 // or above 128.
 func.func @output_v256(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x256xf32>, %states: tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need V = 64 or 128, got 256}}
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need V = a multiple of 32 up to 128, got 256}}
   %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16>
   return %o : tensor<?x?x2x256xbf16>

@@ -72,6 +72,11 @@ constexpr int64_t kChunk = 64;
 constexpr int64_t kLongChunk = 128;
 /// Value columns of the state one block of the state pass carries.
 constexpr int64_t kStateColumns = 32;
+/// Head sizes K and V the kernels take: multiples of kHeadDimMultiple (a
+/// state-pass block's columns; a warp's keys are K / 2 in 16-key k-steps)
+/// up to kMaxHeadDim (the largest whose tiles were checked to fit).
+constexpr int64_t kHeadDimMultiple = 32;
+constexpr int64_t kMaxHeadDim = 128;
 /// The longest sequence the GPU strategy gives the recurrent kernel
 /// (convert-linattn-recurrence-to-gpu: each state column split over four
 /// lanes, the state read and written once) rather than the chunked kernels

@@ -157,10 +157,19 @@ void KernelEmitter::copyRowsAsync(
   int64_t total = rows * perRow;
   if (total % threads == 0)
     return forEachOfBlock(total, body);
-  auto ifOp = scf::IfOp::create(b, ult(tid, e.index(total)), false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  body(tid);
+  // Pieces that do not divide among the threads: ceil(total / threads)
+  // rounds, the last one guarded.
+  for (int64_t first = 0; first < total; first += threads) {
+    Value idx = e.addIndex(tid, e.index(first));
+    if (first + threads <= total) {
+      body(idx);
+      continue;
+    }
+    auto ifOp = scf::IfOp::create(b, ult(idx, e.index(total)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(idx);
+  }
 }
 
 Value KernelEmitter::commitCopies() {
