@@ -17,7 +17,10 @@ Two halves, one file:
       compares each gradient with torch.autograd through bench/gpu/check.py's
       float64 loop (written apart from the compiler and from test/lib's numpy
       references). Tolerance per gradient (relative Frobenius error): 1e-4 for
-      f32 specs, 5e-3 for bf16.
+      f32 specs, 5e-3 for bf16. Each library also runs once at B = 1,
+      T = --memory-T with --memory: the device memory its backward
+      allocates beyond its results, beside what the loop lowering's
+      allocations add up to (scratch_bytes below).
 """
 
 import argparse
@@ -50,6 +53,19 @@ def variants(spec_dir):
                 print(name, path, "--backward")
 
 
+def scratch_bytes(kind, B, T, HV, K, V):
+    """The intermediates the adjoint's loop lowering allocates (docs/backward.md):
+    checkpoints every C = ceil(sqrt(T)) tokens and C + 1 segment states per
+    (b, hv), the token's key, query (and per-key decay) rows, the u and z
+    columns, and f32 dq, dk per value head."""
+    import math
+    C = max(1, math.ceil(math.sqrt(T)))
+    NC = -(-T // C)
+    rows = 3 if kind in ("key_gate", "kda") else 2
+    floats = B * HV * ((NC + C + 1) * K * V + rows * K + 2 * V) + 2 * B * T * HV * K
+    return 4 * floats
+
+
 def check(args):
     import numpy as np
     import torch
@@ -59,7 +75,7 @@ def check(args):
     seed = int.from_bytes(os.urandom(4), "little")
     gen = torch.Generator(device="cuda").manual_seed(seed)
     Ts = [int(x) for x in args.T.split(",")]
-    rows, failures = [], 0
+    rows, memory, failures = [], [], 0
     env = dict(os.environ, LINATTN_POISON_ALLOCS="1")
     libs = sorted(f for f in os.listdir(args.libdir) if f.endswith(".so"))
     with tempfile.TemporaryDirectory() as work:
@@ -118,8 +134,34 @@ def check(args):
                 errs = " ".join(f"d{n}={e:.1e}" for n, e in row.get("rel_err", {}).items())
                 print(f"{name:28s} T={T:5d} hard={int(hard)} {errs} {row['status']}"
                       + (f"  {row.get('error', '')[:200]}" if row["status"] != "OK" else ""), flush=True)
+            # Memory: one call at B = 1, T = --memory-T.
+            T = args.memory_T
+            ins = fwd.make_inputs(kind, 1, T, KDIM, VDIM, dtype, False, gen, l2norm, H, HV)
+            names = [n for n in fwd.INPUT_ORDER if n in ins]
+            ins["do"] = torch.randn(1, T, HV, VDIM, generator=gen, device="cuda")
+            ins["ds"] = torch.zeros(1, HV, KDIM, VDIM, device="cuda")
+            cmd = [args.runner, os.path.join(args.libdir, lib), "--entry", name + "_backward", "--memory"]
+            for n in names + ["do", "ds"]:
+                path = os.path.join(work, n + ".npy")
+                np.save(path, ins[n].cpu().numpy().astype(np.float32))
+                cmd += ["--input", path]
+            for n in names:
+                cmd += ["--output", os.path.join(work, "d" + n + ".npy")]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            found = re.search(r"results=(\d+) intermediates_peak=(\d+)", proc.stdout)
+            predicted = scratch_bytes(kind, 1, T, HV, KDIM, VDIM)
+            memory.append({"lib": name, "B": 1, "T": T, "H": H, "HV": HV, "K": KDIM, "V": VDIM,
+                           "results_bytes": int(found.group(1)) if found else None,
+                           "intermediates_peak_bytes": int(found.group(2)) if found else None,
+                           "predicted_intermediates_bytes": predicted,
+                           "error": None if found else (proc.stderr or proc.stdout)[-300:]})
+            print(f"{name:28s} memory B=1 T={T}: " + (
+                f"results {int(found.group(1))} B, intermediates peak {int(found.group(2))} B "
+                f"(loop lowering's allocations {predicted} B)" if found else "FAIL " + memory[-1]["error"]),
+                flush=True)
+            failures += not found
     report = {"seed": seed, "device": torch.cuda.get_device_name(0), "cases": len(rows),
-              "failures": failures, "rows": rows}
+              "failures": failures, "rows": rows, "memory": memory}
     with open(args.json, "w") as f:
         json.dump(report, f, indent=1)
     print(f"{len(rows) - failures} passed, {failures} failed (seed={seed})")
@@ -136,6 +178,7 @@ def main():
     c.add_argument("--runner", required=True)
     c.add_argument("--json", required=True)
     c.add_argument("--T", default="1,17,64,65,1000")
+    c.add_argument("--memory-T", type=int, default=4096)
     args = p.parse_args()
     if args.what == "variants":
         variants(args.spec_dir)

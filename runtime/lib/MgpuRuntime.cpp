@@ -14,11 +14,13 @@
 #include "linattn/FloatConversion.h"
 #include "linattn/InputCheck.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -86,6 +88,34 @@ bool isCallStream(void *stream) {
 /// is freed with cuMemFree.
 std::mutex streamOrderedMutex;
 std::unordered_set<CudaDevicePtr> streamOrdered;
+
+/// What mgpuMemAlloc has handed out and mgpuMemFree not taken back, and
+/// the most of it at any time since the last linattnCudaResetAllocationPeak
+/// (in the order the host enqueues them, which is the stream's order).
+struct AllocationStats {
+  std::mutex mutex;
+  std::unordered_map<CudaDevicePtr, uint64_t> sizes;
+  uint64_t live = 0, peak = 0;
+
+  void allocated(CudaDevicePtr ptr, uint64_t size) {
+    std::lock_guard<std::mutex> lock(mutex);
+    sizes[ptr] = size;
+    live += size;
+    peak = std::max(peak, live);
+  }
+  void freed(CudaDevicePtr ptr) {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = sizes.find(ptr);
+    if (it == sizes.end())
+      return;
+    live -= it->second;
+    sizes.erase(it);
+  }
+};
+AllocationStats &allocationStats() {
+  static AllocationStats *stats = new AllocationStats;
+  return *stats;
+}
 
 void report(const char *function, const CudaStatus &status) {
   std::string message = std::string(function) + ": " + status.message();
@@ -591,6 +621,7 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
       std::lock_guard<std::mutex> lock(streamOrderedMutex);
       streamOrdered.erase(ptr);
     }
+    allocationStats().allocated(ptr, sizeBytes);
     if (poisonAllocations() &&
         failed("mgpuMemAlloc (poisoning)", rt->memset8(ptr, 0xFF, sizeBytes)))
       return nullptr;
@@ -605,6 +636,7 @@ void *mgpuMemAlloc(uint64_t sizeBytes, void *stream, bool isHostShared) {
     std::lock_guard<std::mutex> lock(streamOrderedMutex);
     streamOrdered.insert(ptr);
   }
+  allocationStats().allocated(ptr, sizeBytes);
   if (poisonAllocations() &&
       failed("mgpuMemAlloc (poisoning)",
              rt->memset8Async(ptr, 0xFF, sizeBytes, s)))
@@ -621,9 +653,23 @@ void mgpuMemFree(void *ptr, void *stream) {
     std::lock_guard<std::mutex> lock(streamOrderedMutex);
     ordered = streamOrdered.erase(devicePtr(ptr)) != 0;
   }
+  allocationStats().freed(devicePtr(ptr));
   failed("mgpuMemFree",
          ordered ? rt->freeAsync(devicePtr(ptr), static_cast<CudaStream>(stream))
                  : rt->free(devicePtr(ptr)));
+}
+
+void linattnCudaResetAllocationPeak(void) {
+  AllocationStats &stats = allocationStats();
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  stats.sizes.clear();
+  stats.live = stats.peak = 0;
+}
+
+uint64_t linattnCudaGetAllocationPeak(void) {
+  AllocationStats &stats = allocationStats();
+  std::lock_guard<std::mutex> lock(stats.mutex);
+  return stats.peak;
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t sizeBytes, void *stream) {

@@ -42,6 +42,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace linattn;
@@ -110,11 +111,35 @@ double median(std::vector<double> v) {
 
 } // namespace
 
+/// f(a[0], ..., a[N - 1]) for a function of N pointer arguments (a
+/// compiled entry: the results, the stream for _async, one descriptor per
+/// argument).
+template <size_t... I>
+void callWith(void *f, const std::vector<void *> &a, std::index_sequence<I...>) {
+  using Fn = void (*)(decltype((void)I, (void *)nullptr)...);
+  reinterpret_cast<Fn>(f)(a[I]...);
+}
+template <size_t... N>
+bool callWithAnyOf(void *f, const std::vector<void *> &a,
+                   std::index_sequence<N...>) {
+  return ((a.size() == N + 1 &&
+           (callWith(f, a, std::make_index_sequence<N + 1>{}), true)) ||
+          ...);
+}
+/// The most pointers an entry takes: the results, a stream and 14
+/// arguments (a backward of 8 arguments takes 10).
+constexpr size_t kMaxEntryPointers = 16;
+void callWithPointers(void *f, const std::vector<void *> &a) {
+  if (!callWithAnyOf(f, a, std::make_index_sequence<kMaxEntryPointers>{}))
+    fail("functions of more than " + std::to_string(kMaxEntryPointers - 2) +
+         " arguments are not supported");
+}
+
 int main(int argc, char **argv) {
   std::string libPath, entry, jsonPath;
   std::vector<std::string> inputs, outputs;
   int benchRuns = 0, warmup = 5;
-  bool graph = false, checkInputs = false;
+  bool graph = false, checkInputs = false, reportMemory = false;
   double bytesMoved = 0, flops = 0;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -129,7 +154,10 @@ int main(int argc, char **argv) {
     if (a == "--help" || a == "-h") {
       std::printf("usage: linattn-gpu-run LIB.so --entry NAME --input a.npy ... "
                   "--output o.npy ... [--bench N] [--warmup W] [--graph] "
-                  "[--bytes B] [--flops F] [--json FILE] [--check-inputs]\n"
+                  "[--bytes B] [--flops F] [--json FILE] [--check-inputs] [--memory]\n"
+                  "  --memory: print the device memory the first call allocates "
+                  "for its results and, beyond them, at most for its "
+                  "intermediates\n"
                   "  --check-inputs: before running, report the first input "
                   "element that is not finite, a log gate above 0 or a beta "
                   "outside [0, 1]\n");
@@ -143,6 +171,7 @@ int main(int argc, char **argv) {
     else if (a.rfind("--warmup", 0) == 0)
       warmup = int(parseInteger("--warmup", value("--warmup"), 0, 1000000));
     else if (a == "--graph") graph = true;
+    else if (a == "--memory") reportMemory = true;
     else if (a == "--check-inputs") checkInputs = true;
     else if (a.rfind("--bytes", 0) == 0) bytesMoved = parseAmount("--bytes", value("--bytes"));
     else if (a.rfind("--flops", 0) == 0) flops = parseAmount("--flops", value("--flops"));
@@ -297,19 +326,7 @@ int main(int argc, char **argv) {
     for (DeviceTensor &t : set)
       a.push_back(t.descriptor.data());
     void *f = stream ? asyncFunction : function;
-    using P = void *;
-    switch (a.size()) {
-    case 1: reinterpret_cast<void (*)(P)>(f)(a[0]); break;
-    case 2: reinterpret_cast<void (*)(P, P)>(f)(a[0], a[1]); break;
-    case 3: reinterpret_cast<void (*)(P, P, P)>(f)(a[0], a[1], a[2]); break;
-    case 4: reinterpret_cast<void (*)(P, P, P, P)>(f)(a[0], a[1], a[2], a[3]); break;
-    case 5: reinterpret_cast<void (*)(P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4]); break;
-    case 6: reinterpret_cast<void (*)(P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
-    case 7: reinterpret_cast<void (*)(P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case 8: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
-    case 9: reinterpret_cast<void (*)(P, P, P, P, P, P, P, P, P)>(f)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
-    default: fail("functions of more than 7 arguments are not supported");
-    }
+    callWithPointers(f, a);
   };
   // Results are stream-ordered allocations of the call (linattn/Abi.h):
   // freed in the order of the stream that computed them.
@@ -323,10 +340,27 @@ int main(int argc, char **argv) {
   };
 
   // One run whose results are written out.
+  linattnCudaResetAllocationPeak();
   call(sets[0], nullptr);
   if (const char *e = libraryError())
     fail("running @" + entry + ": " + e);
   check(rt->synchronize(), "running @" + entry);
+  if (reportMemory) {
+    uint64_t resultBytes = 0;
+    const int64_t *d = results.data();
+    for (const TensorSpec &spec : resultSpecs) {
+      size_t rank = spec.shape.size();
+      uint64_t n = 1;
+      for (size_t i = 0; i < rank; ++i)
+        n *= uint64_t(d[3 + i]);
+      resultBytes += n * spec.width();
+      d += 3 + 2 * rank;
+    }
+    uint64_t peak = linattnCudaGetAllocationPeak();
+    std::printf("device_memory: results=%llu intermediates_peak=%llu bytes\n",
+                (unsigned long long)resultBytes,
+                (unsigned long long)(peak > resultBytes ? peak - resultBytes : 0));
+  }
   const int64_t *desc = results.data();
   for (size_t r = 0; r < resultSpecs.size(); ++r) {
     const TensorSpec &spec = resultSpecs[r];

@@ -114,6 +114,14 @@ LINATTN_MGPU_EXPORT void linattnCudaCheckInputF64(int64_t argIndex,
                                                   void *descriptor,
                                                   const char *role);
 
+/// Device memory the compiled code allocates (mgpuMemAlloc: a call's
+/// results and intermediates) minus what it frees (mgpuMemFree), at its
+/// most since the last reset: with a reset before one call, the call's
+/// results plus the peak of its intermediates (a caller's cuMemFree of a
+/// result is not seen; reset before the next measured call).
+LINATTN_MGPU_EXPORT void linattnCudaResetAllocationPeak(void);
+LINATTN_MGPU_EXPORT uint64_t linattnCudaGetAllocationPeak(void);
+
 //===--- Calls (LinAttn's own) --------------------------------------------===//
 
 /// A compiled spec function brackets its host code with these (the entry
