@@ -9,6 +9,9 @@
 #   OBJECTS=.carry/bwd bench/gpu/device.sh backward [args for check_backward.py check]
 # (backward: the derived backward's gradients against autograd, on the
 # objects prepared from bench/gpu/check_backward.py variants).
+#   OBJECTS=.carry/train bench/gpu/device.sh train
+# (train: one training step of a DeltaNet layer through the library's
+# backward beside fla's, bench/gpu/train_step.py, on deltanet_train.o).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-all}; shift || true
@@ -42,6 +45,11 @@ if [ "$what" = backward ]; then
       --json "$OUT/check_backward.json" "$@" > "$OUT/check_backward.log" 2>&1 || status=1
   grep -vE " OK$" "$OUT/check_backward.log" | tail -25 || true
   tail -1 "$OUT/check_backward.log"
+fi
+if [ "$what" = train ]; then
+  python3 bench/gpu/train_step.py run --lib "$libs/deltanet_train.so" \
+      --json "$OUT/train_step.json" 2>&1 | tee "$OUT/train_step.log" | tail -5
+  status=${PIPESTATUS[0]}
 fi
 if [ "$what" = matrix ]; then
   python3 bench/gpu/model_matrix.py --libdir "$libs" --runner "$runner" \
