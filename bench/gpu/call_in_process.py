@@ -21,25 +21,11 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "torch"))
 from check import INPUT_ORDER, make_inputs, parse_library  # noqa: E402
+from linattn_torch import descriptor, memref_type  # noqa: E402
 
 TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
-
-
-def memref_type(rank):
-    """MLIR's ranked memref descriptor (LinAttnMemRefR in Abi.h)."""
-    return type(f"MemRef{rank}", (ctypes.Structure,), {"_fields_": [
-        ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64),
-        ("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]})
-
-
-def descriptor(t):
-    d = memref_type(t.dim())()
-    d.allocated = d.aligned = t.data_ptr()
-    d.offset = 0
-    d.sizes[:] = list(t.shape)
-    d.strides[:] = list(t.stride())
-    return d
 
 
 def main():

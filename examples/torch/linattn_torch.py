@@ -26,15 +26,15 @@ import torch
 DTYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 
-def _memref_type(rank):
+def memref_type(rank):
     """MLIR's ranked memref descriptor (LinAttnMemRefR in Abi.h)."""
     return type(f"MemRef{rank}", (ctypes.Structure,), {"_fields_": [
         ("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p), ("offset", ctypes.c_int64),
         ("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]})
 
 
-def _descriptor(t):
-    d = _memref_type(t.dim())()
+def descriptor(t):
+    d = memref_type(t.dim())()
     d.allocated = d.aligned = t.data_ptr()
     d.offset = 0
     d.sizes[:] = list(t.shape)
@@ -72,9 +72,9 @@ class Library:
         if len(tensors) != len(arg_types):
             raise TypeError(f"@{name} takes {len(arg_types)} tensors, got {len(tensors)}")
         args = [t.to(dtype).contiguous() for t, (dtype, _) in zip(tensors, arg_types)]
-        descriptors = [_descriptor(t) for t in args]
+        descriptors = [descriptor(t) for t in args]
         results_type = type("Results", (ctypes.Structure,), {"_fields_": [
-            (f"r{i}", _memref_type(rank)) for i, (_, rank) in enumerate(result_types)]})
+            (f"r{i}", memref_type(rank)) for i, (_, rank) in enumerate(result_types)]})
         results = results_type()
         stream = torch.cuda.current_stream()
         fn = getattr(self.lib, f"_mlir_ciface_{name}_async")

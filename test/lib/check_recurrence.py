@@ -27,61 +27,29 @@ import numpy as np
 
 sys.dont_write_bytecode = True  # keep test/lib free of __pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_common as common  # noqa: E402
 import linattn_ref as ref  # noqa: E402
-
-GATE_DTYPE = "f32"
-BETA_DTYPE = "f32"
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--linattn-run", required=True, metavar="PATH", help="the linattn-run runner binary")
-    p.add_argument("--family", required=True, choices=sorted(ref.KINDS), help="transition kind")
-    p.add_argument("--dtype", default="f32", choices=["f32", "bf16", "f16"], help="dtype of q, k, v and o")
-    for dim, default in (("B", 2), ("T", 63), ("H", 2), ("HV", 4), ("K", 16), ("V", 32)):
-        p.add_argument(f"--{dim}", type=int, default=default, help=f"(default {default})")
-    p.add_argument("--hard", action="store_true", help="hard inputs: strong gates, beta ~ 1, near-parallel keys")
-    p.add_argument("--beta-one", action="store_true",
-                   help="beta = 1 exactly on every token (delta kinds): M_t is a projection "
-                        "(2 beta: a reflection), the hardest case for the UT solve")
-    p.add_argument("--no-init-state", action="store_true", help="zero initial state")
-    p.add_argument("--qk-l2norm", action="store_true",
-                   help="pass un-normalised q, k and set the qk_l2norm attribute")
-    p.add_argument("--scale", type=float, default=None, help="scale attribute (default: none, i.e. K**-0.5)")
-    p.add_argument("--seed", type=int, default=None, help="RNG seed (default: fresh random, printed)")
+    common.add_case_arguments(p)
     p.add_argument("--tol", type=float, default=None, help="max rel. error (default 1e-5 f32, 1e-2 bf16/f16)")
-    p.add_argument("--workdir", default=None, help="directory for temp files (default: a fresh temp dir, "
-                   "removed on success)")
     p.add_argument("--linattn-opt", default=None, metavar="PATH",
                    help="with --pre-passes: the linattn-opt that runs them")
     p.add_argument("--pre-passes", default="",
                    help="linattn-opt arguments (split with shlex) run on the spec before linattn-run "
                         "takes it, e.g. algorithm passes whose output the runner then lowers")
-    p.add_argument("--extra-args", default="",
-                   help="extra runner arguments, split with shlex (write --extra-args='--flag ...')")
     return p.parse_args(argv)
-
-
-def fmt_tol(tol):
-    s = f"{tol:.0e}"
-    return s if float(s) == tol else f"{tol:.3e}"
 
 
 def main(argv=None):
     args = parse_args(argv)
     kind, dtype = args.family, args.dtype
     B, T, H, HV, K, V = args.B, args.T, args.H, args.HV, args.K, args.V
-    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    seed = common.seed_of(args)
     tol = args.tol if args.tol is not None else (1e-5 if dtype == "f32" else 1e-2)
-
-    desc = (f"family={kind} dtype={dtype} B={B} T={T} H={H} HV={HV} K={K} V={V} "
-            f"hard={int(args.hard)} seed={seed}" + (" beta=1" if args.beta_one else ""))
-    if args.no_init_state:
-        desc += " init_state=0"
-    if args.qk_l2norm:
-        desc += " qk_l2norm=1"
-    if args.scale is not None:
-        desc += f" scale={args.scale!r}"
+    desc = common.describe(args, seed)
 
     own_workdir = args.workdir is None
     workdir = tempfile.mkdtemp(prefix="linattn_check_") if own_workdir else args.workdir
@@ -94,27 +62,12 @@ def main(argv=None):
 
     # --- inputs ---
     rng = np.random.default_rng(seed)
-    inp = ref.make_inputs(kind, B, T, H, HV, K, V, rng, hard=args.hard,
-                          init_state=not args.no_init_state, normalise=not args.qk_l2norm)
-    for name in ("q", "k", "v"):
-        inp[name] = ref.round_to(dtype, inp[name])
-    if "gate" in inp:
-        inp["gate"] = ref.round_to(GATE_DTYPE, inp["gate"])
-    if "beta" in inp:
-        if args.beta_one:
-            inp["beta"] = np.ones_like(inp["beta"])
-        inp["beta"] = ref.round_to(BETA_DTYPE, inp["beta"])
-    decay = inp.get("decay")
-    if decay is not None:
-        decay = [float(np.float32(d)) for d in decay]  # the kernel sees f32 gammas
-    scale = None if args.scale is None else float(np.float32(args.scale))  # f32 attribute
+    inp, decay, scale = common.make_case_inputs(args, rng)
 
     # --- spec ---
     func_name = f"check_{kind}"
     spec_path = os.path.join(workdir, "spec.mlir")
-    ref.write_spec(spec_path, kind, func_name, dtype, B, T, H, HV, K, V,
-                   gate_dtype=GATE_DTYPE, beta_dtype=BETA_DTYPE, scale=scale,
-                   qk_l2norm=args.qk_l2norm, decay=decay, dynamic_bt=True)
+    common.write_case_spec(spec_path, args, func_name, decay, scale)
     if args.pre_passes:
         if not args.linattn_opt:
             return fail("--pre-passes needs --linattn-opt")
@@ -141,16 +94,9 @@ def main(argv=None):
     cmd += shlex.split(args.extra_args)
 
     # --- run ---
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return fail("runner timed out after 600 s: " + shlex.join(cmd))
-    except OSError as e:
-        return fail(f"could not start runner: {e}")
-    if proc.returncode != 0:
-        sys.stderr.write(proc.stdout)
-        sys.stderr.write(proc.stderr)
-        return fail(f"runner exited with {proc.returncode}: " + shlex.join(cmd))
+    why = common.run_runner(cmd)
+    if why:
+        return fail(why)
 
     # --- oracle ---
     o_ref, s_ref = ref.reference(kind, inp["q"], inp["k"], inp["v"], gate=inp.get("gate"),
@@ -177,7 +123,7 @@ def main(argv=None):
     e_o = ref.rel_err(o, o_ref)
     e_s = ref.rel_err(s, s_ref)
     ok = not problems and e_o <= tol and e_s <= tol  # NaN errors compare False -> FAIL
-    line = f"{desc} rel_err_o={e_o:.1e} rel_err_state={e_s:.1e} tol={fmt_tol(tol)}"
+    line = f"{desc} rel_err_o={e_o:.1e} rel_err_state={e_s:.1e} tol={common.fmt_tol(tol)}"
     if ok:
         print(f"{line} OK")
         if own_workdir:
