@@ -52,11 +52,10 @@ private:
   /// scratch: the (normalised) key and query in keyRow / queryRow, the
   /// per-key decays in decayRow, and its scalars.
   struct Token {
-    Value t;
     /// The scalar decay a (exp(g), gamma), or null for none or per-key.
     Value decay;
-    /// c = rank1Scale beta, w = beta, and beta (null without a rank-1 term).
-    Value c, w, beta;
+    /// c = rank1Scale beta and w = beta (null without a rank-1 term).
+    Value c, w;
   };
   Token loadToken(Value t);
 
@@ -106,7 +105,6 @@ private:
 
 RecurrenceGradLowering::Token RecurrenceGradLowering::loadToken(Value t) {
   Token tok;
-  tok.t = t;
   Value kScale, qScale = e.f32(op.getEffectiveScale());
   if (op.getQkL2norm()) {
     kScale = e.inverseL2Norm(k, {bIdx, t, h}, K, L2NormOp::kEpsilon);
@@ -128,9 +126,8 @@ RecurrenceGradLowering::Token RecurrenceGradLowering::loadToken(Value t) {
   else if (kind.decay == DecayForm::Constant)
     tok.decay = gamma;
   if (kind.hasRank1()) {
-    tok.beta = e.loadF32(beta, {bIdx, t, hv});
-    tok.w = tok.beta;
-    tok.c = e.scaleExactly(kind.rank1Scale, tok.beta);
+    tok.w = e.loadF32(beta, {bIdx, t, hv});
+    tok.c = e.scaleExactly(kind.rank1Scale, tok.w);
   }
   return tok;
 }
