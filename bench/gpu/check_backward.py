@@ -75,6 +75,7 @@ def check(args):
     seed = int.from_bytes(os.urandom(4), "little")
     gen = torch.Generator(device="cuda").manual_seed(seed)
     Ts = [int(x) for x in args.T.split(",")]
+    hard_Ts = {int(x) for x in args.hard_T.split(",")}
     rows, memory, failures = [], [], 0
     env = dict(os.environ, LINATTN_POISON_ALLOCS="1")
     libs = sorted(f for f in os.listdir(args.libdir) if f.endswith(".so"))
@@ -84,10 +85,12 @@ def check(args):
             match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)", name)
             if not match or match.group(1) not in FAMILIES:
                 continue
+            if args.only and not re.search(args.only, name):
+                continue
             kind, l2norm, dtype = FAMILIES[match.group(1)], bool(match.group(2)), match.group(3)
             tol = 1e-4 if dtype == "f32" else 5e-3
             for T in Ts:
-                B, hard = 2, T in (1000,)
+                B, hard = args.B, T in hard_Ts
                 ins = fwd.make_inputs(kind, B, T, KDIM, VDIM, dtype, hard, gen, l2norm, H, HV)
                 narrow = {"bf16": torch.bfloat16}.get(dtype)
                 do = torch.randn(B, T, HV, VDIM, generator=gen, device="cuda")
@@ -136,6 +139,8 @@ def check(args):
                       + (f"  {row.get('error', '')[:200]}" if row["status"] != "OK" else ""), flush=True)
             # Memory: one call at B = 1, T = --memory-T.
             T = args.memory_T
+            if T <= 0:
+                continue
             ins = fwd.make_inputs(kind, 1, T, KDIM, VDIM, dtype, False, gen, l2norm, H, HV)
             names = [n for n in fwd.INPUT_ORDER if n in ins]
             ins["do"] = torch.randn(1, T, HV, VDIM, generator=gen, device="cuda")
@@ -178,7 +183,12 @@ def main():
     c.add_argument("--runner", required=True)
     c.add_argument("--json", required=True)
     c.add_argument("--T", default="1,17,64,65,1000")
-    c.add_argument("--memory-T", type=int, default=4096)
+    c.add_argument("--B", type=int, default=2)
+    c.add_argument("--hard-T", default="1000",
+                   help="lengths at which the inputs are hard (strong gates, beta near 1, "
+                        "nearly parallel keys)")
+    c.add_argument("--only", default="", help="run only the libraries whose name this regex matches")
+    c.add_argument("--memory-T", type=int, default=4096, help="T of the memory run (0: none)")
     args = p.parse_args()
     if args.what == "variants":
         variants(args.spec_dir)
