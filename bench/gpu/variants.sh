@@ -6,8 +6,8 @@
 # writes the specs into SPEC_DIR and prints one variant per line,
 #   NAME SPEC [linattn-compile options...]
 # One spec per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32
-# K=V=64, bf16 K=V=32 and 96 (the head sizes the chunked kernels take
-# besides)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
+# K=V=64, bf16 K=V=32, 96, 192 and 256 (the head sizes the chunked kernels
+# take besides)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
 # recurrent for all; scan (the token scan, one thread per state element) for
 # the families with diagonal transitions; chunked (tensor cores) and
 # segment-scan (the chunk states by a scan, the chunk kernels around it) for
@@ -28,7 +28,7 @@ families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla
 for pair in $families; do
   kind=${pair%%:*} name=${pair##*:}
   cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
-  for variant in bf16:64 f32:64 bf16:32 bf16:96; do
+  for variant in bf16:64 f32:64 bf16:32 bf16:96 bf16:192 bf16:256; do
     dtype=${variant%%:*} size=${variant##*:}
     /usr/bin/python3 - "$kind" "$name" "$dtype" "$size" "$specs/${name}_${dtype}_${size}.mlir" <<'PY'
 import sys

@@ -67,7 +67,7 @@ static std::string checkNVVMOptions(const linattn::LinAttnToNVVMOptions &o) {
 /// pass rewrites the ones that name it.
 static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
                                int64_t chunkSize, int64_t smCount,
-                               bool gpuKernels) {
+                               bool gpuKernels, StringRef chip = "") {
   // Shape checks first: they hold whatever algorithm computes the op.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnInsertShapeChecks());
   switch (strategy) {
@@ -96,12 +96,13 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     select.smCount = smCount;
     select.gpuKernels = gpuKernels;
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSelectStrategy(select));
+    // On the GPU, a chunked choice whose kernels would not fit the chip
+    // (shared memory, at K or V above 128) becomes recurrent.
+    if (gpuKernels)
+      pm.addPass(linattn::createLinAttnFitChunkedKernels(
+          linattn::LinAttnFitChunkedKernelsOptions{chip.str(), chunkSize}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
-        linattn::LinAttnRecurrenceToChunkedOptions{chunkSize,
-                                                   /*narrowIntermediates=*/true}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY(
-        linattn::LinAttnLowerRank1ToWYOptions{/*splitW=*/true}));
+    linattn::addChunkedFormPasses(pm.nest<func::FuncOp>(), chunkSize);
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }
@@ -206,7 +207,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                         .value_or(linattn::GPUTargetInfo::h200())
                         .smCount();
   addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
-                     /*gpuKernels=*/true);
+                     /*gpuKernels=*/true, options.chip);
   if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)
     addRuntimeSegmentPass(pm, smCount);
   else

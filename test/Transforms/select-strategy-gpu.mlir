@@ -49,7 +49,7 @@ func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: ten
 
 // CHECK-LABEL: func.func @identity_k48
 // CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels need {{[KV]}} = a multiple of 32 up to 128, got {{[0-9]+}})
+// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels need {{[KV]}} = a multiple of 32 up to 256, got {{[0-9]+}})
 func.func @identity_k48(%q: tensor<?x?x2x48xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) {
   %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
       : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>)

@@ -43,6 +43,52 @@ def ConvertLinAttnToLoops
   ];
 }
 
+def LinAttnFitChunkedKernels
+    : Pass<"linattn-fit-chunked-kernels", "mlir::ModuleOp"> {
+  let summary = "Keep the chunked strategy only where its GPU kernels fit";
+  let description = [{
+    For every `linattn.recurrence` whose recorded strategy is `chunked`
+    (`linattn-select-strategy{gpu-kernels=true}`), tries its chunked form
+    and kernels on a copy (the pipelines' chunked forms, then
+    `linattn-fuse-chunk-cumsum` and `convert-linattn-chunked-to-gpu` for
+    `chip`) and, where a kernel cannot be made, records `recurrent`
+    instead. What the kernels take is decided by the conversion alone, so
+    the choice and the conversion cannot disagree: at K or V above 128 a
+    kernel's tiles can outgrow a block's shared memory (the state pass of
+    `negeig_delta`'s split W at 256). With `explain`, each change is a
+    remark naming the kernel and why. `linattn-to-nvvm`'s default strategy
+    runs it after the selector.
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
+           "The CUDA chip the kernels are for">,
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+           "Tokens per chunk of the chunked form">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Remark on every recurrence whose chunked kernels do not fit">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::cf::ControlFlowDialect",
+    "mlir::func::FuncDialect",
+    "mlir::gpu::GPUDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+    "mlir::nvgpu::NVGPUDialect",
+    "mlir::NVVM::NVVMDialect",
+    "mlir::scf::SCFDialect",
+    "mlir::tensor::TensorDialect",
+    "mlir::vector::VectorDialect",
+  ];
+  let statistics = [
+    Statistic<"numTried", "num-tried", "Chunked choices tried">,
+    Statistic<"numRefitted", "num-refitted",
+              "Chunked choices made recurrent (kernels do not fit)">,
+  ];
+}
+
 def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
   let summary = "Chunked-state algorithm ops to tensor-core GPU kernels";
   let description = [{
@@ -114,7 +160,9 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     with row gates (linear attention, RetNet, simple GLA): their state pass
     walks two 64-row steps per chunk and stores one state, their output
     kernel runs eight warps over the 128 rows. K and V are multiples of 32
-    up to 128 (TargetInfo.h: kHeadDimMultiple, kMaxHeadDim). An op outside that envelope (f32
+    up to 256 (TargetInfo.h: kHeadDimMultiple, kMaxHeadDim); a kernel
+    whose tiles outgrow a block's shared memory (above 128) is an error
+    naming the bytes. An op outside that envelope (f32
     operands, other chunk sizes, 128-token chunks of the WY form or of
     per-key gates) is an error naming the op and the limit.
   }];

@@ -19,6 +19,13 @@ constexpr llvm::StringLiteral kRoleAttrName = "linattn.role";
 #define GEN_PASS_REGISTRATION
 #include "LinAttn/Transforms/Passes.h.inc"
 
+/// The chunked forms of the recurrences selected for them, as the default
+/// pipelines make them (`funcPm` nests on func.func): chunks of `chunkSize`
+/// with narrow intermediates (linattn-recurrence-to-chunked), the rank-1
+/// products in WY form with W split for 16-bit operands
+/// (linattn-lower-rank1-to-wy). linattn-fit-chunked-kernels tries the same.
+void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize);
+
 } // namespace mlir::linattn
 
 #endif // LINATTN_TRANSFORMS_PASSES_H

@@ -471,7 +471,7 @@ def LinAttnSelectStrategy
     With `gpu-kernels`, the choice is among the algorithms that have GPU
     kernels, by what they measured on the H200 (docs/gpu-strategy.md):
     `chunked` with C = 64 wherever its tensor-core kernels apply (bf16 or
-    f16 q, k, v; K and V multiples of 32 up to 128: what
+    f16 q, k, v; K and V multiples of 32 up to 256: what
     `convert-linattn-chunked-to-gpu`
     checks of the ops, asked of the spec through TargetInfo.h), for every
     T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s

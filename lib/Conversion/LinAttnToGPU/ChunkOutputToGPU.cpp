@@ -60,6 +60,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // sub-partition, if warps go to them by warp % 4) score 5 together.
   // Measured -2% (GLA's output kernel at T = 1024; bench/NOTES.md c36):
   // it waits on its tiles' loads more than on the busiest sub-partition.
+  // Two units where their tiles fit one block's shared memory (K = 256
+  // does not: one unit then).
   int64_t units = perKey && columnTiles % 2 == 0 && numSegments == 1 &&
                           !op.getCarries()
                       ? 2
@@ -70,22 +72,6 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                                "states' tile: their element types must agree, got "
                             << elementOf(op.getCarries()) << " and "
                             << elementOf(op.getChunkStates());
-
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  LoopEmitter e(b);
-  Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
-  Value dBuf = e.toBuffer(op.getNewValues());
-  Value states = e.toBuffer(op.getChunkStates());
-  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
-  // Segment-local states: chunk n adds exp(sum of G_C over its segment's
-  // chunks before it) C_s (step 3b).
-  Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
-  int64_t segmentChunks = op.getSegmentChunks().value_or(0);
-  Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
-  Value out = e.allocFor(op.getOutput().getType(),
-                         {batch, seqLen, e.index(numVHeads), e.index(V)});
-  float scale = op.getScale().convertToFloat();
 
   // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
   // keys K' [64][K]), then S [K][cols] and D [C][cols]
@@ -104,15 +90,40 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
   int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
   int64_t sOffset = (perKey ? 3 : 2) * qBytes;
-  int64_t dOffset = sOffset + units * sUnitBytes;
-  int64_t gOffset = dOffset + units * dUnitBytes;
   // Per-key gate rows are padded by 16 bytes: the score operands read
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
   int64_t gStride = perKey ? K + 4 : 1;
   int64_t gBytes = chunk * gStride * 4;
-  int64_t outOffset = gOffset + gBytes;
-  int64_t outBytes = units > 1 ? units * dBytes : 0;
+  int64_t dOffset, gOffset, outOffset, outBytes;
+  auto layOut = [&] {
+    dOffset = sOffset + units * sUnitBytes;
+    gOffset = dOffset + units * dUnitBytes;
+    outOffset = gOffset + gBytes;
+    outBytes = units > 1 ? units * dBytes : 0;
+    return outOffset + outBytes;
+  };
+  if (units > 1 && layOut() > target.maxSharedBytesPerBlock())
+    units = 1;
+  if (failed(checkSharedBytes(op, "output", layOut(), target)))
+    return failure();
+
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  LoopEmitter e(b);
+  Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
+  Value dBuf = e.toBuffer(op.getNewValues());
+  Value states = e.toBuffer(op.getChunkStates());
+  Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  // Segment-local states: chunk n adds exp(sum of G_C over its segment's
+  // chunks before it) C_s (step 3b).
+  Value carries = op.getCarries() ? e.toBuffer(op.getCarries()) : Value();
+  int64_t segmentChunks = op.getSegmentChunks().value_or(0);
+  Value batch = e.dim(qBuf, 0), seqLen = e.dim(qBuf, 1);
+  Value out = e.allocFor(op.getOutput().getType(),
+                         {batch, seqLen, e.index(numVHeads), e.index(V)});
+  float scale = op.getScale().convertToFloat();
+
   int64_t blocksPerChunk = columnTiles / units;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
   Value blocks = e.mulIndex(numChunks, e.index(blocksPerChunk));

@@ -49,4 +49,14 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
   return success();
 }
 
+LogicalResult checkSharedBytes(Operation *op, StringRef kernel, int64_t bytes,
+                               const GPUTargetInfo &target) {
+  if (bytes <= target.maxSharedBytesPerBlock())
+    return success();
+  return op->emitOpError() << "GPU " << kernel << " kernel needs " << bytes
+                           << " bytes of shared memory, more than the "
+                           << target.maxSharedBytesPerBlock()
+                           << " a block may have";
+}
+
 } // namespace mlir::linattn::kernel

@@ -9,6 +9,8 @@
 #ifndef LIB_CONVERSION_LINATTNTOGPU_KERNELSUPPORT_H
 #define LIB_CONVERSION_LINATTNTOGPU_KERNELSUPPORT_H
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/IR/Operation.h"
 
 namespace mlir::linattn::kernel {
@@ -32,6 +34,11 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs);
 LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
                                  ArrayRef<std::pair<StringRef, int64_t>> dims,
                                  StringRef whyNotLong = "");
+
+/// Errors unless `bytes` of shared memory fit one block on `target`: the
+/// check of a kernel whose tiles grow with K and V.
+LogicalResult checkSharedBytes(Operation *op, StringRef kernel, int64_t bytes,
+                               const GPUTargetInfo &target);
 
 } // namespace mlir::linattn::kernel
 

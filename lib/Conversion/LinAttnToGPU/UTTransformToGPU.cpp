@@ -81,6 +81,7 @@ void lowerTriangleOfPerKeyScores(MmaEmitter &k, Value keyTile, Value kd,
 }
 
 LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
+                               const GPUTargetInfo &target,
                                RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
@@ -141,6 +142,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   int64_t gKeyOffset = mOffset + 16 * mCols * 4;
   int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
   int64_t sharedBytes = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
+  if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
+    return failure();
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   emitLaunch(b, {numChunks, e.index(numVHeads), batch}, sharedBytes, *mmaElem,
              [&](MmaEmitter &k) {
@@ -420,7 +423,8 @@ struct UTTransformToGPU : OpRewritePattern<UTTransformOp> {
       : OpRewritePattern(ctx), context(context) {}
   LogicalResult matchAndRewrite(UTTransformOp op,
                                 PatternRewriter &rewriter) const override {
-    return lowerUTTransform(op, context.getMmaType(op), rewriter);
+    return lowerUTTransform(op, context.getMmaType(op), context.getTarget(),
+                            rewriter);
   }
   const ChunkedLoweringContext &context;
 };

@@ -139,9 +139,9 @@ func.func @key_output_chunk_128(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x64xb
 
 // -----
 
-// K and V are multiples of 32 up to 128: not below 32,
+// K and V are multiples of 32 up to 256: not below 32,
 func.func @ut_k16(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>) {
-  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need K = a multiple of 32 up to 128, got 16}}
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels need K = a multiple of 32 up to 256, got 16}}
   %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
       : (tensor<?x?x2x16xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>)
   return %w, %u : tensor<?x?x2x16xf32>, tensor<?x?x2x64xf32>
@@ -151,7 +151,7 @@ func.func @ut_k16(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: t
 
 // not other multiples of 16,
 func.func @state_pass_v80(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x80xf32>, %w: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x80xf32>) -> tensor<?x2x64x80xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels need V = a multiple of 32 up to 128, got 80}}
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels need V = a multiple of 32 up to 256, got 80}}
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x80xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x80xf32>) -> (tensor<?x?x2x80xf32>, tensor<?x?x2x64x80xf32>, tensor<?x2x64x80xf32>)
   return %final : tensor<?x2x64x80xf32>
@@ -160,7 +160,7 @@ func.func @state_pass_v80(%k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x80xf32>, %
 // -----
 
 func.func @output_k48(%q: tensor<?x?x2x48xbf16>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x48x64xf32>) -> tensor<?x?x2x64xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need K = a multiple of 32 up to 128, got 48}}
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need K = a multiple of 32 up to 256, got 48}}
   %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x48x64xf32>) -> tensor<?x?x2x64xbf16>
   return %o : tensor<?x?x2x64xbf16>
@@ -168,12 +168,23 @@ func.func @output_k48(%q: tensor<?x?x2x48xbf16>, %d: tensor<?x?x2x64xf32>, %stat
 
 // -----
 
-// or above 128.
-func.func @output_v256(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x256xf32>, %states: tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16> {
-  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need V = a multiple of 32 up to 128, got 256}}
+// or above 256.
+func.func @output_v288(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x288xf32>, %states: tensor<?x?x2x64x288xf32>) -> tensor<?x?x2x288xbf16> {
+  // expected-error @below {{'linattn.chunk_output' op GPU chunked kernels need V = a multiple of 32 up to 256, got 288}}
   %o = linattn.chunk_output q(%q) k(%q) new_values(%d) states(%states) {chunk_size = 64 : i64, scale = 0.125 : f32}
-      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x64x256xf32>) -> tensor<?x?x2x256xbf16>
-  return %o : tensor<?x?x2x256xbf16>
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x288xf32>, tensor<?x?x2x64x288xf32>) -> tensor<?x?x2x288xbf16>
+  return %o : tensor<?x?x2x288xbf16>
+}
+
+// -----
+
+// A state pass whose tiles outgrow a block's shared memory: negeig's split
+// W at K = V = 256.
+func.func @state_pass_too_big(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x256xf32>, %w: tensor<?x?x2x2x256xbf16>, %s0: tensor<?x2x256x256xf32>) -> tensor<?x2x256x256xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU state pass needs}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x2x256xbf16>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x?x2x256x256xbf16>, tensor<?x2x256x256xf32>)
+  return %final : tensor<?x2x256x256xf32>
 }
 
 // -----

@@ -74,9 +74,12 @@ constexpr int64_t kLongChunk = 128;
 constexpr int64_t kStateColumns = 32;
 /// Head sizes K and V the kernels take: multiples of kHeadDimMultiple (a
 /// state-pass block's columns; a warp's keys are K / 2 in 16-key k-steps)
-/// up to kMaxHeadDim (the largest whose tiles were checked to fit).
+/// up to kMaxHeadDim. Above 128 some kinds' tiles outgrow a block's shared
+/// memory (the state pass of negeig's split W at 256); the conversion says
+/// so, and linattn-fit-chunked-kernels asks it before a spec is committed
+/// to the chunked form.
 constexpr int64_t kHeadDimMultiple = 32;
-constexpr int64_t kMaxHeadDim = 128;
+constexpr int64_t kMaxHeadDim = 256;
 /// The longest sequence the GPU strategy gives the recurrent kernel
 /// (convert-linattn-recurrence-to-gpu: each state column split over four
 /// lanes, the state read and written once) rather than the chunked kernels

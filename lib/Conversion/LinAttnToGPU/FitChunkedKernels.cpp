@@ -1,0 +1,107 @@
+//===- FitChunkedKernels.cpp - Chunked only where its kernels fit ---------===//
+//
+// The selector knows what the chunked kernels take by element type and head
+// size (TargetInfo.h); whether each kernel's tiles fit a block's shared
+// memory depends on the forms the algorithm passes make (a split W, f32
+// keys, per-key gates) and is decided by the conversion. So the chunked
+// choice is tried: on a copy of the recurrence, the pipeline's chunked
+// forms and convert-linattn-chunked-to-gpu; a failure makes it recurrent.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Conversion/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Passes.h"
+#include "LinAttn/Transforms/Strategy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNFITCHUNKEDKERNELS
+#include "LinAttn/Conversion/Passes.h.inc"
+
+namespace {
+
+struct LinAttnFitChunkedKernels
+    : impl::LinAttnFitChunkedKernelsBase<LinAttnFitChunkedKernels> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<RecurrenceOp> chunked;
+    getOperation()->walk([&](RecurrenceOp op) {
+      if (getRecordedStrategy(op) == Strategy::Chunked)
+        chunked.push_back(op);
+    });
+    for (RecurrenceOp op : chunked) {
+      ++numTried;
+      std::string why = whyKernelsDoNotFit(op);
+      if (why.empty())
+        continue;
+      ++numRefitted;
+      op->setAttr(kStrategyAttrName, StringAttr::get(
+                                         &getContext(),
+                                         stringifyStrategy(Strategy::Recurrent)));
+      op->removeAttr(kChunkSizeAttrName);
+      if (explain)
+        op.emitRemark() << "linattn GPU strategy for "
+                        << stringifyTransitionKind(op.getKind())
+                        << ": recurrent (the chunked kernels do not fit: "
+                        << why << ")";
+    }
+  }
+
+  /// "" if the chunked form of `op` lowers to kernels for `chip`, else the
+  /// first error the lowering gave.
+  std::string whyKernelsDoNotFit(RecurrenceOp op) {
+    MLIRContext *context = &getContext();
+    Location loc = op.getLoc();
+    OwningOpRef<ModuleOp> trial = ModuleOp::create(loc);
+    OpBuilder b(context);
+    b.setInsertionPointToStart(trial->getBody());
+    auto func = func::FuncOp::create(
+        b, loc, "trial",
+        b.getFunctionType(op->getOperandTypes(), op->getResultTypes()));
+    Block *entry = func.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    IRMapping mapping;
+    mapping.map(op->getOperands(), entry->getArguments());
+    Operation *copy = b.clone(*op, mapping);
+    func::ReturnOp::create(b, loc, copy->getResults());
+
+    PassManager pm(context);
+    OpPassManager &funcPm = pm.nest<func::FuncOp>();
+    addChunkedFormPasses(funcPm, chunkSize);
+    funcPm.addPass(createLinAttnFuseChunkCumsum());
+    funcPm.addPass(
+        createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));
+    // The trial's diagnostics are the answer, not the user's errors.
+    std::string why;
+    ScopedDiagnosticHandler handler(context, [&](Diagnostic &diag) {
+      if (why.empty() && diag.getSeverity() == DiagnosticSeverity::Error)
+        why = diag.str();
+      return success();
+    });
+    if (succeeded(pm.run(*trial)))
+      return "";
+    return why.empty() ? "the chunked form did not lower" : why;
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

@@ -1,0 +1,17 @@
+//===- ChunkedFormPasses.cpp - The chunked forms the pipelines make -------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+
+namespace mlir::linattn {
+
+void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize) {
+  funcPm.addPass(createLinAttnRecurrenceToChunked(
+      LinAttnRecurrenceToChunkedOptions{chunkSize,
+                                        /*narrowIntermediates=*/true}));
+  funcPm.addPass(createLinAttnLowerRank1ToWY(
+      LinAttnLowerRank1ToWYOptions{/*splitW=*/true}));
+}
+
+} // namespace mlir::linattn
