@@ -30,6 +30,18 @@ struct LinAttnGpuOccupancyHints
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (sharedMemoryPerSM <= 0 || reservedSharedMemoryPerBlock < 0 ||
+        maxThreadsPerSM <= 0 || minRegistersPerThread <= 0) {
+      module.emitError()
+          << "linattn-gpu-occupancy-hints: shared-memory-per-sm, "
+             "max-threads-per-sm and min-registers-per-thread must be "
+             "positive and reserved-shared-memory-per-block not negative, "
+             "got "
+          << sharedMemoryPerSM.getValue() << ", " << maxThreadsPerSM.getValue()
+          << ", " << minRegistersPerThread.getValue() << " and "
+          << reservedSharedMemoryPerBlock.getValue();
+      return signalPassFailure();
+    }
     StringRef attrName = NVVM::NVVMDialect::getMinctasmAttrName();
     // Blocks per SM each kernel's launches allow; the fewest if it is
     // launched with different sizes.
