@@ -11,6 +11,7 @@
 
 #include "LinAttn/Conversion/Passes.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/Transforms/Passes.h"
 #include "LinAttn/Transforms/Strategy.h"
@@ -43,6 +44,14 @@ struct LinAttnFitChunkedKernels
   using Base::Base;
 
   void runOnOperation() override {
+    // Options the trial would fail on for every recurrence, silently.
+    std::string why = chunked_kernels::checkChip(chip);
+    if (why.empty() && chunkSize <= 0)
+      why = "chunk-size must be positive, got " + std::to_string(chunkSize);
+    if (!why.empty()) {
+      getOperation()->emitError() << "linattn-fit-chunked-kernels: " << why;
+      return signalPassFailure();
+    }
     SmallVector<RecurrenceOp> chunked;
     getOperation()->walk([&](RecurrenceOp op) {
       if (getRecordedStrategy(op) == Strategy::Chunked)
@@ -50,7 +59,7 @@ struct LinAttnFitChunkedKernels
     });
     for (RecurrenceOp op : chunked) {
       ++numTried;
-      std::string why = whyKernelsDoNotFit(op);
+      why = whyKernelsDoNotFit(op);
       if (why.empty())
         continue;
       ++numRefitted;

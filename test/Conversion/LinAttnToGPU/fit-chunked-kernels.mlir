@@ -4,6 +4,11 @@
 // every spec here compiles (the recurrent kernel takes what the chunked
 // ones cannot).
 // RUN: linattn-opt %s -split-input-file --linattn-to-nvvm=format=isa -o /dev/null
+// Options it cannot try with are errors, not a silent recurrent choice.
+// RUN: not linattn-opt %s --linattn-fit-chunked-kernels=chunk-size=0 2>&1 | FileCheck %s --check-prefix=BAD-CHUNK
+// RUN: not linattn-opt %s --linattn-fit-chunked-kernels=chip=sm_75 2>&1 | FileCheck %s --check-prefix=BAD-CHIP
+// BAD-CHUNK: error: linattn-fit-chunked-kernels: chunk-size must be positive, got 0
+// BAD-CHIP: error: linattn-fit-chunked-kernels: chip 'sm_75' cannot run LinAttn's GPU code
 //
 // A chunked choice whose kernels would not fit a block's shared memory
 // becomes recurrent; one whose kernels fit stays.
