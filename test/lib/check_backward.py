@@ -29,9 +29,7 @@ values the kernel sees.
 import argparse
 import os
 import shlex
-import shutil
 import sys
-import tempfile
 
 import numpy as np
 
@@ -68,14 +66,8 @@ def main(argv=None):
     tol = args.tol if args.tol is not None else (1e-4 if dtype == "f32" else 1e-2)
     desc = common.describe(args, seed, prefix="backward ")
 
-    own_workdir = args.workdir is None
-    workdir = tempfile.mkdtemp(prefix="linattn_check_bwd_") if own_workdir else args.workdir
-    os.makedirs(workdir, exist_ok=True)
-
-    def fail(msg):
-        print(f"{desc} FAIL: {msg}")
-        print(f"  files kept in {workdir}")
-        return 1
+    work = common.Workdir(args, desc, prefix="linattn_check_bwd_")
+    workdir, fail = work.path, work.fail
 
     # --- inputs and cotangents ---
     rng = np.random.default_rng(seed)
@@ -140,14 +132,7 @@ def main(argv=None):
     errs = {gname: ref.rel_err(got[gname], want[name]) for name, _, gname, _ in present}
     ok = not problems and all(e <= tol for e in errs.values())  # NaN errors compare False -> FAIL
     line = f"{desc} " + " ".join(f"rel_err_{g}={e:.1e}" for g, e in errs.items()) + f" tol={common.fmt_tol(tol)}"
-    if ok:
-        print(f"{line} OK")
-        if own_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
-        return 0
-    print(f"{line} FAIL" + (": " + "; ".join(problems) if problems else ""))
-    print(f"  files kept in {workdir}")
-    return 1
+    return work.finish(line, ok, problems)
 
 
 if __name__ == "__main__":

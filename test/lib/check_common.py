@@ -10,8 +10,10 @@ and beta are f32 (GATE_DTYPE, BETA_DTYPE), as are the specs' gate and beta.
 
 import os
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -105,6 +107,38 @@ def run_runner(cmd):
         sys.stderr.write(proc.stderr)
         return f"runner exited with {proc.returncode}: " + shlex.join(cmd)
     return None
+
+
+class Workdir:
+    """The case's files: a fresh temporary folder, removed when the case
+    passes, or --workdir, always kept; a failure names it."""
+
+    def __init__(self, args, desc, prefix):
+        self.desc = desc
+        self.own = args.workdir is None
+        self.path = tempfile.mkdtemp(prefix=prefix) if self.own else args.workdir
+        os.makedirs(self.path, exist_ok=True)
+
+    def join(self, name):
+        return os.path.join(self.path, name)
+
+    def fail(self, msg):
+        """Prints the case, FAIL and why; returns the exit status 1."""
+        print(f"{self.desc} FAIL: {msg}")
+        print(f"  files kept in {self.path}")
+        return 1
+
+    def finish(self, line, ok, problems):
+        """Prints the result line with OK or FAIL (and the problems); returns
+        the exit status."""
+        if ok:
+            print(f"{line} OK")
+            if self.own:
+                shutil.rmtree(self.path, ignore_errors=True)
+            return 0
+        print(f"{line} FAIL" + (": " + "; ".join(problems) if problems else ""))
+        print(f"  files kept in {self.path}")
+        return 1
 
 
 def fmt_tol(tol):

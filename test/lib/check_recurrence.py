@@ -18,10 +18,8 @@ to the oracle, so the oracle sees exactly the values the kernel sees.
 import argparse
 import os
 import shlex
-import shutil
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
@@ -51,14 +49,8 @@ def main(argv=None):
     tol = args.tol if args.tol is not None else (1e-5 if dtype == "f32" else 1e-2)
     desc = common.describe(args, seed)
 
-    own_workdir = args.workdir is None
-    workdir = tempfile.mkdtemp(prefix="linattn_check_") if own_workdir else args.workdir
-    os.makedirs(workdir, exist_ok=True)
-
-    def fail(msg):
-        print(f"{desc} FAIL: {msg}")
-        print(f"  files kept in {workdir}")
-        return 1
+    work = common.Workdir(args, desc, prefix="linattn_check_")
+    workdir, fail = work.path, work.fail
 
     # --- inputs ---
     rng = np.random.default_rng(seed)
@@ -124,14 +116,7 @@ def main(argv=None):
     e_s = ref.rel_err(s, s_ref)
     ok = not problems and e_o <= tol and e_s <= tol  # NaN errors compare False -> FAIL
     line = f"{desc} rel_err_o={e_o:.1e} rel_err_state={e_s:.1e} tol={common.fmt_tol(tol)}"
-    if ok:
-        print(f"{line} OK")
-        if own_workdir:
-            shutil.rmtree(workdir, ignore_errors=True)
-        return 0
-    print(f"{line} FAIL" + (": " + "; ".join(problems) if problems else ""))
-    print(f"  files kept in {workdir}")
-    return 1
+    return work.finish(line, ok, problems)
 
 
 if __name__ == "__main__":
