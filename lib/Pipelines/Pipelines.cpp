@@ -88,6 +88,12 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
             /*splitW=*/strategy == linattn::Strategy::Chunked}));
     if (strategy == linattn::Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
+    // The backward's chunked form, on the CPU: its ops have loop lowerings
+    // only (no GPU kernels yet), so the GPU keeps the adjoint's loop.
+    if (strategy == linattn::Strategy::Chunked && !gpuKernels)
+      pm.addNestedPass<func::FuncOp>(
+          linattn::createLinAttnRecurrenceGradToChunked(
+              linattn::LinAttnRecurrenceGradToChunkedOptions{chunkSize}));
     break;
   case linattn::Strategy::Auto: {
     // The selector records a choice per recurrence; each algorithm pass

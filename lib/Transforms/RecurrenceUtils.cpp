@@ -11,7 +11,8 @@
 
 namespace mlir::linattn {
 
-SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op) {
+template <typename SpecOp>
+SmallVector<Value> batchAndSeqSizes(OpBuilder &b, SpecOp op) {
   SmallVector<Value> sizes;
   auto qType = cast<RankedTensorType>(op.getQ().getType());
   for (int64_t d = 0; d < 2; ++d)
@@ -23,7 +24,8 @@ SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op) {
 /// f(hv) on every token, [B, T, HV] f32: a chain of selects on hv, not a
 /// constant table, which bufferized is a host global that every GPU call
 /// would first copy to the device.
-static Value buildPerHeadConstant(OpBuilder &b, RecurrenceOp op,
+template <typename SpecOp>
+static Value buildPerHeadConstant(OpBuilder &b, SpecOp op,
                                   function_ref<float(int64_t)> f) {
   int64_t numVHeads = op.getNumVHeads();
   auto type = RankedTensorType::get(
@@ -46,7 +48,8 @@ static Value buildPerHeadConstant(OpBuilder &b, RecurrenceOp op,
       });
 }
 
-Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
+template <typename SpecOp>
+Value buildLogGate(OpBuilder &b, SpecOp op) {
   Location loc = op.getLoc();
   if (Value gate = op.getGate()) {
     auto type = cast<RankedTensorType>(gate.getType());
@@ -61,12 +64,14 @@ Value buildLogGate(OpBuilder &b, RecurrenceOp op) {
       b, op, [&](int64_t hv) { return std::log(op.getDecayForHead(hv)); });
 }
 
-Value buildConstantDecays(OpBuilder &b, RecurrenceOp op) {
+template <typename SpecOp>
+Value buildConstantDecays(OpBuilder &b, SpecOp op) {
   return buildPerHeadConstant(
       b, op, [&](int64_t hv) { return op.getDecayForHead(hv); });
 }
 
-std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op) {
+template <typename SpecOp>
+std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op) {
   if (!op.getQkL2norm())
     return {op.getQ(), op.getK()};
   auto normalised = [&](Value x) -> Value {
@@ -77,6 +82,15 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op) {
   };
   return {normalised(op.getQ()), normalised(op.getK())};
 }
+
+#define LINATTN_INSTANTIATE_SPEC_HELPERS(SpecOp)                              \
+  template SmallVector<Value> batchAndSeqSizes(OpBuilder &, SpecOp);           \
+  template Value buildLogGate(OpBuilder &, SpecOp);                            \
+  template Value buildConstantDecays(OpBuilder &, SpecOp);                     \
+  template std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &, SpecOp);
+LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceOp)
+LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceGradOp)
+#undef LINATTN_INSTANTIATE_SPEC_HELPERS
 
 Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                  ValueRange dynamicSizes, float value) {

@@ -1,6 +1,8 @@
 //===- RecurrenceUtils.h - Helpers for rewriting recurrences ----*- C++ -*-===//
 //
-// Pieces that several algorithm rewrites of linattn.recurrence share.
+// Pieces that several algorithm rewrites of linattn.recurrence (and of its
+// adjoint, linattn.recurrence_grad: the helpers templated on SpecOp take
+// either) share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,17 +18,21 @@ namespace mlir::linattn {
 /// The per-token log gate of `op` as an f32 tensor: the gate operand, or for
 /// constant_decay g = log(gamma_hv) on every token ([B, T, HV]); null for
 /// kinds without a gate.
-Value buildLogGate(OpBuilder &b, RecurrenceOp op);
+template <typename SpecOp>
+Value buildLogGate(OpBuilder &b, SpecOp op);
 
 /// q and k as the algorithms read them: L2-normalised (linattn.l2norm) when
 /// the op says qk_l2norm, else unchanged.
-std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, RecurrenceOp op);
+template <typename SpecOp>
+std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op);
 
 /// Dynamic sizes of the [B, T] prefix of q, for building [B, T, ...] tensors.
-SmallVector<Value> batchAndSeqSizes(OpBuilder &b, RecurrenceOp op);
+template <typename SpecOp>
+SmallVector<Value> batchAndSeqSizes(OpBuilder &b, SpecOp op);
 
 /// constant_decay's gamma_hv on every token ([B, T, HV] f32).
-Value buildConstantDecays(OpBuilder &b, RecurrenceOp op);
+template <typename SpecOp>
+Value buildConstantDecays(OpBuilder &b, SpecOp op);
 
 /// How a scan element holds a diagonal transition.
 enum class ScanDecay {

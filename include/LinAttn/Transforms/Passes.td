@@ -205,6 +205,46 @@ def LinAttnGenerateBackward
   }];
 }
 
+def LinAttnRecurrenceGradToChunked
+    : Pass<"linattn-recurrence-grad-to-chunked"> {
+  let summary = "Rewrite linattn.recurrence_grad into the chunked backward";
+  let description = [{
+    The adjoint in chunked form: every `linattn.recurrence_grad` becomes
+    the forward's chunk ops, recomputing what the backward needs in f32
+    (nothing is saved by the forward call), then the backward's:
+
+        [linattn.l2norm]                q, k      (with qk_l2norm)
+        [linattn.chunk_cumsum]          G         (gated kinds; constant_decay
+                                                   gets g = log(gamma))
+        [linattn.ut_transform]          W, U      (delta kinds)
+        linattn.chunk_state_pass        D, S_n    (f32)
+        linattn.chunk_state_pass_grad   dD, H_n, d initial_state
+        linattn.chunk_grad              dq, dk per value head, dv,
+                                        [dgate], [dbeta]
+        linattn.qk_grad                 dq, dk    (summed over value heads,
+                                                   back through qk_l2norm)
+
+    Only the state passes are sequential over the chunks (and parallel
+    over the state's value columns); everything else is parallel over
+    (b, hv, chunk). The memory beyond inputs and outputs is the chunk
+    states and their gradients (2 ceil(T / chunk-size) K V floats per (b,
+    hv)) plus a few [B, T, HV, K or V] f32 tensors. The rewrite applies to
+    every adjoint whose recorded strategy (if any) is chunked.
+  }];
+  let options = [
+    Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
+           "Tokens per chunk">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numRewritten", "num-rewritten",
+              "Adjoints rewritten into the chunked backward">,
+  ];
+}
+
 def LinAttnInsertShapeChecks : Pass<"linattn-insert-shape-checks"> {
   let summary = "Check at run time the dimensions a recurrence needs equal";
   let description = [{

@@ -232,6 +232,7 @@ struct ConvertLinAttnToLoops
     }
     lowerRecurrenceGradsToLoops(getOperation());
     lowerChunkedOpsToLoops(getOperation());
+    lowerChunkGradOpsToLoops(getOperation());
     lowerScansToLoops(getOperation());
   }
 };

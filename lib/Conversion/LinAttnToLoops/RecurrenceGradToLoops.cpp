@@ -80,9 +80,6 @@ private:
   /// The reverse step of token t, with S_{t-1} in slot `prev` and S_t in
   /// slot `prev + 1`.
   void emitReverseStep(Value prev, Value t);
-  /// dq or dk of a query/key head from the per-value-head sums: summed
-  /// over the head's value heads, then through the L2 norm.
-  void emitQKGradient(Value x, Value perValueHead, Value result);
 
   RecurrenceGradOp op;
   ImplicitLocOpBuilder &b;
@@ -266,50 +263,6 @@ void RecurrenceGradLowering::emitReverseStep(Value prev, Value t) {
   }
 }
 
-void RecurrenceGradLowering::emitQKGradient(Value x, Value perValueHead,
-                                            Value result) {
-  int64_t group = HV / H;
-  Value batch = e.dim(x, 0), seqLen = e.dim(x, 1);
-  auto loop =
-      scf::ParallelOp::create(b, ValueRange{e.index(0), e.index(0), e.index(0)},
-                              ValueRange{batch, seqLen, e.index(H)},
-                              ValueRange{e.index(1), e.index(1), e.index(1)});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value bi = loop.getInductionVars()[0], t = loop.getInductionVars()[1],
-        head = loop.getInductionVars()[2];
-  // dy_i = sum over the head's value heads.
-  auto summed = [&](Value i) {
-    return e.forEachReduce(
-        e.index(group), {e.f32(0.0f)},
-        [&](Value g, ValueRange acc) -> SmallVector<Value> {
-          Value valueHead = e.addIndex(e.mulIndex(head, e.index(group)), g);
-          return {e.add(
-              acc[0], memref::LoadOp::create(b, perValueHead,
-                                             ValueRange{bi, t, valueHead, i}))};
-        })[0];
-  };
-  if (!op.getQkL2norm()) {
-    e.forEach(e.index(K), [&](Value i) {
-      e.storeFromF32(summed(i), result, {bi, t, head, i});
-    });
-    return;
-  }
-  // y = x r: dx = r (dy - y (y . dy)).
-  Value r = e.inverseL2Norm(x, {bi, t, head}, K, L2NormOp::kEpsilon);
-  Value yDotDy =
-      e.forEachReduce(e.index(K), {e.f32(0.0f)},
-                      [&](Value i, ValueRange acc) -> SmallVector<Value> {
-                        Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
-                        return {e.add(acc[0], e.mul(y, summed(i)))};
-                      })[0];
-  e.forEach(e.index(K), [&](Value i) {
-    Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
-    Value dx = e.mul(r, e.sub(summed(i), e.mul(y, yDotDy)));
-    e.storeFromF32(dx, result, {bi, t, head, i});
-  });
-}
-
 void RecurrenceGradLowering::run() {
   K = op.getKeyDim();
   V = op.getValueDim();
@@ -437,8 +390,8 @@ void RecurrenceGradLowering::run() {
     });
   }
 
-  emitQKGradient(q, dqPerValueHead, dq);
-  emitQKGradient(k, dkPerValueHead, dk);
+  emitQKGradient(e, q, dqPerValueHead, dq, op.getQkL2norm());
+  emitQKGradient(e, k, dkPerValueHead, dk, op.getQkL2norm());
   e.replaceWithBuffers(op, results);
 }
 

@@ -1039,3 +1039,108 @@ LogicalResult ChunkNewValuesOp::verify() {
     return failure();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Chunked backward ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+LogicalResult checkPositiveScale(Operation *op, APFloat scaleAttr) {
+  float scale = scaleAttr.convertToFloat();
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return op->emitOpError() << "'scale' must be finite and positive, got "
+                             << scale;
+  return success();
+}
+
+} // namespace
+
+LogicalResult ChunkStatePassGradOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checkPositiveScale(*this, getScale())) ||
+      failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      (getW() &&
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
+      failed(checker.check(getGradOutput().getType(), "grad_output", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getGradFinalState().getType(), "grad_final_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.check(getGradNewValues().getType(), "grad_new_values",
+                           kVLayout, Elem::F32)) ||
+      failed(checker.check(getGradChunkStates().getType(), "grad_chunk_states",
+                           kChunkStatesLayout, Elem::F32)) ||
+      failed(checker.check(getGradInitialState().getType(),
+                           "grad_initial_state", kStateLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  return success();
+}
+
+LogicalResult ChunkGradOp::verify() {
+  LayoutChecker checker(*this);
+  bool wy = getBeta() || getW() || getU();
+  if (wy && !(getBeta() && getW() && getU() && getRank1Scale()))
+    return emitOpError() << "the WY form needs 'beta', 'w', 'u' and "
+                            "'rank1_scale' together";
+  if (bool(getGradBeta()) != bool(getBeta()))
+    return emitOpError() << "returns 'grad_beta' exactly when it takes 'beta'";
+  if (getGradGates() && !getGates())
+    return emitOpError() << "'grad_gates' needs 'gates'";
+  if (failed(checkPositiveScale(*this, getScale())) ||
+      failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
+      failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getChunkStates().getType(), "chunk_states",
+                           kChunkStatesLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getGradOutput().getType(), "grad_output", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getGradNewValues().getType(), "grad_new_values",
+                           kVLayout, Elem::F32)) ||
+      failed(checker.check(getGradChunkStates().getType(), "grad_states",
+                           kChunkStatesLayout, Elem::F32)) ||
+      failed(checker.check(getGradQ().getType(), "grad_q", kWLayout, Elem::F32)) ||
+      failed(checker.check(getGradK().getType(), "grad_k", kWLayout, Elem::F32)) ||
+      failed(checker.check(getGradV().getType(), "grad_v", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())))
+    return failure();
+  if (wy &&
+      (failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
+                            Elem::AnyFloat)) ||
+       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32)) ||
+       failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
+       failed(checker.check(getGradBeta().getType(), "grad_beta",
+                            kScalarGateLayout, Elem::F32)) ||
+       failed(checkRank1Scale(*this, getRank1Scale()))))
+    return failure();
+  if (getGradGates() && getGradGates().getType() != getGates().getType())
+    return emitOpError() << "'grad_gates' must have the gates' type "
+                         << getGates().getType() << ", got "
+                         << getGradGates().getType();
+  return success();
+}
+
+LogicalResult QKGradOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checker.check(getInput().getType(), "input", kQKLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getGrad().getType(), "grad", kWLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (!isSupportedInputElementType(out.getElementType()) ||
+      failed(verifyCompatibleShape(in.getShape(), out.getShape())))
+    return emitOpError() << "result must have the input's shape [B, T, H, K] "
+                            "and a float element type, got "
+                         << out;
+  return success();
+}

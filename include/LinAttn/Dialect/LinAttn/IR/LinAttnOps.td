@@ -683,4 +683,182 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// Chunked backward ops
+//
+// The adjoint of the chunked algorithm (linattn-recurrence-grad-to-chunked):
+// the forward's chunk ops recompute W, U, D and the chunk states S_n; then,
+// with dO the output gradient and H_n = dL/dS_{n+1} the gradient of the
+// state leaving chunk n,
+//
+//   dD      = scale (Q K^T * exp(G_i - G_j) * causal)^T dO + Kd H_n
+//   H_{n-1} = exp(G_C) H_n + scale (Q * exp(G))^T dO - W^T dD
+//
+// (Kd = K * exp(G_C - G)) runs backwards over the chunks, and every other
+// gradient is local to a chunk (linattn.chunk_grad).
+//===----------------------------------------------------------------------===//
+
+def LinAttn_ChunkStatePassGradOp : LinAttn_Op<"chunk_state_pass_grad",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the reverse inter-chunk pass: state gradients and dL/dD";
+  let description = [{
+    The adjoint of `linattn.chunk_state_pass` and the `D` input of
+    `linattn.chunk_output`, run from the last chunk back to the first for
+    every sequence and value head. With `H` starting at
+    `grad_final_state` (dL/dS_T) and, for chunk n with tokens i, j, last
+    token C and in-chunk cumulative log gates G (per row or per key; 0
+    without `gates`):
+
+        grad_chunk_states[n] = H                          (dL/dS_{n+1})
+        dD_i = scale sum_{j >= i} (sum_d q_jd k_id exp(G_jd - G_id)) dO_j
+               + sum_d k_id exp(G_Cd - G_id) H_d
+        H   <- diag(exp(G_C)) H + scale (Q * exp(G))^T dO - W^T dD
+
+    (the `W` term in the WY form only, with `w` from
+    `linattn.ut_transform`), and `grad_initial_state = H` after chunk 0.
+    Every state column evolves on its own: the pass is parallel over
+    (b, hv, value column) and sequential over chunks.
+
+    q, k [B, T, H, K] (value head hv reads head hv / (HV / H)), w [B, T,
+    HV, K] (not split), gates [B, T, HV] or [B, T, HV, K] f32,
+    grad_output [B, T, HV, V], grad_final_state [B, HV, K, V] f32.
+    Results, all f32: grad_new_values [B, T, HV, V], grad_chunk_states
+    [B, NC, HV, K, V] and grad_initial_state [B, HV, K, V].
+
+    ```mlir
+    %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w)
+        gates(%G) grad_output(%do) grad_final_state(%ds)
+        {chunk_size = 64 : i64, scale = 0.125 : f32}
+        : (tensor<?x?x4x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xf32>,
+           tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>)
+        -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xf32>, tensor<?x4x64x64xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$gates,
+                       AnyRankedTensor:$grad_output,
+                       AnyRankedTensor:$grad_final_state,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       F32Attr:$scale);
+  let results = (outs AnyRankedTensor:$grad_new_values,
+                      AnyRankedTensor:$grad_chunk_states,
+                      AnyRankedTensor:$grad_initial_state);
+  let assemblyFormat = [{
+    `q` `(` $q `)` `k` `(` $k `)` (`w` `(` $w^ `)`)? (`gates` `(` $gates^ `)`)?
+    `grad_output` `(` $grad_output `)`
+    `grad_final_state` `(` $grad_final_state `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
+    [Pure, AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "every gradient local to a chunk, from its boundary gradients";
+  let description = [{
+    Given each chunk's entering state S_n and new values D (the forward's
+    `linattn.chunk_state_pass`), the gradients dD and H_n = dL/dS_{n+1}
+    (`linattn.chunk_state_pass_grad`) and dO, returns the gradients of the
+    chunk's inputs, chunk by chunk and in parallel. With E_ij = exp(G_i -
+    G_j) (per key d for per-key gates), c = rank1_scale beta, C the chunk's
+    last token:
+
+    - the output: `dq_i += scale (S_n dO_i) * exp(G_i)`; with
+      `dP_ij = scale dO_i . D_j` (j <= i), `dq_i += sum_j dP_ij k_j E_ij`,
+      `dk_j += sum_i dP_ij q_i E_ij`;
+    - the state update `S_{n+1} = exp(G_C) S_n + Kd^T D`:
+      `dk_j += (H_n D_j) * exp(G_C - G_j)`;
+    - the WY factors (with `beta`; `w`, `u` the forward's f32 W and U):
+      `dW = -dD S_n^T`, `dU = dD`; `Y = A^T dW`, `Z = A^T dU` by back
+      substitution through `(I + L)^T` (L = StrictLower(diag(c) P),
+      P_ij = sum_d k_id k_jd E_ij); then `dk_i += c_i Y_i * exp(G_i)`,
+      `dv_i = beta_i Z_i`, `dL_ij = -(Y_i . W_j + Z_i . U_j)` for i > j,
+      `dP_ij = c_i dL_ij` back to both keys, and
+      `dbeta_i = rank1_scale (Y_i . (k_i * exp(G_i)) + sum_j dL_ij P_ij)
+      + Z_i . v_i`. Without `beta`, `dv = dD`.
+    - the gates: every `exp(G ...)` factor above adds its share to dL/dG
+      (the factor's exponent times the term it scales, per key), and
+      `grad_gates` is the gradient of the raw log gates, the reverse
+      cumulative sum of dL/dG inside each chunk (summed over keys for
+      gates per row). Only with `gates` and when the result is asked for
+      (constant decays have none).
+
+    q, k [B, T, H, K] (f32 after qk_l2norm), v [B, T, HV, V], beta
+    [B, T, HV], gates [B, T, HV] or [B, T, HV, K] (in-chunk cumulative,
+    f32), w [B, T, HV, K] and u [B, T, HV, V] f32, new_values,
+    grad_output and grad_new_values [B, T, HV, V], chunk_states and
+    grad_chunk_states [B, NC, HV, K, V]. Results: grad_q and grad_k per
+    value head [B, T, HV, K] f32 (`linattn.qk_grad` sums them over a
+    head's value heads), grad_v [B, T, HV, V] in its declared type, then
+    grad_gates (the gates' shape, f32) and grad_beta ([B, T, HV] f32) when
+    present.
+
+    ```mlir
+    %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v)
+        beta(%beta) gates(%G) w(%w) u(%u) new_values(%d) states(%s)
+        grad_output(%do) grad_new_values(%dd) grad_states(%hs)
+        {chunk_size = 64 : i64, scale = 0.125 : f32, rank1_scale = 1.0 : f32}
+        : (...) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>,
+                    tensor<?x?x4x64xbf16>)
+          grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+                       AnyRankedTensor:$v,
+                       Optional<AnyRankedTensor>:$beta,
+                       Optional<AnyRankedTensor>:$gates,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$u,
+                       AnyRankedTensor:$new_values,
+                       AnyRankedTensor:$chunk_states,
+                       AnyRankedTensor:$grad_output,
+                       AnyRankedTensor:$grad_new_values,
+                       AnyRankedTensor:$grad_chunk_states,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       F32Attr:$scale,
+                       OptionalAttr<F32Attr>:$rank1_scale);
+  let results = (outs AnyRankedTensor:$grad_q, AnyRankedTensor:$grad_k,
+                      AnyRankedTensor:$grad_v,
+                      Optional<AnyRankedTensor>:$grad_gates,
+                      Optional<AnyRankedTensor>:$grad_beta);
+  let assemblyFormat = [{
+    `q` `(` $q `)` `k` `(` $k `)` `v` `(` $v `)` (`beta` `(` $beta^ `)`)?
+    (`gates` `(` $gates^ `)`)? (`w` `(` $w^ `)`)? (`u` `(` $u^ `)`)?
+    `new_values` `(` $new_values `)` `states` `(` $chunk_states `)`
+    `grad_output` `(` $grad_output `)`
+    `grad_new_values` `(` $grad_new_values `)`
+    `grad_states` `(` $grad_chunk_states `)` attr-dict
+    `:` `(` type(operands) `)` `->` `(` type($grad_q) `,` type($grad_k) `,`
+    type($grad_v) `)` (`grad_gates` type($grad_gates)^)?
+    (`grad_beta` type($grad_beta)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_QKGradOp : LinAttn_Op<"qk_grad", [Pure]> {
+  let summary = "a query/key input's gradient from its value heads' shares";
+  let description = [{
+    `dy[b, t, h, :] = sum of grad[b, t, hv, :]` over the HV / H value heads
+    hv of query/key head h (heads h * HV / H up to (h + 1) * HV / H - 1),
+    then, with `qk_l2norm`, back through the normalisation `y = x r`,
+    `r = (|x|^2 + 1e-6)^-1/2`: `dx = r (dy - y (y . dy))`; without it
+    `dx = dy`. input x [B, T, H, K] (the spec's q or k), grad [B, T, HV,
+    K] f32; the result has x's shape in its declared element type.
+
+    ```mlir
+    %dq = linattn.qk_grad %q grad(%dq_heads) {qk_l2norm}
+        : (tensor<?x?x4x64xbf16>, tensor<?x?x8x64xf32>) -> tensor<?x?x4x64xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$grad,
+                       UnitAttr:$qk_l2norm);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = [{
+    $input `grad` `(` $grad `)` attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // LINATTN_DIALECT_LINATTN_IR_LINATTNOPS_TD

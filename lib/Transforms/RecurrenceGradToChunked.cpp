@@ -1,0 +1,143 @@
+//===- RecurrenceGradToChunked.cpp - The adjoint in chunked form ----------===//
+//
+// linattn.recurrence_grad as the chunked backward (docs/backward.md): the
+// forward's chunk ops recompute W, U, D and the chunk states in f32, the
+// reverse chunk pass carries the state gradient back chunk by chunk, and
+// every other gradient is local to a chunk.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Strategy.h"
+
+#include "RecurrenceUtils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNRECURRENCEGRADTOCHUNKED
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
+  RecurrenceGradToChunked(MLIRContext *ctx, int64_t chunkSize)
+      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+
+  LogicalResult matchAndRewrite(RecurrenceGradOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isSelectedFor(op, {Strategy::Chunked}))
+      return rewriter.notifyMatchFailure(op, "another strategy was chosen");
+    Location loc = op.getLoc();
+    const TransitionKindInfo &kind = op.getKindInfo();
+    int64_t batch = op.getBatchSize(), seqLen = op.getSeqLen();
+    int64_t HV = op.getNumVHeads(), K = op.getKeyDim(), V = op.getValueDim();
+    int64_t numChunks = ShapedType::isDynamic(seqLen)
+                            ? ShapedType::kDynamic
+                            : (seqLen + chunkSize - 1) / chunkSize;
+    Type f32 = rewriter.getF32Type();
+    auto f32Tensor = [&](ArrayRef<int64_t> shape) {
+      return RankedTensorType::get(shape, f32);
+    };
+    IntegerAttr chunkAttr = rewriter.getI64IntegerAttr(chunkSize);
+    FloatAttr scaleAttr = rewriter.getF32FloatAttr(op.getEffectiveScale());
+
+    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+    Value gates;
+    if (Value logGate = buildLogGate(rewriter, op))
+      gates = ChunkCumsumOp::create(
+                  rewriter, loc, logGate.getType(), /*decayed_keys=*/Type(),
+                  /*chunk_totals=*/Type(), logGate, /*keys=*/Value(), chunkAttr)
+                  .getResult();
+
+    // The forward, recomputed in f32: W and U (delta kinds), then D and S_n.
+    Value beta, w, u = op.getV();
+    FloatAttr rank1Scale;
+    if (kind.hasRank1()) {
+      beta = op.getBeta();
+      rank1Scale = rewriter.getF32FloatAttr(kind.rank1Scale);
+      auto ut = UTTransformOp::create(
+          rewriter, loc, f32Tensor({batch, seqLen, HV, K}),
+          f32Tensor({batch, seqLen, HV, V}), /*cumulative_gates=*/Type(), k,
+          op.getV(), beta, gates, /*raw_gates=*/Value(), chunkAttr, rank1Scale);
+      w = ut.getW();
+      u = ut.getU();
+    }
+    Type stateType = op.getInitialState().getType();
+    auto statesType = f32Tensor({batch, numChunks, HV, K, V});
+    auto valuesType = f32Tensor({batch, seqLen, HV, V});
+    auto forward = ChunkStatePassOp::create(
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, k, u, w,
+        /*beta=*/Value(), gates, op.getInitialState(), chunkAttr,
+        /*rank1_scale=*/FloatAttr(), /*segment_chunks=*/IntegerAttr(),
+        /*decayed_keys=*/UnitAttr());
+
+    // The backward.
+    auto statePassGrad = ChunkStatePassGradOp::create(
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, k, w,
+        gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
+        scaleAttr);
+    auto perValueHead = f32Tensor({batch, seqLen, HV, K});
+    unsigned vIndex = 2;
+    Type gateGradType, betaGradType;
+    if (op.getGate())
+      gateGradType = op.getGradients()[3].getType();
+    if (beta)
+      betaGradType = op.getGradients()[op.getInitialStateIndex() - 1].getType();
+    auto chunkGrad = ChunkGradOp::create(
+        rewriter, loc, perValueHead, perValueHead,
+        op.getGradients()[vIndex].getType(), gateGradType, betaGradType, q, k,
+        op.getV(), beta, gates, w, beta ? u : Value(), forward.getNewValues(),
+        forward.getChunkStates(), op.getGradOutput(),
+        statePassGrad.getGradNewValues(), statePassGrad.getGradChunkStates(),
+        chunkAttr, scaleAttr, rank1Scale);
+    UnitAttr l2norm = op.getQkL2normAttr();
+    Value dq = QKGradOp::create(rewriter, loc, op.getGradients()[0].getType(),
+                                op.getQ(), chunkGrad.getGradQ(), l2norm);
+    Value dk = QKGradOp::create(rewriter, loc, op.getGradients()[1].getType(),
+                                op.getK(), chunkGrad.getGradK(), l2norm);
+
+    SmallVector<Value> results = {dq, dk, chunkGrad.getGradV()};
+    if (op.getGate())
+      results.push_back(chunkGrad.getGradGates());
+    if (beta)
+      results.push_back(chunkGrad.getGradBeta());
+    results.push_back(statePassGrad.getGradInitialState());
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+
+  int64_t chunkSize;
+};
+
+struct LinAttnRecurrenceGradToChunked
+    : impl::LinAttnRecurrenceGradToChunkedBase<LinAttnRecurrenceGradToChunked> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (chunkSize <= 0) {
+      getOperation()->emitError()
+          << "linattn-recurrence-grad-to-chunked: chunk-size must be "
+             "positive, got "
+          << chunkSize.getValue();
+      return signalPassFailure();
+    }
+    int64_t count = 0;
+    getOperation()->walk([&](RecurrenceGradOp op) {
+      count += isSelectedFor(op, {Strategy::Chunked});
+    });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<RecurrenceGradToChunked>(&getContext(), chunkSize);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+    numRewritten += count;
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn

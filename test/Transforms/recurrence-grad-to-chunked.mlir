@@ -1,0 +1,80 @@
+// RUN: linattn-opt %s -split-input-file --linattn-recurrence-grad-to-chunked=chunk-size=32 | FileCheck %s
+// RUN: not linattn-opt %s --linattn-recurrence-grad-to-chunked=chunk-size=0 2>&1 | FileCheck %s --check-prefix=SIZE
+//
+// linattn-recurrence-grad-to-chunked rewrites the adjoint into the chunked
+// backward: the forward's chunk ops recompute W, U, D and the chunk states
+// in f32, the reverse chunk pass gives dD, the state gradients and
+// d initial_state, linattn.chunk_grad the rest, linattn.qk_grad sums dq
+// and dk over value heads (through qk_l2norm).
+
+// SIZE: linattn-recurrence-grad-to-chunked: chunk-size must be positive, got 0
+
+// Gated DeltaNet with qk_l2norm, grouped value heads, a bf16 gate.
+// CHECK-LABEL: func.func @gdn_backward(
+// CHECK-SAME:    %[[Q:[^:]*]]: tensor<?x?x2x16xbf16>, %[[K:[^:]*]]: tensor<?x?x2x16xbf16>, %[[V:[^:]*]]: tensor<?x?x4x32xbf16>, %[[G:[^:]*]]: tensor<?x?x4xbf16>, %[[B:[^:]*]]: tensor<?x?x4xf32>, %[[S0:[^:]*]]: tensor<?x4x16x32xf32>, %[[DO:[^:]*]]: tensor<?x?x4x32xbf16>, %[[DS:[^:]*]]: tensor<?x4x16x32xf32>)
+// CHECK:         %[[QN:.*]] = linattn.l2norm %[[Q]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK:         %[[KN:.*]] = linattn.l2norm %[[K]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK:         %[[GF:.*]] = arith.extf %[[G]] : tensor<?x?x4xbf16> to tensor<?x?x4xf32>
+// CHECK:         %[[GC:.*]] = linattn.chunk_cumsum %[[GF]] {chunk_size = 32 : i64}
+// CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%[[KN]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) {chunk_size = 32 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
+// CHECK:         %[[D:.*]], %[[SN:.*]], %{{.*}} = linattn.chunk_state_pass k(%[[KN]]) u(%[[U]]) w(%[[W]]) gates(%[[GC]]) state(%[[S0]]) {chunk_size = 32 : i64}
+// CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+// CHECK:         %[[DD:.*]], %[[HN:.*]], %[[DS0:.*]] = linattn.chunk_state_pass_grad q(%[[QN]]) k(%[[KN]]) w(%[[W]]) gates(%[[GC]]) grad_output(%[[DO]]) grad_final_state(%[[DS]]) {chunk_size = 32 : i64, scale = 2.500000e-01 : f32}
+// CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]], %[[DG:.*]], %[[DB:.*]] = linattn.chunk_grad q(%[[QN]]) k(%[[KN]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) w(%[[W]]) u(%[[U]]) new_values(%[[D]]) states(%[[SN]]) grad_output(%[[DO]]) grad_new_values(%[[DD]]) grad_states(%[[HN]])
+// CHECK-SAME:      rank1_scale = 1.000000e+00 : f32
+// CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x32xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+// CHECK:         %[[DQ:.*]] = linattn.qk_grad %[[Q]] grad(%[[DQH]]) {qk_l2norm} : (tensor<?x?x2x16xbf16>, tensor<?x?x4x16xf32>) -> tensor<?x?x2x16xbf16>
+// CHECK:         %[[DK:.*]] = linattn.qk_grad %[[K]] grad(%[[DKH]]) {qk_l2norm}
+// CHECK:         return %[[DQ]], %[[DK]], %[[DV]], %[[DG]], %[[DB]], %[[DS0]]
+func.func @gdn_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>,
+    %g: tensor<?x?x4xbf16>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>,
+    %do: tensor<?x?x4x32xbf16>, %ds: tensor<?x4x16x32xf32>)
+    -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+      grad_output(%do) grad_final_state(%ds) {scale = 0.25 : f32, qk_l2norm}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xbf16>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>, tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>)
+      -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>
+}
+
+// -----
+
+// RetNet (constant decays): the log decays are gates of the chunk ops, but
+// they are attributes, so there is no gate gradient; no rank-1 term: no UT
+// transform, D = v and dv = dD. Static shapes: ceil(100 / 32) = 4 chunks.
+// CHECK-LABEL: func.func @retnet_backward(
+// CHECK:         tensor.generate
+// CHECK:         %[[GC:.*]] = linattn.chunk_cumsum
+// CHECK-NOT:     linattn.ut_transform
+// CHECK:         linattn.chunk_state_pass k(%{{.*}}) u(%{{.*}}) gates(%[[GC]]) state(%{{.*}}) {chunk_size = 32 : i64}
+// CHECK-SAME:      -> (tensor<2x100x2x8xf32>, tensor<2x4x2x16x8xf32>, tensor<2x2x16x8xf32>)
+// CHECK:         linattn.chunk_state_pass_grad q(%{{.*}}) k(%{{.*}}) gates(%[[GC]])
+// CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]] = linattn.chunk_grad q(%{{.*}}) k(%{{.*}}) v(%{{.*}}) gates(%[[GC]]) new_values
+// CHECK-SAME:      -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>)
+// CHECK:         linattn.qk_grad %{{.*}} grad(%[[DQH]]) :
+func.func @retnet_backward(%q: tensor<2x100x2x16xf32>, %k: tensor<2x100x2x16xf32>, %v: tensor<2x100x2x8xf32>,
+    %s0: tensor<2x2x16x8xf32>, %do: tensor<2x100x2x8xf32>, %ds: tensor<2x2x16x8xf32>)
+    -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>) {
+  %dq, %dk, %dv, %ds0 = linattn.recurrence_grad constant_decay q(%q) k(%k) v(%v) state(%s0)
+      grad_output(%do) grad_final_state(%ds) {decay = array<f32: 0.9, 0.99>}
+      : (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>)
+      -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>)
+  return %dq, %dk, %dv, %ds0 : tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>
+}
+
+// -----
+
+// An adjoint whose recorded strategy is another stays as it is.
+// CHECK-LABEL: func.func @recorded_recurrent(
+// CHECK:         linattn.recurrence_grad identity
+// CHECK-NOT:     linattn.chunk_grad
+func.func @recorded_recurrent(%q: tensor<1x8x1x8xf32>, %k: tensor<1x8x1x8xf32>, %v: tensor<1x8x1x8xf32>,
+    %s0: tensor<1x1x8x8xf32>, %do: tensor<1x8x1x8xf32>, %ds: tensor<1x1x8x8xf32>)
+    -> (tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>) {
+  %dq, %dk, %dv, %ds0 = linattn.recurrence_grad identity q(%q) k(%k) v(%v) state(%s0)
+      grad_output(%do) grad_final_state(%ds) {linattn.strategy = "recurrent"}
+      : (tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>)
+      -> (tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>)
+  return %dq, %dk, %dv, %ds0 : tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>
+}
