@@ -9,6 +9,9 @@
 #   OBJECTS=.carry/bwd bench/gpu/device.sh backward [args for check_backward.py check]
 # (backward: the derived backward's gradients against autograd, on the
 # objects prepared from bench/gpu/check_backward.py variants).
+#   OBJECTS=.carry/bwdbench bench/gpu/device.sh bench-backward [args for bench_backward.py run]
+# (bench-backward: the derived backward's times beside fla's at training
+# shapes, on the objects prepared from bench/gpu/bench_backward.py variants).
 #   OBJECTS=.carry/train bench/gpu/device.sh train
 # (train: one training step of a DeltaNet layer through the library's
 # backward beside fla's, bench/gpu/train_step.py, on deltanet_train.o).
@@ -45,6 +48,11 @@ if [ "$what" = backward ]; then
       --json "$OUT/check_backward.json" "$@" > "$OUT/check_backward.log" 2>&1 || status=1
   grep -vE " OK$" "$OUT/check_backward.log" | tail -25 || true
   tail -1 "$OUT/check_backward.log"
+fi
+if [ "$what" = bench-backward ]; then
+  python3 bench/gpu/bench_backward.py run --libdir "$libs" --runner "$runner" \
+      --json "$OUT/bench_backward.json" "$@" 2>&1 | tee "$OUT/bench_backward.log" | tail -12
+  status=${PIPESTATUS[0]}
 fi
 if [ "$what" = train ]; then
   python3 bench/gpu/train_step.py run --lib "$libs/deltanet_train.so" \

@@ -88,12 +88,13 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
             /*splitW=*/strategy == linattn::Strategy::Chunked}));
     if (strategy == linattn::Strategy::SegmentScan)
       pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
-    // The backward's chunked form, on the CPU: its ops have loop lowerings
-    // only (no GPU kernels yet), so the GPU keeps the adjoint's loop.
-    if (strategy == linattn::Strategy::Chunked && !gpuKernels)
+    // The backward in chunked form; on the GPU the forward's kernels
+    // recompute what it needs, so it stores that as they do.
+    if (strategy == linattn::Strategy::Chunked)
       pm.addNestedPass<func::FuncOp>(
           linattn::createLinAttnRecurrenceGradToChunked(
-              linattn::LinAttnRecurrenceGradToChunkedOptions{chunkSize}));
+              linattn::LinAttnRecurrenceGradToChunkedOptions{
+                  chunkSize, /*narrowIntermediates=*/gpuKernels}));
     break;
   case linattn::Strategy::Auto: {
     // The selector records a choice per recurrence; each algorithm pass
@@ -109,6 +110,14 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
           linattn::LinAttnFitChunkedKernelsOptions{chip.str(), chunkSize}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
     linattn::addChunkedFormPasses(pm.nest<func::FuncOp>(), chunkSize);
+    // On the GPU the backward is chunked where the fit pass found the
+    // forward's kernels fit (it records recurrent elsewhere); the CPU keeps
+    // the adjoint's loop.
+    if (gpuKernels)
+      pm.addNestedPass<func::FuncOp>(
+          linattn::createLinAttnRecurrenceGradToChunked(
+              linattn::LinAttnRecurrenceGradToChunkedOptions{
+                  chunkSize, /*narrowIntermediates=*/true}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }

@@ -13,6 +13,8 @@
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/Transforms/Strategy.h"
 
+#include "RecurrenceUtils.h"
+
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -51,15 +53,9 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
     // U stays f32 everywhere: D = U - W S cancels, and U's rounding would
     // show in D.
     Type f32 = rewriter.getF32Type();
-    Type kElem = kType.getElementType();
-    int64_t K = kType.getDimSize(3);
-    bool narrowW = op.getRank1Scale()->convertToFloat() == 1.0f;
-    bool splitW = allowSplitW && !narrowW && !kElem.isF32() &&
-                  getRecordedStrategy(op) != Strategy::SegmentScan;
-    auto wType =
-        splitW ? RankedTensorType::get({batch, seqLen, numVHeads, 2, K}, kElem)
-               : RankedTensorType::get({batch, seqLen, numVHeads, K},
-                                       narrowW ? kElem : f32);
+    RankedTensorType wType = getWYWeightType(
+        kType, numVHeads, op.getRank1Scale()->convertToFloat(),
+        allowSplitW && getRecordedStrategy(op) != Strategy::SegmentScan);
     auto newUType = RankedTensorType::get(
         {batch, seqLen, numVHeads, uType.getDimSize(3)}, f32);
 

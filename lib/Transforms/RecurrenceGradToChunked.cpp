@@ -26,8 +26,10 @@ namespace mlir::linattn {
 namespace {
 
 struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
-  RecurrenceGradToChunked(MLIRContext *ctx, int64_t chunkSize)
-      : OpRewritePattern(ctx), chunkSize(chunkSize) {}
+  RecurrenceGradToChunked(MLIRContext *ctx, int64_t chunkSize,
+                          bool narrowIntermediates)
+      : OpRewritePattern(ctx), chunkSize(chunkSize),
+        narrowIntermediates(narrowIntermediates) {}
 
   LogicalResult matchAndRewrite(RecurrenceGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -55,31 +57,51 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
                   /*chunk_totals=*/Type(), logGate, /*keys=*/Value(), chunkAttr)
                   .getResult();
 
-    // The forward, recomputed in f32: W and U (delta kinds), then D and S_n.
+    // The forward, recomputed: W and U (delta kinds), then D and S_n. W in
+    // f32, or as the forward's chunked form stores it; D and S_n in f32
+    // (the gradients multiply them: bf16 copies gave dq 7e-3 and dgate 2e-2
+    // relative error on hard inputs at T = 1000, bench/NOTES.md b1).
+    auto keyType = cast<RankedTensorType>(k.getType());
+    Type narrowElem = f32;
     Value beta, w, u = op.getV();
     FloatAttr rank1Scale;
     if (kind.hasRank1()) {
       beta = op.getBeta();
       rank1Scale = rewriter.getF32FloatAttr(kind.rank1Scale);
+      Type wType = narrowIntermediates
+                       ? getWYWeightType(keyType, HV, kind.rank1Scale,
+                                         /*allowSplit=*/true)
+                       : f32Tensor({batch, seqLen, HV, K});
       auto ut = UTTransformOp::create(
-          rewriter, loc, f32Tensor({batch, seqLen, HV, K}),
-          f32Tensor({batch, seqLen, HV, V}), /*cumulative_gates=*/Type(), k,
-          op.getV(), beta, gates, /*raw_gates=*/Value(), chunkAttr, rank1Scale);
+          rewriter, loc, wType, f32Tensor({batch, seqLen, HV, V}),
+          /*cumulative_gates=*/Type(), k, op.getV(), beta, gates,
+          /*raw_gates=*/Value(), chunkAttr, rank1Scale);
       w = ut.getW();
       u = ut.getU();
     }
     Type stateType = op.getInitialState().getType();
-    auto statesType = f32Tensor({batch, numChunks, HV, K, V});
+    auto statesType =
+        RankedTensorType::get({batch, numChunks, HV, K, V}, narrowElem);
     auto valuesType = f32Tensor({batch, seqLen, HV, V});
     auto forward = ChunkStatePassOp::create(
-        rewriter, loc, TypeRange{valuesType, statesType, stateType}, k, u, w,
+        rewriter, loc,
+        TypeRange{RankedTensorType::get({batch, seqLen, HV, V}, narrowElem),
+                  statesType, stateType},
+        k, u, w,
         /*beta=*/Value(), gates, op.getInitialState(), chunkAttr,
         /*rank1_scale=*/FloatAttr(), /*segment_chunks=*/IntegerAttr(),
         /*decayed_keys=*/UnitAttr());
 
+    // The recorded choice (chunked) travels with the state pass, so that
+    // linattn-state-pass-to-scan leaves it alone.
+    if (Attribute strategy = op->getAttr(kStrategyAttrName))
+      forward->setAttr(kStrategyAttrName, strategy);
+
     // The backward.
     auto statePassGrad = ChunkStatePassGradOp::create(
-        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, k, w,
+        rewriter, loc,
+        TypeRange{valuesType, f32Tensor({batch, numChunks, HV, K, V}), stateType},
+        q, k, w,
         gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
     auto perValueHead = f32Tensor({batch, seqLen, HV, K});
@@ -113,6 +135,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
   }
 
   int64_t chunkSize;
+  bool narrowIntermediates;
 };
 
 struct LinAttnRecurrenceGradToChunked
@@ -132,7 +155,8 @@ struct LinAttnRecurrenceGradToChunked
       count += isSelectedFor(op, {Strategy::Chunked});
     });
     RewritePatternSet patterns(&getContext());
-    patterns.add<RecurrenceGradToChunked>(&getContext(), chunkSize);
+    patterns.add<RecurrenceGradToChunked>(&getContext(), chunkSize,
+                                          narrowIntermediates);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

@@ -92,6 +92,19 @@ LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceOp)
 LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceGradOp)
 #undef LINATTN_INSTANTIATE_SPEC_HELPERS
 
+RankedTensorType getWYWeightType(RankedTensorType keyType, int64_t numVHeads,
+                                 float rank1Scale, bool allowSplit) {
+  Type kElem = keyType.getElementType();
+  int64_t batch = keyType.getDimSize(0), seqLen = keyType.getDimSize(1),
+          K = keyType.getDimSize(3);
+  bool narrowW = rank1Scale == 1.0f;
+  if (allowSplit && !narrowW && !kElem.isF32())
+    return RankedTensorType::get({batch, seqLen, numVHeads, 2, K}, kElem);
+  return RankedTensorType::get(
+      {batch, seqLen, numVHeads, K},
+      narrowW ? kElem : Float32Type::get(keyType.getContext()));
+}
+
 Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                  ValueRange dynamicSizes, float value) {
   auto type = RankedTensorType::get(shape, b.getF32Type());

@@ -34,6 +34,14 @@ SmallVector<Value> batchAndSeqSizes(OpBuilder &b, SpecOp op);
 template <typename SpecOp>
 Value buildConstantDecays(OpBuilder &b, SpecOp op);
 
+/// The type of the WY factor W that `linattn.ut_transform` makes for keys
+/// of `keyType` [B, T, H, K] and `numVHeads` value heads: for the delta
+/// rule (rank1Scale 1) rounded to the keys' type; for the negative-
+/// eigenvalue rule f32, or split into two 16-bit parts [B, T, HV, 2, K]
+/// with `allowSplit` and 16-bit keys. Why: LowerRank1ToWY.cpp.
+RankedTensorType getWYWeightType(RankedTensorType keyType, int64_t numVHeads,
+                                 float rank1Scale, bool allowSplit);
+
 /// How a scan element holds a diagonal transition.
 enum class ScanDecay {
   None,          ///< no transition: the identity

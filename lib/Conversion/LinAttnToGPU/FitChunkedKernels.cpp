@@ -59,27 +59,57 @@ struct LinAttnFitChunkedKernels
     });
     for (RecurrenceOp op : chunked) {
       ++numTried;
-      why = whyKernelsDoNotFit(op);
+      why = whyKernelsDoNotFit(op, /*backward=*/false);
       if (why.empty())
         continue;
       ++numRefitted;
-      op->setAttr(kStrategyAttrName, StringAttr::get(
-                                         &getContext(),
-                                         stringifyStrategy(Strategy::Recurrent)));
-      op->removeAttr(kChunkSizeAttrName);
+      recordRecurrent(op);
       if (explain)
         op.emitRemark() << "linattn GPU strategy for "
                         << stringifyTransitionKind(op.getKind())
                         << ": recurrent (the chunked kernels do not fit: "
                         << why << ")";
     }
+    // The backward: chunked (the forward's kernels recompute W, U, D and the
+    // chunk states; the backward's own ops are loops) wherever those
+    // kernels fit, unless a strategy was recorded already.
+    SmallVector<RecurrenceGradOp> adjoints;
+    getOperation()->walk([&](RecurrenceGradOp op) {
+      if (!getRecordedStrategy(op))
+        adjoints.push_back(op);
+    });
+    for (RecurrenceGradOp op : adjoints) {
+      ++numTried;
+      why = whyKernelsDoNotFit(op, /*backward=*/true);
+      if (why.empty()) {
+        op->setAttr(kStrategyAttrName,
+                    StringAttr::get(&getContext(),
+                                    stringifyStrategy(Strategy::Chunked)));
+        continue;
+      }
+      ++numRefitted;
+      recordRecurrent(op);
+      if (explain)
+        op.emitRemark() << "linattn GPU strategy for the backward of "
+                        << stringifyTransitionKind(op.getKind())
+                        << ": recurrent (the chunked kernels do not fit: "
+                        << why << ")";
+    }
   }
 
-  /// "" if the chunked form of `op` lowers to kernels for `chip`, else the
-  /// first error the lowering gave.
-  std::string whyKernelsDoNotFit(RecurrenceOp op) {
+  void recordRecurrent(Operation *op) {
+    op->setAttr(kStrategyAttrName,
+                StringAttr::get(&getContext(),
+                                stringifyStrategy(Strategy::Recurrent)));
+    op->removeAttr(kChunkSizeAttrName);
+  }
+
+  /// "" if the chunked form of `op` (a recurrence, or with `backward` its
+  /// adjoint) lowers to kernels for `chip`, else the first error the
+  /// lowering gave.
+  std::string whyKernelsDoNotFit(Operation *op, bool backward) {
     MLIRContext *context = &getContext();
-    Location loc = op.getLoc();
+    Location loc = op->getLoc();
     OwningOpRef<ModuleOp> trial = ModuleOp::create(loc);
     OpBuilder b(context);
     b.setInsertionPointToStart(trial->getBody());
@@ -96,6 +126,10 @@ struct LinAttnFitChunkedKernels
     PassManager pm(context);
     OpPassManager &funcPm = pm.nest<func::FuncOp>();
     addChunkedFormPasses(funcPm, chunkSize);
+    if (backward)
+      funcPm.addPass(createLinAttnRecurrenceGradToChunked(
+          LinAttnRecurrenceGradToChunkedOptions{chunkSize,
+                                                /*narrowIntermediates=*/true}));
     funcPm.addPass(createLinAttnFuseChunkCumsum());
     funcPm.addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));

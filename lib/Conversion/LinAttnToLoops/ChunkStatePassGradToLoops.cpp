@@ -1,8 +1,11 @@
 //===- ChunkStatePassGradToLoops.cpp - The reverse chunk pass to loops ----===//
 //
-// linattn.chunk_state_pass_grad as loops: one parallel iteration per
-// (b, hv, value column), since every column of the state gradient evolves
-// on its own; sequential over the chunks, from the last.
+// linattn.chunk_state_pass_grad as two parallel nests (blocks and threads on
+// a GPU, plain loops on the CPU): first, per chunk and token, what does not
+// depend on the state gradient (the intra-chunk scores, the decayed keys and
+// queries); then the pass itself, one thread per (b, hv, value column) since
+// every column of the state gradient evolves on its own, sequential over the
+// chunks from the last.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,13 +16,12 @@
 
 namespace mlir::linattn {
 
-// For column c, with H the running dL/dS (grad_initial_state's buffer,
-// starting as grad_final_state), chunk n from the last (tokens [t0, t1),
-// last token C):
-//   grad_chunk_states[n][:, c] = H
-//   dD_ic = scale sum_{j >= i} (q_j . (k_i * exp(G_j - G_i))) dO_jc
-//           + (k_i * exp(G_C - G_i)) . H
-//   H <- exp(G_C) * H + scale sum_i (q_i * exp(G_i)) dO_ic - sum_i w_i dD_ic
+// With H the running dL/dS (grad_initial_state's buffer, starting as
+// grad_final_state), chunk n from the last (tokens [t0, t1), last token C):
+//   grad_chunk_states[n] = H
+//   dD_i = scale sum_{j >= i} A_ji dO_j + Kd_i H,   A_ji = q_j . (k_i * exp(G_j - G_i))
+//   H <- exp(G_C) * H + scale sum_i Qg_i dO_i^T - sum_i w_i dD_i^T
+// with Kd_i = k_i * exp(G_C - G_i) and Qg_i = q_i * exp(G_i) (per key).
 void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -29,7 +31,7 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
   Value gradOut = e.toBuffer(op.getGradOutput());
   Value gradFinal = e.toBuffer(op.getGradFinalState());
-  int64_t H = dimOf(q, 2), K = dimOf(q, 3);
+  int64_t H = dimOf(q, 2), K = dimOf(q, 3), C = op.getChunkSize();
   int64_t HV = dimOf(gradOut, 2), V = dimOf(gradOut, 3);
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
   Value hvDim = e.index(HV), kDim = e.index(K), vDim = e.index(V);
@@ -40,74 +42,104 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
                              {batch, numChunks, hvDim, kDim, vDim});
   Value dInit = e.allocFor(op.getGradInitialState().getType(),
                            {batch, hvDim, kDim, vDim});
+  auto f32Scratch = [&](int64_t last) {
+    return e.allocFor(MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                                       HV, last},
+                                      b.getF32Type()),
+                      {batch, seqLen, hvDim, e.index(last)});
+  };
+  Value scores = f32Scratch(C), decayedKeys = f32Scratch(K),
+        gatedQueries = f32Scratch(K);
   bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
   Value scale = e.f32(op.getScale().convertToFloat());
 
-  auto loop = scf::ParallelOp::create(
-      b, ValueRange{e.index(0), e.index(0), e.index(0)},
-      ValueRange{batch, hvDim, vDim},
-      ValueRange{e.index(1), e.index(1), e.index(1)});
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value bIdx = loop.getInductionVars()[0], hv = loop.getInductionVars()[1],
-        c = loop.getInductionVars()[2];
-  Value h = e.qkHead(hv, HV, H);
+  Value bIdx, hv, h, t0, t1, tLast;
   auto gate = [&](Value t, Value r) {
     return l.gateAt(gates, bIdx, t, hv, perKey ? r : Value());
   };
-  auto running = [&](Value r) { return SmallVector<Value>{bIdx, hv, r, c}; };
-  e.forEach(kDim, [&](Value r) {
-    memref::StoreOp::create(
-        b, memref::LoadOp::create(b, gradFinal, running(r)), dInit, running(r));
-  });
-  e.forEach(numChunks, [&](Value fromLast) {
-    Value n = e.subIndex(e.subIndex(numChunks, e.index(1)), fromLast);
-    Value t0, t1;
+  auto enterChunk = [&](Value n) {
     std::tie(t0, t1) = l.chunkBounds(n, seqLen);
-    Value tLast = e.subIndex(t1, e.index(1));
-    e.forEach(kDim, [&](Value r) {
-      memref::StoreOp::create(b, memref::LoadOp::create(b, dInit, running(r)),
-                              dStates, ValueRange{bIdx, n, hv, r, c});
-    });
-    e.forRange(t0, t1, [&](Value i) {
-      Value throughState = l.dot(
+    tLast = e.subIndex(t1, e.index(1));
+  };
+  auto at = [&](Value t, Value x) { return SmallVector<Value>{bIdx, t, hv, x}; };
+
+  // Per chunk, a thread per token i: A_ji for j >= i (scores[i][j - t0]),
+  // Kd_i and Qg_i.
+  l.parallelNest({batch, hvDim, numChunks}, e.index(C), [&](ValueRange ivs, Value lane) {
+    bIdx = ivs[0];
+    hv = ivs[1];
+    h = e.qkHead(hv, HV, H);
+    enterChunk(ivs[2]);
+    Value i = e.addIndex(t0, lane);
+    Value inChunk = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, i, t1);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(scf::IfOp::create(b, inChunk, false).thenBlock());
+    e.forRange(i, t1, [&](Value j) {
+      Value score = l.dot(
           K,
           [&](Value r) {
-            return e.mul(e.loadF32(k, {bIdx, i, h, r}),
-                         e.exp(e.sub(gate(tLast, r), gate(i, r))));
+            return e.mul(e.loadF32(q, {bIdx, j, h, r}),
+                         e.exp(e.sub(gate(j, r), gate(i, r))));
           },
-          [&](Value r) { return memref::LoadOp::create(b, dInit, running(r)); });
-      Value throughOutput = l.sumRange(i, t1, [&](Value j) {
-        Value score = l.dot(
-            K,
-            [&](Value r) {
-              return e.mul(e.loadF32(q, {bIdx, j, h, r}),
-                           e.exp(e.sub(gate(j, r), gate(i, r))));
-            },
-            [&](Value r) { return e.loadF32(k, {bIdx, i, h, r}); });
-        return e.mul(score, e.loadF32(gradOut, {bIdx, j, hv, c}));
-      });
-      memref::StoreOp::create(b, e.add(e.mul(scale, throughOutput), throughState),
-                              dD, ValueRange{bIdx, i, hv, c});
+          [&](Value r) { return e.loadF32(k, {bIdx, i, h, r}); });
+      memref::StoreOp::create(b, score, scores, at(i, e.subIndex(j, t0)));
     });
     e.forEach(kDim, [&](Value r) {
-      Value fromOutput = l.sumRange(t0, t1, [&](Value i) {
-        return e.mul(e.mul(e.loadF32(q, {bIdx, i, h, r}), e.exp(gate(i, r))),
-                     e.loadF32(gradOut, {bIdx, i, hv, c}));
-      });
-      Value next = e.add(
-          e.mul(e.exp(gate(tLast, r)),
-                memref::LoadOp::create(b, dInit, running(r))),
-          e.mul(scale, fromOutput));
-      if (w)
-        next = e.sub(next, l.sumRange(t0, t1, [&](Value i) {
-          return e.mul(e.loadF32(w, {bIdx, i, hv, r}),
-                       memref::LoadOp::create(b, dD, ValueRange{bIdx, i, hv, c}));
-        }));
-      memref::StoreOp::create(b, next, dInit, running(r));
+      memref::StoreOp::create(b,
+                              e.mul(e.loadF32(k, {bIdx, i, h, r}),
+                                    e.exp(e.sub(gate(tLast, r), gate(i, r)))),
+                              decayedKeys, at(i, r));
+      memref::StoreOp::create(
+          b, e.mul(e.loadF32(q, {bIdx, i, h, r}), e.exp(gate(i, r))),
+          gatedQueries, at(i, r));
     });
   });
-  b.setInsertionPointAfter(loop);
+
+  // The pass: a thread per value column c.
+  l.parallelNest({batch, hvDim}, vDim, [&](ValueRange ivs, Value c) {
+    bIdx = ivs[0];
+    hv = ivs[1];
+    auto running = [&](Value r) { return SmallVector<Value>{bIdx, hv, r, c}; };
+    auto load = [&](Value buf, Value t, Value x) {
+      return memref::LoadOp::create(b, buf, at(t, x)).getResult();
+    };
+    e.forEach(kDim, [&](Value r) {
+      memref::StoreOp::create(
+          b, memref::LoadOp::create(b, gradFinal, running(r)), dInit, running(r));
+    });
+    e.forEach(numChunks, [&](Value fromLast) {
+      Value n = e.subIndex(e.subIndex(numChunks, e.index(1)), fromLast);
+      enterChunk(n);
+      e.forEach(kDim, [&](Value r) {
+        memref::StoreOp::create(b, memref::LoadOp::create(b, dInit, running(r)),
+                                dStates, ValueRange{bIdx, n, hv, r, c});
+      });
+      e.forRange(t0, t1, [&](Value i) {
+        Value throughState = l.dot(
+            K, [&](Value r) { return load(decayedKeys, i, r); },
+            [&](Value r) { return memref::LoadOp::create(b, dInit, running(r)); });
+        Value throughOutput = l.sumRange(i, t1, [&](Value j) {
+          return e.mul(load(scores, i, e.subIndex(j, t0)),
+                       e.loadF32(gradOut, {bIdx, j, hv, c}));
+        });
+        memref::StoreOp::create(
+            b, e.add(e.mul(scale, throughOutput), throughState), dD, at(i, c));
+      });
+      e.forEach(kDim, [&](Value r) {
+        Value fromOutput = l.sumRange(t0, t1, [&](Value i) {
+          return e.mul(load(gatedQueries, i, r), e.loadF32(gradOut, {bIdx, i, hv, c}));
+        });
+        Value next = e.add(e.mul(e.exp(gate(tLast, r)),
+                                 memref::LoadOp::create(b, dInit, running(r))),
+                           e.mul(scale, fromOutput));
+        if (w)
+          next = e.sub(next, l.sumRange(t0, t1, [&](Value i) {
+            return e.mul(l.loadW(w, bIdx, i, hv, r), load(dD, i, c));
+          }));
+        memref::StoreOp::create(b, next, dInit, running(r));
+      });
+    });
+  });
   e.replaceWithBuffers(op, {dD, dStates, dInit});
 }
 

@@ -15,21 +15,26 @@ namespace mlir::linattn {
 
 // dy = sum over the value heads of x's head of perValueHead; without
 // l2norm dx = dy, with it (y = x r, r = (|x|^2 + eps)^-1/2)
-// dx = r (dy - y (y . dy)). One parallel iteration per (b, t, h).
+// dx = r (dy - y (y . dy)). Parallel over (b, t, h).
 void emitQKGradient(LoopEmitter &e, Value x, Value perValueHead, Value result,
                     bool l2norm) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t H = dimOf(x, 2), K = dimOf(x, 3), HV = dimOf(perValueHead, 2);
   int64_t group = HV / H;
   Value batch = e.dim(x, 0), seqLen = e.dim(x, 1);
-  auto loop =
-      scf::ParallelOp::create(b, ValueRange{e.index(0), e.index(0), e.index(0)},
-                              ValueRange{batch, seqLen, e.index(H)},
-                              ValueRange{e.index(1), e.index(1), e.index(1)});
+  // Blocks over (b, t), a thread per head (gpu-map-parallel-loops).
+  auto blocks =
+      scf::ParallelOp::create(b, ValueRange{e.index(0), e.index(0)},
+                              ValueRange{batch, seqLen},
+                              ValueRange{e.index(1), e.index(1)});
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value bi = loop.getInductionVars()[0], t = loop.getInductionVars()[1],
-        head = loop.getInductionVars()[2];
+  b.setInsertionPoint(blocks.getBody()->getTerminator());
+  auto threads = scf::ParallelOp::create(b, ValueRange{e.index(0)},
+                                         ValueRange{e.index(H)},
+                                         ValueRange{e.index(1)});
+  b.setInsertionPoint(threads.getBody()->getTerminator());
+  Value bi = blocks.getInductionVars()[0], t = blocks.getInductionVars()[1],
+        head = threads.getInductionVars()[0];
   auto summed = [&](Value i) {
     return e.forEachReduce(
         e.index(group), {e.f32(0.0f)},

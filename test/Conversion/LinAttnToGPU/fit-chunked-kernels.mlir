@@ -34,3 +34,37 @@ func.func @gated_delta_k192(%q: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192xbf1
       : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x192x192xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x2x192x192xf32>)
   return %o, %s : tensor<?x?x2x192xbf16>, tensor<?x2x192x192xf32>
 }
+
+// -----
+
+// The backward: chunked (the forward's kernels recompute W, U, D and the
+// chunk states) wherever those kernels fit, recorded on the adjoint.
+// CHECK-LABEL: func.func @gated_delta_backward
+// CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN-NOT: remark
+func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
+    %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
+    -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>)
+      -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>
+}
+
+// -----
+
+// f32 inputs: the forward's chunked kernels take 16-bit operands, so the
+// backward stays the adjoint's loop.
+// CHECK-LABEL: func.func @delta_backward_f32
+// CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: recurrent (the chunked kernels do not fit: {{.*}})
+func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>,
+    %b: tensor<?x?x2xf32>, %s0: tensor<?x2x32x32xf32>, %do: tensor<?x?x2x32xf32>, %ds: tensor<?x2x32x32xf32>)
+    -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>) {
+  %dq, %dk, %dv, %db, %ds0 = linattn.recurrence_grad delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32x32xf32>)
+      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>)
+  return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>
+}

@@ -1061,8 +1061,7 @@ LogicalResult ChunkStatePassGradOp::verify() {
   if (failed(checkPositiveScale(*this, getScale())) ||
       failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
-      (getW() &&
-       failed(checker.check(getW().getType(), "w", kWLayout, Elem::AnyFloat))) ||
+      (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
       failed(checker.check(getGradOutput().getType(), "grad_output", kVLayout,
                            Elem::AnyFloat)) ||
@@ -1115,7 +1114,7 @@ LogicalResult ChunkGradOp::verify() {
   if (wy &&
       (failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                             Elem::AnyFloat)) ||
-       failed(checker.check(getW().getType(), "w", kWLayout, Elem::F32)) ||
+       failed(checkW(*this, checker, getW(), getK())) ||
        failed(checker.check(getU().getType(), "u", kVLayout, Elem::F32)) ||
        failed(checker.check(getGradBeta().getType(), "grad_beta",
                             kScalarGateLayout, Elem::F32)) ||

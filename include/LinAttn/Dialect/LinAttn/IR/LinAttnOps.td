@@ -720,8 +720,8 @@ def LinAttn_ChunkStatePassGradOp : LinAttn_Op<"chunk_state_pass_grad",
     Every state column evolves on its own: the pass is parallel over
     (b, hv, value column) and sequential over chunks.
 
-    q, k [B, T, H, K] (value head hv reads head hv / (HV / H)), w [B, T,
-    HV, K] (not split), gates [B, T, HV] or [B, T, HV, K] f32,
+    q, k [B, T, H, K] (value head hv reads head hv / (HV / H)), w as
+    `linattn.ut_transform` makes it (f32, rounded or split), gates [B, T, HV] or [B, T, HV, K] f32,
     grad_output [B, T, HV, V], grad_final_state [B, HV, K, V] f32.
     Results, all f32: grad_new_values [B, T, HV, V], grad_chunk_states
     [B, NC, HV, K, V] and grad_initial_state [B, HV, K, V].
@@ -770,7 +770,7 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
       `dk_j += sum_i dP_ij q_i E_ij`;
     - the state update `S_{n+1} = exp(G_C) S_n + Kd^T D`:
       `dk_j += (H_n D_j) * exp(G_C - G_j)`;
-    - the WY factors (with `beta`; `w`, `u` the forward's f32 W and U):
+    - the WY factors (with `beta`; `w`, `u` the forward's W and U):
       `dW = -dD S_n^T`, `dU = dD`; `Y = A^T dW`, `Z = A^T dU` by back
       substitution through `(I + L)^T` (L = StrictLower(diag(c) P),
       P_ij = sum_d k_id k_jd E_ij); then `dk_i += c_i Y_i * exp(G_i)`,
@@ -787,7 +787,8 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
 
     q, k [B, T, H, K] (f32 after qk_l2norm), v [B, T, HV, V], beta
     [B, T, HV], gates [B, T, HV] or [B, T, HV, K] (in-chunk cumulative,
-    f32), w [B, T, HV, K] and u [B, T, HV, V] f32, new_values,
+    f32), w as `linattn.ut_transform` makes it (f32, rounded or split) and
+    u [B, T, HV, V] f32, new_values,
     grad_output and grad_new_values [B, T, HV, V], chunk_states and
     grad_chunk_states [B, NC, HV, K, V]. Results: grad_q and grad_k per
     value head [B, T, HV, K] f32 (`linattn.qk_grad` sums them over a
