@@ -63,7 +63,7 @@ struct LinAttnFitChunkedKernels
       if (why.empty())
         continue;
       ++numRefitted;
-      recordRecurrent(op);
+      record(op, Strategy::Recurrent);
       if (explain)
         op.emitRemark() << "linattn GPU strategy for "
                         << stringifyTransitionKind(op.getKind())
@@ -82,13 +82,11 @@ struct LinAttnFitChunkedKernels
       ++numTried;
       why = whyKernelsDoNotFit(op, /*backward=*/true);
       if (why.empty()) {
-        op->setAttr(kStrategyAttrName,
-                    StringAttr::get(&getContext(),
-                                    stringifyStrategy(Strategy::Chunked)));
+        record(op, Strategy::Chunked);
         continue;
       }
       ++numRefitted;
-      recordRecurrent(op);
+      record(op, Strategy::Recurrent);
       if (explain)
         op.emitRemark() << "linattn GPU strategy for the backward of "
                         << stringifyTransitionKind(op.getKind())
@@ -97,11 +95,13 @@ struct LinAttnFitChunkedKernels
     }
   }
 
-  void recordRecurrent(Operation *op) {
+  /// Records `strategy` as the op's choice (a recurrent one without a
+  /// chunk size).
+  void record(Operation *op, Strategy strategy) {
     op->setAttr(kStrategyAttrName,
-                StringAttr::get(&getContext(),
-                                stringifyStrategy(Strategy::Recurrent)));
-    op->removeAttr(kChunkSizeAttrName);
+                StringAttr::get(&getContext(), stringifyStrategy(strategy)));
+    if (strategy == Strategy::Recurrent)
+      op->removeAttr(kChunkSizeAttrName);
   }
 
   /// "" if the chunked form of `op` (a recurrence, or with `backward` its
