@@ -1,9 +1,10 @@
 //===- ChunkStatePassGradToLoops.cpp - The reverse chunk pass to loops ----===//
 //
-// linattn.chunk_state_pass_grad as two parallel nests (blocks and threads on
-// a GPU, plain loops on the CPU): first, per chunk and token, what does not
-// depend on the state gradient (the intra-chunk scores, the decayed keys and
-// queries); then the pass itself, one thread per (b, hv, value column) since
+// linattn.chunk_state_pass_grad as three parallel nests (blocks and threads
+// on a GPU, plain loops on the CPU): first, per chunk, what does not depend
+// on the state gradient (per token: the intra-chunk scores, the decayed keys
+// and queries; per value column: the output's share of dD and of the state
+// gradient); then the pass itself, one thread per (b, hv, value column) since
 // every column of the state gradient evolves on its own, sequential over the
 // chunks from the last.
 //
@@ -95,7 +96,32 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
     });
   });
 
-  // The pass: a thread per value column c.
+  // What does not depend on H, a thread per value column c of every chunk:
+  // dD_i = scale sum_{j >= i} A_ji dO_j, and scale Qg^T dO into
+  // grad_chunk_states[n] (the pass reads it there before it writes H).
+  l.parallelNest({batch, hvDim, numChunks}, vDim, [&](ValueRange ivs, Value c) {
+    bIdx = ivs[0];
+    hv = ivs[1];
+    Value n = ivs[2];
+    enterChunk(n);
+    e.forRange(t0, t1, [&](Value i) {
+      Value throughOutput = l.sumRange(i, t1, [&](Value j) {
+        return e.mul(e.loadF32(scores, at(i, e.subIndex(j, t0))),
+                     e.loadF32(gradOut, {bIdx, j, hv, c}));
+      });
+      memref::StoreOp::create(b, e.mul(scale, throughOutput), dD, at(i, c));
+    });
+    e.forEach(kDim, [&](Value r) {
+      Value fromOutput = l.sumRange(t0, t1, [&](Value i) {
+        return e.mul(e.loadF32(gatedQueries, at(i, r)),
+                     e.loadF32(gradOut, {bIdx, i, hv, c}));
+      });
+      memref::StoreOp::create(b, e.mul(scale, fromOutput), dStates,
+                              ValueRange{bIdx, n, hv, r, c});
+    });
+  });
+
+  // The pass: a thread per value column c, 2 C K multiply-adds a chunk.
   l.parallelNest({batch, hvDim}, vDim, [&](ValueRange ivs, Value c) {
     bIdx = ivs[0];
     hv = ivs[1];
@@ -110,28 +136,19 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
     e.forEach(numChunks, [&](Value fromLast) {
       Value n = e.subIndex(e.subIndex(numChunks, e.index(1)), fromLast);
       enterChunk(n);
-      e.forEach(kDim, [&](Value r) {
-        memref::StoreOp::create(b, memref::LoadOp::create(b, dInit, running(r)),
-                                dStates, ValueRange{bIdx, n, hv, r, c});
-      });
       e.forRange(t0, t1, [&](Value i) {
         Value throughState = l.dot(
             K, [&](Value r) { return load(decayedKeys, i, r); },
             [&](Value r) { return memref::LoadOp::create(b, dInit, running(r)); });
-        Value throughOutput = l.sumRange(i, t1, [&](Value j) {
-          return e.mul(load(scores, i, e.subIndex(j, t0)),
-                       e.loadF32(gradOut, {bIdx, j, hv, c}));
-        });
-        memref::StoreOp::create(
-            b, e.add(e.mul(scale, throughOutput), throughState), dD, at(i, c));
+        memref::StoreOp::create(b, e.add(load(dD, i, c), throughState), dD,
+                                at(i, c));
       });
       e.forEach(kDim, [&](Value r) {
-        Value fromOutput = l.sumRange(t0, t1, [&](Value i) {
-          return e.mul(load(gatedQueries, i, r), e.loadF32(gradOut, {bIdx, i, hv, c}));
-        });
-        Value next = e.add(e.mul(e.exp(gate(tLast, r)),
-                                 memref::LoadOp::create(b, dInit, running(r))),
-                           e.mul(scale, fromOutput));
+        SmallVector<Value> leaving = {bIdx, n, hv, r, c};
+        Value fromOutput = memref::LoadOp::create(b, dStates, leaving);
+        Value h = memref::LoadOp::create(b, dInit, running(r));
+        memref::StoreOp::create(b, h, dStates, leaving);
+        Value next = e.add(e.mul(e.exp(gate(tLast, r)), h), fromOutput);
         if (w)
           next = e.sub(next, l.sumRange(t0, t1, [&](Value i) {
             return e.mul(l.loadW(w, bIdx, i, hv, r), load(dD, i, c));
