@@ -21,6 +21,8 @@ Two halves, one file:
       bypassed for timing only) and its forward + backward. With
       --errors-T, rows of that T also report both backwards' gradient errors
       against torch.autograd through bench/gpu/check.py's float64 loop.
+      With --kernel-times, each of LinAttn's kernels is also timed alone in
+      one call (the runtime's LINATTN_KERNEL_TIMES).
 """
 
 import argparse
@@ -135,6 +137,16 @@ def run(args):
             for o in outs:
                 cmd += ["--output", o]
             row = {"spec": name, "kind": kind, "B": B, "T": T, "H": H, "HV": HV, "K": K, "V": V}
+            if args.kernel_times:
+                # One more call, each launch timed alone (the runtime's
+                # LINATTN_KERNEL_TIMES): "kernel NAME grid ... block ...: MS ms".
+                plain = [a for a in cmd if a not in ("--graph",)]
+                plain = plain[:plain.index("--bench")] + plain[plain.index("--warmup") + 2:]
+                plain = [a for a in plain if a != "--json" and not a.endswith("t.json")]
+                timed = subprocess.run(plain, capture_output=True, text=True, timeout=600,
+                                       env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
+                row["kernel_ms"] = [line for line in timed.stderr.splitlines()
+                                    if line.startswith("kernel ")]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             if proc.returncode != 0:
                 row["linattn_error"] = (proc.stderr or proc.stdout)[-300:]
@@ -189,6 +201,8 @@ def main():
     r.add_argument("--json", required=True)
     r.add_argument("--rows", default="")
     r.add_argument("--errors-T", type=int, default=1024)
+    r.add_argument("--kernel-times", action="store_true",
+                   help="also each kernel's time in one call (LINATTN_KERNEL_TIMES)")
     args = p.parse_args()
     if args.cmd == "variants":
         variants(args.spec_dir)
