@@ -94,7 +94,7 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
       pm.addNestedPass<func::FuncOp>(
           linattn::createLinAttnRecurrenceGradToChunked(
               linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*narrowIntermediates=*/gpuKernels}));
+                  chunkSize, /*forwardWForm=*/gpuKernels}));
     break;
   case linattn::Strategy::Auto: {
     // The selector records a choice per recurrence; each algorithm pass
@@ -117,7 +117,7 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
       pm.addNestedPass<func::FuncOp>(
           linattn::createLinAttnRecurrenceGradToChunked(
               linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*narrowIntermediates=*/true}));
+                  chunkSize, /*forwardWForm=*/true}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }

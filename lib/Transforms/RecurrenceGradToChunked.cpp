@@ -27,9 +27,8 @@ namespace {
 
 struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
   RecurrenceGradToChunked(MLIRContext *ctx, int64_t chunkSize,
-                          bool narrowIntermediates)
-      : OpRewritePattern(ctx), chunkSize(chunkSize),
-        narrowIntermediates(narrowIntermediates) {}
+                          bool forwardWForm)
+      : OpRewritePattern(ctx), chunkSize(chunkSize), forwardWForm(forwardWForm) {}
 
   LogicalResult matchAndRewrite(RecurrenceGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -62,13 +61,12 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     // (the gradients multiply them: bf16 copies gave dq 7e-3 and dgate 2e-2
     // relative error on hard inputs at T = 1000, bench/NOTES.md b1).
     auto keyType = cast<RankedTensorType>(k.getType());
-    Type narrowElem = f32;
     Value beta, w, u = op.getV();
     FloatAttr rank1Scale;
     if (kind.hasRank1()) {
       beta = op.getBeta();
       rank1Scale = rewriter.getF32FloatAttr(kind.rank1Scale);
-      Type wType = narrowIntermediates
+      Type wType = forwardWForm
                        ? getWYWeightType(keyType, HV, kind.rank1Scale,
                                          /*allowSplit=*/true)
                        : f32Tensor({batch, seqLen, HV, K});
@@ -80,14 +78,10 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
       u = ut.getU();
     }
     Type stateType = op.getInitialState().getType();
-    auto statesType =
-        RankedTensorType::get({batch, numChunks, HV, K, V}, narrowElem);
+    auto statesType = f32Tensor({batch, numChunks, HV, K, V});
     auto valuesType = f32Tensor({batch, seqLen, HV, V});
     auto forward = ChunkStatePassOp::create(
-        rewriter, loc,
-        TypeRange{RankedTensorType::get({batch, seqLen, HV, V}, narrowElem),
-                  statesType, stateType},
-        k, u, w,
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, k, u, w,
         /*beta=*/Value(), gates, op.getInitialState(), chunkAttr,
         /*rank1_scale=*/FloatAttr(), /*segment_chunks=*/IntegerAttr(),
         /*decayed_keys=*/UnitAttr());
@@ -99,29 +93,26 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
 
     // The backward.
     auto statePassGrad = ChunkStatePassGradOp::create(
-        rewriter, loc,
-        TypeRange{valuesType, f32Tensor({batch, numChunks, HV, K, V}), stateType},
-        q, k, w,
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, k, w,
         gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
     auto perValueHead = f32Tensor({batch, seqLen, HV, K});
-    unsigned vIndex = 2;
     Type gateGradType, betaGradType;
     if (op.getGate())
-      gateGradType = op.getGradients()[3].getType();
+      gateGradType = op.getGradientOf(3).getType();
     if (beta)
-      betaGradType = op.getGradients()[op.getInitialStateIndex() - 1].getType();
+      betaGradType = op.getGradientOf(op.getInitialStateIndex() - 1).getType();
     auto chunkGrad = ChunkGradOp::create(
         rewriter, loc, perValueHead, perValueHead,
-        op.getGradients()[vIndex].getType(), gateGradType, betaGradType, q, k,
+        op.getGradientOf(2).getType(), gateGradType, betaGradType, q, k,
         op.getV(), beta, gates, w, beta ? u : Value(), forward.getNewValues(),
         forward.getChunkStates(), op.getGradOutput(),
         statePassGrad.getGradNewValues(), statePassGrad.getGradChunkStates(),
         chunkAttr, scaleAttr, rank1Scale);
     UnitAttr l2norm = op.getQkL2normAttr();
-    Value dq = QKGradOp::create(rewriter, loc, op.getGradients()[0].getType(),
+    Value dq = QKGradOp::create(rewriter, loc, op.getGradientOf(0).getType(),
                                 op.getQ(), chunkGrad.getGradQ(), l2norm);
-    Value dk = QKGradOp::create(rewriter, loc, op.getGradients()[1].getType(),
+    Value dk = QKGradOp::create(rewriter, loc, op.getGradientOf(1).getType(),
                                 op.getK(), chunkGrad.getGradK(), l2norm);
 
     SmallVector<Value> results = {dq, dk, chunkGrad.getGradV()};
@@ -135,7 +126,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
   }
 
   int64_t chunkSize;
-  bool narrowIntermediates;
+  bool forwardWForm;
 };
 
 struct LinAttnRecurrenceGradToChunked
@@ -156,7 +147,7 @@ struct LinAttnRecurrenceGradToChunked
     });
     RewritePatternSet patterns(&getContext());
     patterns.add<RecurrenceGradToChunked>(&getContext(), chunkSize,
-                                          narrowIntermediates);
+                                          forwardWForm);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

@@ -231,7 +231,7 @@ def LinAttnRecurrenceGradToChunked
     hv)) plus a few [B, T, HV, K or V] f32 tensors. The rewrite applies to
     every adjoint whose recorded strategy (if any) is chunked.
 
-    With `narrow-intermediates` (the GPU pipeline), the recomputed W takes
+    With `forward-w-form` (the GPU pipeline), the recomputed W takes
     the form the forward's chunked pipeline gives it (rounded or split as
     `linattn-lower-rank1-to-wy` makes it), so that the forward's kernels
     compute it; the chunk states and new values stay f32 (the gradients
@@ -240,7 +240,7 @@ def LinAttnRecurrenceGradToChunked
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
            "Tokens per chunk">,
-    Option<"narrowIntermediates", "narrow-intermediates", "bool",
+    Option<"forwardWForm", "forward-w-form", "bool",
            /*default=*/"false",
            "Recompute W as the forward's chunked form stores it (16-bit "
            "or split where the keys are 16-bit)">,

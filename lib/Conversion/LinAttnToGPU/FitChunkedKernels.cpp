@@ -129,7 +129,7 @@ struct LinAttnFitChunkedKernels
     if (backward)
       funcPm.addPass(createLinAttnRecurrenceGradToChunked(
           LinAttnRecurrenceGradToChunkedOptions{chunkSize,
-                                                /*narrowIntermediates=*/true}));
+                                                /*forwardWForm=*/true}));
     funcPm.addPass(createLinAttnFuseChunkCumsum());
     funcPm.addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));
