@@ -127,23 +127,21 @@ def run(args):
             ds = 0.1 * torch.randn(B, HV, K, V, generator=gen, device="cuda")
             names = [n for n in fwd.INPUT_ORDER if n in ins]
             lib = os.path.join(args.libdir, name + ".so")
-            cmd = [args.runner, lib, "--entry", name + "_backward", "--graph", "--bench", "10",
-                   "--warmup", "2", "--json", os.path.join(work, "t.json")]
+            call = [args.runner, lib, "--entry", name + "_backward"]
             for n, x in [(n, ins[n]) for n in names] + [("do", do), ("ds", ds)]:
                 path = os.path.join(work, n + ".npy")
                 np.save(path, x.cpu().numpy().astype(np.float32))
-                cmd += ["--input", path]
+                call += ["--input", path]
             outs = [os.path.join(work, "d" + n + ".npy") for n in names]
             for o in outs:
-                cmd += ["--output", o]
+                call += ["--output", o]
+            cmd = call + ["--graph", "--bench", "10", "--warmup", "2",
+                          "--json", os.path.join(work, "t.json")]
             row = {"spec": name, "kind": kind, "B": B, "T": T, "H": H, "HV": HV, "K": K, "V": V}
             if args.kernel_times:
                 # One more call, each launch timed alone (the runtime's
                 # LINATTN_KERNEL_TIMES): "kernel NAME grid ... block ...: MS ms".
-                plain = [a for a in cmd if a not in ("--graph",)]
-                plain = plain[:plain.index("--bench")] + plain[plain.index("--warmup") + 2:]
-                plain = [a for a in plain if a != "--json" and not a.endswith("t.json")]
-                timed = subprocess.run(plain, capture_output=True, text=True, timeout=600,
+                timed = subprocess.run(call, capture_output=True, text=True, timeout=600,
                                        env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
                 row["kernel_ms"] = [line for line in timed.stderr.splitlines()
                                     if line.startswith("kernel ")]
@@ -163,9 +161,8 @@ def run(args):
                 row["fla_error"] = str(exc)[-300:]
             if args.errors_T and T == args.errors_T and "linattn_error" not in row:
                 d = {n: ins[n].double().requires_grad_() for n in names}
-                gammas = None
                 o, s = fwd.reference(kind, d["q"], d["k"], d["v"], d.get("gate"), d.get("beta"),
-                                     d["initial_state"], scale, gammas)
+                                     d["initial_state"], scale, None)
                 loss = (o * do.double()).sum() + (s * ds.double()).sum()
                 ref = torch.autograd.grad(loss, [d[n] for n in names])
                 row["linattn_rel_err"] = {
