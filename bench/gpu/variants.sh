@@ -40,12 +40,18 @@ ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, int(size), int(size), decay=
 PY
   done
 done
-# Gated DeltaNet with q and k normalised in the call (qk_l2norm): the
-# tensor-core kernels then read f32 keys (the l2norm results).
+# Gated DeltaNet with q and k normalised in the call (qk_l2norm): two
+# l2norm kernels write them in the inputs' type for the tensor-core ones,
+# at K = V = 128 and at the other head sizes the chunked kernels take.
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
   > "$specs/gated_deltanet_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_128.mlir"
-# GLA likewise: per-key gates with f32 keys in the state pass.
+for size in 64 192 256; do
+  sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' "$specs/gated_deltanet_bf16_$size.mlir" \
+    > "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
+  grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
+done
+# GLA likewise (per-key gates).
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
   > "$specs/gla_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$specs/gla_l2norm_bf16_128.mlir"

@@ -48,7 +48,9 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     IntegerAttr chunkAttr = rewriter.getI64IntegerAttr(chunkSize);
     FloatAttr scaleAttr = rewriter.getF32FloatAttr(op.getEffectiveScale());
 
-    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+    // Normalised q and k stay f32 here: the backward's ops are not fed to
+    // tensor cores, and qk_grad differentiates the normalisation at f32.
+    auto [q, k] = buildQueriesAndKeys(rewriter, op, f32);
     Value gates;
     if (Value logGate = buildLogGate(rewriter, op))
       gates = ChunkCumsumOp::create(

@@ -54,7 +54,12 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
                             ? ShapedType::kDynamic
                             : (seqLen + chunkSize - 1) / chunkSize;
 
-    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+    // Normalised q and k in the inputs' type: every chunk op takes them as
+    // tensor-core operands (rounded once, as fla's l2norm_fwd does), and
+    // the keys' type sets W's and the chunk states' (f32 ones doubled the
+    // state pass's traffic and split W; bench/NOTES.md n1).
+    auto [q, k] = buildQueriesAndKeys(
+        rewriter, op, cast<ShapedType>(op.getK().getType()).getElementType());
     // In-chunk cumulative log gates (constant_decay: log(gamma) per token).
     Value logGate = buildLogGate(rewriter, op);
     Value gates;

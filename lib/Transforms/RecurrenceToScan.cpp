@@ -59,7 +59,8 @@ struct RecurrenceToScan : OpRewritePattern<RecurrenceOp> {
     SmallVector<Value> bOnly;
     if (ShapedType::isDynamic(batch))
       bOnly.push_back(bt.front());
-    auto [q, k] = buildQueriesAndKeys(rewriter, op);
+    // The scan's products are f32 element-wise ones: normalised q, k in f32.
+    auto [q, k] = buildQueriesAndKeys(rewriter, op, rewriter.getF32Type());
 
     // kv[b, t, hv, i, j] = k[b, t, hv / G, i] * v[b, t, hv, j]
     AffineExpr d0, d1, d2, d3, d4;

@@ -71,13 +71,14 @@ Value buildConstantDecays(OpBuilder &b, SpecOp op) {
 }
 
 template <typename SpecOp>
-std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op) {
+std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op,
+                                            Type normalisedElem) {
   if (!op.getQkL2norm())
     return {op.getQ(), op.getK()};
   auto normalised = [&](Value x) -> Value {
     auto type = cast<RankedTensorType>(x.getType());
     return L2NormOp::create(
-        b, op.getLoc(), RankedTensorType::get(type.getShape(), b.getF32Type()),
+        b, op.getLoc(), RankedTensorType::get(type.getShape(), normalisedElem),
         x);
   };
   return {normalised(op.getQ()), normalised(op.getK())};
@@ -87,7 +88,8 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op) {
   template SmallVector<Value> batchAndSeqSizes(OpBuilder &, SpecOp);           \
   template Value buildLogGate(OpBuilder &, SpecOp);                            \
   template Value buildConstantDecays(OpBuilder &, SpecOp);                     \
-  template std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &, SpecOp);
+  template std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &, SpecOp,    \
+                                                       Type);
 LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceOp)
 LINATTN_INSTANTIATE_SPEC_HELPERS(RecurrenceGradOp)
 #undef LINATTN_INSTANTIATE_SPEC_HELPERS

@@ -21,10 +21,12 @@ namespace mlir::linattn {
 template <typename SpecOp>
 Value buildLogGate(OpBuilder &b, SpecOp op);
 
-/// q and k as the algorithms read them: L2-normalised (linattn.l2norm) when
-/// the op says qk_l2norm, else unchanged.
+/// q and k as the algorithms read them: L2-normalised (linattn.l2norm, its
+/// results of element type `normalisedElem`) when the op says qk_l2norm, else
+/// unchanged.
 template <typename SpecOp>
-std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op);
+std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op,
+                                            Type normalisedElem);
 
 /// Dynamic sizes of the [B, T] prefix of q, for building [B, T, ...] tensors.
 template <typename SpecOp>

@@ -51,8 +51,7 @@ void lowerL2Norm(L2NormOp op) {
         e.b, e.f32(1.0f),
         math::SqrtOp::create(e.b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
     e.forEach(e.index(n), [&](Value i) {
-      memref::StoreOp::create(e.b, e.mul(e.loadF32(in, at(i)), inv), out,
-                              at(i));
+      e.storeFromF32(e.mul(e.loadF32(in, at(i)), inv), out, at(i));
     });
   };
   nest({});

@@ -37,6 +37,20 @@ func.func @gated_delta_k192(%q: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192xbf1
 
 // -----
 
+// {qk_l2norm} Gated DeltaNet at K = V = 256 fits: the normalised q and k
+// are bf16 like the inputs (f32 ones made the state pass stage f32 keys,
+// 240-307 KB, and it fell back to recurrent).
+// CHECK-LABEL: func.func @gated_delta_l2norm_k256
+// CHECK: linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked", qk_l2norm}
+// EXPLAIN-NOT: remark
+func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x256xbf16>, %g: tensor<?x?x2xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0) {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked", qk_l2norm}
+      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>)
+  return %o, %s : tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>
+}
+
+// -----
+
 // The backward: chunked (the forward's kernels recompute W, U, D and the
 // chunk states) wherever those kernels fit, recorded on the adjoint.
 // CHECK-LABEL: func.func @gated_delta_backward

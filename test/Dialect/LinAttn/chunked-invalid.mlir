@@ -3,10 +3,10 @@
 // Malformed chunked-state algorithm ops get a diagnostic naming the operand
 // or attribute at fault.
 
-// l2norm result must be f32
+// l2norm result must be f32 or the input's type
 func.func @f(%x: tensor<4x8xbf16>) {
-  // expected-error @+1 {{result must have the input's shape and element type f32, got 'tensor<4x8xbf16>'}}
-  %r = linattn.l2norm %x : tensor<4x8xbf16> -> tensor<4x8xbf16>
+  // expected-error @+1 {{result must have the input's shape and element type f32 or the input's ('bf16'), got 'tensor<4x8xf16>'}}
+  %r = linattn.l2norm %x : tensor<4x8xbf16> -> tensor<4x8xf16>
   return
 }
 

@@ -714,11 +714,12 @@ LogicalResult L2NormOp::verify() {
     return emitOpError() << "the normalised (last) dimension must be static, "
                             "got "
                          << in;
-  if (!out.getElementType().isF32() ||
+  if ((!out.getElementType().isF32() &&
+       out.getElementType() != in.getElementType()) ||
       failed(verifyCompatibleShape(in.getShape(), out.getShape())))
     return emitOpError() << "result must have the input's shape and element "
-                            "type f32, got "
-                         << out;
+                            "type f32 or the input's ("
+                         << in.getElementType() << "), got " << out;
   return success();
 }
 

@@ -351,11 +351,14 @@ def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
   let summary = "L2-normalise the last dimension";
   let description = [{
     `y = x / sqrt(sum(x^2) + 1e-6)` over the last dimension, in fp32. The
-    result has x's shape and element type f32. Emitted for `qk_l2norm`
-    when a recurrence is split into algorithm ops.
+    result has x's shape and element type f32, or x's own element type (y
+    rounded once). Emitted for `qk_l2norm` when a recurrence is split into
+    algorithm ops: the chunked form takes x's type (its ops feed q and k to
+    tensor cores in that type), the scan and the backward f32.
 
     ```mlir
-    %qn = linattn.l2norm %q : tensor<?x?x8x128xbf16> -> tensor<?x?x8x128xf32>
+    %qn = linattn.l2norm %q : tensor<?x?x8x128xbf16> -> tensor<?x?x8x128xbf16>
+    %kn = linattn.l2norm %k : tensor<?x?x8x128xbf16> -> tensor<?x?x8x128xf32>
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input);
