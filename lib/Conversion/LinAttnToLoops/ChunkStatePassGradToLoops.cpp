@@ -122,40 +122,55 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
   });
 
   // The pass: a thread per value column c, 2 C K multiply-adds a chunk.
+  // The column of H is carried as K values through the chunk loop (loops
+  // over it unrolled here), so that on a GPU it stays in registers.
   l.parallelNest({batch, hvDim}, vDim, [&](ValueRange ivs, Value c) {
     bIdx = ivs[0];
     hv = ivs[1];
-    auto running = [&](Value r) { return SmallVector<Value>{bIdx, hv, r, c}; };
-    auto load = [&](Value buf, Value t, Value x) {
-      return memref::LoadOp::create(b, buf, at(t, x)).getResult();
+    auto running = [&](int64_t r) {
+      return SmallVector<Value>{bIdx, hv, e.index(r), c};
     };
-    e.forEach(kDim, [&](Value r) {
-      memref::StoreOp::create(
-          b, memref::LoadOp::create(b, gradFinal, running(r)), dInit, running(r));
-    });
-    e.forEach(numChunks, [&](Value fromLast) {
-      Value n = e.subIndex(e.subIndex(numChunks, e.index(1)), fromLast);
-      enterChunk(n);
-      e.forRange(t0, t1, [&](Value i) {
-        Value throughState = l.dot(
-            K, [&](Value r) { return load(decayedKeys, i, r); },
-            [&](Value r) { return memref::LoadOp::create(b, dInit, running(r)); });
-        memref::StoreOp::create(b, e.add(load(dD, i, c), throughState), dD,
-                                at(i, c));
-      });
-      e.forEach(kDim, [&](Value r) {
-        SmallVector<Value> leaving = {bIdx, n, hv, r, c};
-        Value fromOutput = memref::LoadOp::create(b, dStates, leaving);
-        Value h = memref::LoadOp::create(b, dInit, running(r));
-        memref::StoreOp::create(b, h, dStates, leaving);
-        Value next = e.add(e.mul(e.exp(gate(tLast, r)), h), fromOutput);
-        if (w)
-          next = e.sub(next, l.sumRange(t0, t1, [&](Value i) {
-            return e.mul(l.loadW(w, bIdx, i, hv, r), load(dD, i, c));
-          }));
-        memref::StoreOp::create(b, next, dInit, running(r));
-      });
-    });
+    SmallVector<Value> initial;
+    for (int64_t r = 0; r < K; ++r)
+      initial.push_back(memref::LoadOp::create(b, gradFinal, running(r)));
+    ValueRange last = e.forEachReduce(
+        numChunks, initial,
+        [&](Value fromLast, ValueRange column) -> SmallVector<Value> {
+          Value n = e.subIndex(e.subIndex(numChunks, e.index(1)), fromLast);
+          enterChunk(n);
+          // dD_i += Kd_i . H
+          e.forRange(t0, t1, [&](Value i) {
+            Value acc = e.loadF32(dD, at(i, c));
+            for (int64_t r = 0; r < K; ++r)
+              acc = e.add(acc, e.mul(e.loadF32(decayedKeys, at(i, e.index(r))),
+                                     column[r]));
+            memref::StoreOp::create(b, acc, dD, at(i, c));
+          });
+          // grad_chunk_states[n] = H, and H <- exp(G_C) H + scale Qg^T dO
+          // (what the nest above left there) - W^T dD.
+          Value rowDecay = perKey ? Value() : e.exp(gate(tLast, Value()));
+          SmallVector<Value> next;
+          for (int64_t r = 0; r < K; ++r) {
+            SmallVector<Value> leaving = {bIdx, n, hv, e.index(r), c};
+            Value fromOutput = memref::LoadOp::create(b, dStates, leaving);
+            memref::StoreOp::create(b, column[r], dStates, leaving);
+            Value decay = perKey ? e.exp(gate(tLast, e.index(r))) : rowDecay;
+            next.push_back(e.add(e.mul(decay, column[r]), fromOutput));
+          }
+          if (!w)
+            return next;
+          ValueRange updated = e.forRangeReduce(
+              t0, t1, next, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+                Value d = e.loadF32(dD, at(i, c));
+                SmallVector<Value> out;
+                for (int64_t r = 0; r < K; ++r)
+                  out.push_back(e.sub(acc[r], e.mul(l.loadW(w, bIdx, i, hv, e.index(r)), d)));
+                return out;
+              });
+          return SmallVector<Value>(updated.begin(), updated.end());
+        });
+    for (int64_t r = 0; r < K; ++r)
+      memref::StoreOp::create(b, last[r], dInit, running(r));
   });
   e.replaceWithBuffers(op, {dD, dStates, dInit});
 }
