@@ -12,6 +12,9 @@
 #   OBJECTS=.carry/bwdbench bench/gpu/device.sh bench-backward [args for bench_backward.py run]
 # (bench-backward: the derived backward's times beside fla's at training
 # shapes, on the objects prepared from bench/gpu/bench_backward.py variants).
+#   OBJECTS=.carry/grid bench/gpu/device.sh grid
+# (grid: the recurrent and chunked kernels forced, over a grid of B and T,
+# bench/gpu/strategy_grid.py: what bench/gpu/fit_cost_model.py fits).
 #   OBJECTS=.carry/train bench/gpu/device.sh train
 # (train: one training step of a DeltaNet layer through the library's
 # backward beside fla's, bench/gpu/train_step.py, on deltanet_train.o).
@@ -58,6 +61,11 @@ if [ "$what" = train ]; then
   python3 bench/gpu/train_step.py run --lib "$libs/deltanet_train.so" \
       --json "$OUT/train_step.json" 2>&1 | tee "$OUT/train_step.log" | tail -5
   status=${PIPESTATUS[0]}
+fi
+if [ "$what" = grid ]; then
+  python3 bench/gpu/strategy_grid.py run --libdir "$libs" --runner "$runner" \
+      --out "$OUT/strategy_grid.jsonl" "$@" > "$OUT/strategy_grid.log" 2>&1 || status=1
+  tail -3 "$OUT/strategy_grid.log"
 fi
 if [ "$what" = matrix ]; then
   python3 bench/gpu/model_matrix.py --libdir "$libs" --runner "$runner" \

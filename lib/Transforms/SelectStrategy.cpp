@@ -12,6 +12,7 @@
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 #include "LinAttn/Transforms/CostModel.h"
+#include "LinAttn/Transforms/GPUCostModel.h"
 #include "LinAttn/Transforms/Strategy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -186,15 +187,86 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
   op.emitRemark() << text;
 }
 
-/// The GPU choice: chunked wherever its kernels apply (the conversion's
-/// own checks, TargetInfo.h), in chunks of chunked_kernels::kChunk, but
-/// recurrent for sequences of at most chunked_kernels::kRecurrentMaxSeqLen
-/// tokens (decode, speculative verification): one state read and write
-/// instead of the chunked kernels' launches (bench/NOTES.md d1). Longer,
-/// the chunked kernels were faster at every T measured
-/// (docs/gpu-strategy.md). With a dynamic T the two are dispatched at run
-/// time; `regimes` receives them then.
-StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why,
+/// The batches a dynamic B is planned for. The recurrent kernel's lead at
+/// short T shrinks as B grows (its token steps fill the SMs); the run-time
+/// dispatch takes the shortest T limit among them, since the large batches
+/// are where the two paths' times differ most in absolute terms.
+constexpr int64_t kPlannedBatches[] = {1, 4, 16, 64, 256};
+
+std::string plannedBatchesText() {
+  std::string text = "{";
+  for (int64_t batch : kPlannedBatches)
+    text += (text.size() > 1 ? ", " : "") + std::to_string(batch);
+  return text + "}";
+}
+
+GPUCallShape gpuShapeOf(RecurrenceOp op, int64_t batch, int64_t smCount) {
+  GPUCallShape s;
+  s.batch = batch;
+  s.seqLen = ShapedType::isDynamic(op.getSeqLen()) ? 1 : op.getSeqLen();
+  s.numQKHeads = op.getNumQKHeads();
+  s.numVHeads = op.getNumVHeads();
+  s.keyDim = op.getKeyDim();
+  s.valueDim = op.getValueDim();
+  s.elementBytes =
+      cast<RankedTensorType>(op.getQ().getType()).getElementTypeBitWidth() / 8;
+  s.deltaRule = op.getKindInfo().hasRank1();
+  s.perKeyGates = op.getKindInfo().decay == DecayForm::PerKey;
+  s.qkL2Norm = op.getQkL2norm();
+  s.smCount = smCount;
+  return s;
+}
+
+/// The longest T the recurrent kernel takes: where the fitted model
+/// (GPUCostModel.h) has it faster than the chunked kernels, at op's B or,
+/// for a dynamic B, at every planned batch. `batchUsed` receives the batch
+/// that set the limit.
+int64_t recurrentSeqLenLimit(RecurrenceOp op, int64_t smCount,
+                             int64_t &batchUsed) {
+  if (!ShapedType::isDynamic(op.getBatchSize())) {
+    batchUsed = op.getBatchSize();
+    return lastRecurrentSeqLen(gpuShapeOf(op, batchUsed, smCount));
+  }
+  int64_t limit = kMaxRecurrentSeqLen + 1;
+  for (int64_t batch : kPlannedBatches) {
+    int64_t t = lastRecurrentSeqLen(gpuShapeOf(op, batch, smCount));
+    if (t < limit) {
+      limit = t;
+      batchUsed = batch;
+    }
+  }
+  return limit;
+}
+
+/// The fitted estimates of both paths at T = `seqLen` and B = `batch`, as
+/// remark lines.
+std::string explainGPUEstimates(RecurrenceOp op, int64_t batch,
+                                int64_t seqLen, int64_t smCount) {
+  GPUCallShape shape = gpuShapeOf(op, batch, smCount);
+  shape.seqLen = seqLen;
+  GPUPathEstimate rec = estimateRecurrentCall(shape);
+  GPUPathEstimate chunked = estimateChunkedCall(shape);
+  return "\n  fitted model at B = " + std::to_string(batch) +
+         ", T = " + std::to_string(seqLen) + ": recurrent " +
+         formatSeconds(rec.seconds) + " = " + rec.detail + "\n" +
+         std::string(std::to_string(batch).size() +
+                         std::to_string(seqLen).size() + 30,
+                     ' ') +
+         "chunked   " + formatSeconds(chunked.seconds) + " = " +
+         chunked.detail;
+}
+
+/// The GPU choice: chunked (C = chunked_kernels::kChunk) wherever its
+/// kernels apply (the conversion's own checks, TargetInfo.h), but
+/// recurrent for sequences short enough that the fitted model
+/// (GPUCostModel.h, fitted to the kernels' measured times) has the
+/// recurrent kernel faster: one launch and one state read and write
+/// instead of the chunked kernels' launches and a 64-token chunk for a few
+/// tokens. With a dynamic T the two are dispatched at run time; `regimes`
+/// receives them then.
+StrategyEstimate chooseGPUStrategy(RecurrenceOp op, int64_t smCount,
+                                   std::string &why, int64_t &limit,
+                                   int64_t &batchUsed,
                                    SmallVectorImpl<Regime> &regimes) {
   StrategyEstimate recurrent, chunked;
   recurrent.strategy = Strategy::Recurrent;
@@ -203,11 +275,14 @@ StrategyEstimate chooseGPUStrategy(RecurrenceOp op, std::string &why,
   why = chunked_kernels::whyNoKernels(op);
   if (!why.empty())
     return recurrent;
+  limit = recurrentSeqLenLimit(op, smCount, batchUsed);
   int64_t seqLen = op.getSeqLen();
   if (!ShapedType::isDynamic(seqLen))
-    return seqLen <= chunked_kernels::kRecurrentMaxSeqLen ? recurrent : chunked;
-  regimes.push_back({1, chunked_kernels::kRecurrentMaxSeqLen, recurrent});
-  regimes.push_back({chunked_kernels::kRecurrentMaxSeqLen + 1, -1, chunked});
+    return seqLen <= limit ? recurrent : chunked;
+  if (limit == 0)
+    return chunked;
+  regimes.push_back({1, limit, recurrent});
+  regimes.push_back({limit + 1, -1, chunked});
   return chunked;
 }
 
@@ -226,13 +301,14 @@ struct LinAttnSelectStrategy
       for (RecurrenceOp op : ops) {
         ++numSelected;
         std::string why;
+        int64_t limit = 0, batchUsed = 1;
         SmallVector<Regime> regimes;
-        StrategyEstimate choice = chooseGPUStrategy(op, why, regimes);
+        StrategyEstimate choice =
+            chooseGPUStrategy(op, smCount, why, limit, batchUsed, regimes);
         if (explain) {
           std::string text;
           if (!regimes.empty())
-            text = "T is dynamic: recurrent for T <= " +
-                   std::to_string(chunked_kernels::kRecurrentMaxSeqLen) +
+            text = "T is dynamic: recurrent for T <= " + std::to_string(limit) +
                    " (decode; " + recurrent_kernel::describeKernel(op) +
                    "), else " + describe(choice);
           else if (choice.strategy == Strategy::Recurrent)
@@ -240,11 +316,28 @@ struct LinAttnSelectStrategy
                    recurrent_kernel::describeKernel(op) + ")";
           else
             text = describe(choice);
+          text += why.empty() ? " (tensor-core kernels apply)"
+                              : " (no chunked kernels: " + why + ")";
+          if (why.empty()) {
+            bool dynamicB = ShapedType::isDynamic(op.getBatchSize());
+            text += "\n  recurrent while the fitted model has it faster: up "
+                    "to T = " +
+                    std::to_string(limit) + " at B = " +
+                    std::to_string(batchUsed) +
+                    (dynamicB ? " (B is dynamic: the shortest limit over B "
+                                "in " +
+                                    plannedBatchesText() + ")"
+                              : std::string());
+            int64_t at = ShapedType::isDynamic(op.getSeqLen())
+                             ? std::max<int64_t>(limit, 1)
+                             : op.getSeqLen();
+            text += explainGPUEstimates(op, batchUsed, at, smCount);
+            if (ShapedType::isDynamic(op.getSeqLen()))
+              text += explainGPUEstimates(op, batchUsed, limit + 1, smCount);
+          }
           op.emitRemark() << "linattn GPU strategy for "
                           << stringifyTransitionKind(op.getKind()) << ": "
-                          << text
-                          << (why.empty() ? " (tensor-core kernels apply)"
-                                          : " (no chunked kernels: " + why + ")");
+                          << text;
         }
         if (regimes.empty()) {
           record(op, choice);

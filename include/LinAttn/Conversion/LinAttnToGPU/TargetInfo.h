@@ -80,14 +80,6 @@ constexpr int64_t kStateColumns = 32;
 /// to the chunked form.
 constexpr int64_t kHeadDimMultiple = 32;
 constexpr int64_t kMaxHeadDim = 256;
-/// The longest sequence the GPU strategy gives the recurrent kernel
-/// (convert-linattn-recurrence-to-gpu: each state column split over four
-/// lanes, the state read and written once) rather than the chunked kernels
-/// (three or four launches and a 64-token chunk for a few tokens): measured
-/// 2.0-2.3x faster at T = 8, still faster at T = 16 and slower at T = 32 for
-/// Qwen3-Next's layer at B = 1 and 64 (bench/NOTES.md d2); 8 leaves room
-/// for the smaller layers, where the chunked kernels have less work.
-constexpr int64_t kRecurrentMaxSeqLen = 8;
 
 /// Why the GPU code cannot target `chip`, or "" if it can: a CUDA chip
 /// name (sm_XY or sm_XYa) from sm_80 (cp.async, bf16 tensor cores) to

@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Fits the GPU cost model's constants (include/LinAttn/Transforms/
+GPUCostModel.h) to the kernels' measured times (bench/gpu/strategy_grid.py's
+JSON lines), and shows the fit against them.
+
+    /usr/bin/python3 bench/gpu/fit_cost_model.py GRID.jsonl [--json FIT.json] [--table]
+        [--check-cpp lib/Transforms/GPUCostModel.cpp]
+
+(--check-cpp: fails unless the constants compiled in are this fit's, to the
+4 significant digits they are written with.)
+
+The model (per call, seconds; docs/gpu-strategy.md derives it):
+
+  recurrent  t = r0 + T * (r1 + r2 * B HV K V / SMs + r4 * l2) + r3 * 8 B HV K V
+      one launch; per token a dependent step (r1) or, with more state
+      elements per SM, the step's throughput (r2), and the norms of q and
+      k where the spec says {qk_l2norm} (l2 = 1); the f32 state read and
+      written once (r3 per byte).
+  chunked    t = c0 + c1 * B T (2 H K + 2 HV V) e + c2 * 8 B HV K V
+                 + c3 * ceil(T / 64) * ceil(B HV V / 32 / SMs) * K / 128
+      the launches; the streamed q, k, v, o and the intermediates they
+      carry (per byte of e-byte inputs); the state; the state pass's chain
+      of chunks, one 32-column block per SM (per chunk and wave).
+
+Each kernel family (recurrent and chunked, each with and without the delta
+rule's rank-1 term, with row gates or per-key ones) gets its own constants, by least squares on the relative error
+(every row weighs alike), constrained to be >= 0. Standard library and numpy
+only (/usr/bin/python3 here).
+"""
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+SMS = 132
+DELTA_KINDS = ("delta", "gated_delta", "negeig_delta", "kda")
+KEY_GATE_KINDS = ("key_gate", "kda")
+
+
+def features(row):
+    """The model's terms for one measured row, and the family it belongs to."""
+    B, T, H, HV, K, V = (row[k] for k in ("B", "T", "H", "HV", "K", "V"))
+    e = 4 if row["dtype"] == "f32" else 2
+    state_bytes = 8 * B * HV * K * V
+    family = row["strategy"] + ("_delta" if row["kind"] in DELTA_KINDS else "") + (
+        "_keygates" if row["kind"] in KEY_GATE_KINDS else "")
+    if row["strategy"] == "recurrent":
+        return family, [1.0, T, T * B * HV * K * V / SMS, state_bytes,
+                        T * bool(row["qk_l2norm"])]
+    waves = math.ceil(B * HV * V / 32 / SMS)
+    return family, [1.0, B * T * (2 * H * K + 2 * HV * V) * e, state_bytes,
+                    math.ceil(T / 64) * waves * K / 128]
+
+
+RECURRENT_TERMS = ("launch", "token step", "token step per state element / SM", "state byte",
+                   "token step's in-kernel L2 norm")
+CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave")
+
+
+def nnls(A, b, iters=200):
+    """min |A x - b| with x >= 0: least squares on the free set, dropping
+    the most negative coefficient until none is (the columns here are few)."""
+    free = list(range(A.shape[1]))
+    for _ in range(iters):
+        x = np.zeros(A.shape[1])
+        sol, *_ = np.linalg.lstsq(A[:, free], b, rcond=None)
+        x[free] = sol
+        if (sol >= 0).all():
+            return x
+        free.pop(int(np.argmin(sol)))
+    return x
+
+
+def fit(rows):
+    groups = {}
+    for r in rows:
+        family, f = features(r)
+        groups.setdefault(family, []).append((f, r["ms"] * 1e-3, r))
+    constants = {}
+    for family, items in groups.items():
+        A = np.array([f for f, _, _ in items])
+        t = np.array([t for _, t, _ in items])
+        # Relative error: each row divided by its time. Columns scaled to
+        # unit size first so that the solve is well conditioned.
+        scale = np.abs(A).max(axis=0)
+        scale[scale == 0] = 1
+        x = nnls(A / scale / t[:, None], np.ones(len(t))) / scale
+        constants[family] = x.tolist()
+    return constants
+
+
+def predict(constants, row):
+    family, f = features(row)
+    return float(np.dot(constants[family], f))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("grid")
+    p.add_argument("--json")
+    p.add_argument("--table", action="store_true", help="print every row")
+    p.add_argument("--check-cpp", help="GPUCostModel.cpp whose tables must hold this fit")
+    args = p.parse_args()
+    rows = [json.loads(l) for l in open(args.grid) if l.strip()]
+    rows = [r for r in rows if "ms" in r]
+    constants = fit(rows)
+    report = {"constants": {}, "rows": [], "crossovers": []}
+    for family, x in constants.items():
+        terms = RECURRENT_TERMS if family.startswith("recurrent") else CHUNKED_TERMS
+        report["constants"][family] = dict(zip(terms, x))
+        print(f"{family}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(terms, x)))
+    errs = {}
+    for r in rows:
+        pred = predict(constants, r) * 1e3
+        rel = pred / r["ms"] - 1
+        family, _ = features(r)
+        errs.setdefault(family, []).append(abs(rel))
+        report["rows"].append(dict(spec=r["spec"], B=r["B"], T=r["T"], strategy=r["strategy"],
+                                   measured_ms=r["ms"], model_ms=round(pred, 5)))
+        if args.table:
+            print(f"{r['spec']:14s} B={r['B']:4d} T={r['T']:5d} {r['strategy']:9s} "
+                  f"measured {r['ms']:8.4f} ms  model {pred:8.4f} ms  {100 * rel:+6.1f}%")
+    for family, e in errs.items():
+        e = np.array(e)
+        print(f"{family}: {len(e)} rows, |model / measured - 1| median {np.median(e):.1%}, "
+              f"90th percentile {np.percentile(e, 90):.1%}, max {e.max():.1%}")
+    # Where recurrent stops being faster: measured and as the model says.
+    by = {}
+    for r in rows:
+        by.setdefault((r["spec"], r["B"]), {}).setdefault(r["T"], {})[r["strategy"]] = r
+    for (spec, B), ts in sorted(by.items()):
+        both = sorted(T for T, s in ts.items() if len(s) == 2)
+        if not both:
+            continue
+        measured = max([T for T in both if ts[T]["recurrent"]["ms"] < ts[T]["chunked"]["ms"]],
+                       default=0)
+        model = max([T for T in both if predict(constants, ts[T]["recurrent"])
+                     < predict(constants, ts[T]["chunked"])], default=0)
+        report["crossovers"].append(dict(spec=spec, B=B, last_recurrent_T_measured=measured,
+                                         last_recurrent_T_model=model))
+        print(f"{spec:14s} B={B:4d}: recurrent faster up to T = {measured} measured, "
+              f"{model} by the model (T measured: {both})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if args.check_cpp:
+        return check_cpp(args.check_cpp, constants)
+
+
+def check_cpp(path, constants):
+    """Compares the tables between GPUCostModel.cpp's FITTED CONSTANTS
+    markers with the fit: rows {"family", c0, c1, ...}."""
+    import re
+    text = open(path).read()
+    block = text[text.index("BEGIN FITTED CONSTANTS"):text.index("END FITTED CONSTANTS")]
+    compiled = {m.group(1): [float(x) for x in m.group(2).split(",")]
+                for m in re.finditer(r'\{"(\w+)",\s*([^}]*)\}', block)}
+    bad = []
+    for family, x in constants.items():
+        got = compiled.get(family)
+        want = [float(f"{v:.4g}") for v in x]
+        if got is None or len(got) != len(want) or any(
+                abs(g - w) > 1e-9 * abs(w) + 1e-30 for g, w in zip(got, want)):
+            bad.append(f"{family}: compiled {got}, fitted {want}")
+    for family in compiled.keys() - constants.keys():
+        bad.append(f"{family}: compiled but not fitted")
+    for line in bad:
+        print(f"{path}: {line}")
+    print(f"{path}: {len(constants) - len(bad)} of {len(constants)} families match the fit")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

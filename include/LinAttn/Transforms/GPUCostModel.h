@@ -1,0 +1,55 @@
+//===- GPUCostModel.h - The GPU kernels' fitted times -----------*- C++ -*-===//
+//
+// What linattn-select-strategy{gpu-kernels=true} chooses by: the time of a
+// call through the recurrent kernel and through the chunked kernels, as
+// formulas whose constants are fitted to the kernels' measured times on
+// the H200 (bench/gpu/fit_cost_model.py on bench/gpu/strategy_grid.py's
+// grid; docs/gpu-strategy.md shows the fit against the measurements):
+//
+//   recurrent  r0 + T (r1 + r2 B HV K V / SMs + r4 l2) + r3 8 B HV K V
+//   chunked    c0 + c1 B T (2 H K + 2 HV V) e + c2 8 B HV K V
+//                 + c3 ceil(T / 64) ceil(B HV V / 32 / SMs) K / 128
+//
+// (l2 = 1 with {qk_l2norm}; e the bytes of a q, k, v element; 8 B HV K V
+// the f32 state read and written.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LINATTN_TRANSFORMS_GPUCOSTMODEL_H
+#define LINATTN_TRANSFORMS_GPUCOSTMODEL_H
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::linattn {
+
+/// The shape and kind of one call, as the fitted model sees it.
+struct GPUCallShape {
+  int64_t batch = 1, seqLen = 1;
+  int64_t numQKHeads = 1, numVHeads = 1, keyDim = 1, valueDim = 1;
+  int64_t elementBytes = 2; ///< of q, k, v
+  bool deltaRule = false;   ///< M_t has the rank-1 term
+  bool perKeyGates = false; ///< gates [B, T, HV, K]
+  bool qkL2Norm = false;
+  int64_t smCount = 132;
+};
+
+/// One path's estimated time and the terms it adds up.
+struct GPUPathEstimate {
+  double seconds = 0.0;
+  std::string detail;
+};
+
+GPUPathEstimate estimateRecurrentCall(const GPUCallShape &shape);
+GPUPathEstimate estimateChunkedCall(const GPUCallShape &shape);
+
+/// The largest T (up to kMaxRecurrentSeqLen) at which the recurrent kernel
+/// is estimated faster than the chunked ones at `shape`'s batch; 0 if at
+/// none. The two cross once: the recurrent time grows by a token step per
+/// token, the chunked one by a chunk step per 64.
+int64_t lastRecurrentSeqLen(GPUCallShape shape);
+constexpr int64_t kMaxRecurrentSeqLen = 256;
+
+} // namespace mlir::linattn
+
+#endif // LINATTN_TRANSFORMS_GPUCOSTMODEL_H
