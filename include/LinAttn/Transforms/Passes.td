@@ -522,13 +522,16 @@ def LinAttnSelectStrategy
     for unbounded). A dynamic B is taken as `assumed-batch`.
 
     With `gpu-kernels`, the choice is among the algorithms that have GPU
-    kernels, by what they measured on the H200 (docs/gpu-strategy.md):
-    `chunked` with C = 64 wherever its tensor-core kernels apply (bf16 or
-    f16 q, k, v; K and V multiples of 32 up to 256: what
-    `convert-linattn-chunked-to-gpu`
-    checks of the ops, asked of the spec through TargetInfo.h), for every
-    T, and `recurrent` elsewhere. This is what `linattn-to-nvvm`'s
-    default `strategy=auto` runs.
+    kernels, by a model fitted to their measured H200 times
+    (GPUCostModel.h, docs/gpu-strategy.md): `chunked` with C = 64
+    wherever its tensor-core kernels apply (bf16 or f16 q, k, v; K and V
+    multiples of 32 up to 256: what `convert-linattn-chunked-to-gpu`
+    checks of the ops, asked of the spec through TargetInfo.h), except for
+    the short T at which the model has the recurrent kernel faster (at the
+    spec's B; for a dynamic B, the shortest such T over B in {1, 4, 16,
+    64, 256}); `recurrent` elsewhere. With `explain`, the remark gives
+    that limit and both paths' fitted times. This is what
+    `linattn-to-nvvm`'s default `strategy=auto` runs.
   }];
   let options = [
     Option<"smCount", "sm-count", "int64_t", /*default=*/"::mlir::linattn::kHopperSMs",
@@ -536,8 +539,9 @@ def LinAttnSelectStrategy
     Option<"assumedBatch", "assumed-batch", "int64_t", /*default=*/"1",
            "B used by the cost model when B is dynamic">,
     Option<"gpuKernels", "gpu-kernels", "bool", /*default=*/"false",
-           "Choose among the algorithms with GPU kernels, by their measured "
-           "H200 times, instead of by the cost model">,
+           "Choose among the algorithms with GPU kernels, by the model fitted "
+           "to their measured H200 times (GPUCostModel.h), instead of by the "
+           "CPU cost model">,
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Report the candidates, their estimates and the choice as remarks">,
   ];
