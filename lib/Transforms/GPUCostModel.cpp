@@ -24,19 +24,19 @@ struct ChunkedFit {
 // BEGIN FITTED CONSTANTS: bench/results/gpu_cost_model_fit.json, made by
 //   /usr/bin/python3 bench/gpu/fit_cost_model.py \
 //       bench/results/gpu_strategy_grid_h200.jsonl --json bench/results/gpu_cost_model_fit.json
-// from the H200 grid (402 calls; bench/NOTES.md f1). test/Transforms/
+// from the H200 grid (402 calls; bench/NOTES.md f1, d4). test/Transforms/
 // gpu-cost-model-fit.test checks these against that file.
 constexpr RecurrentFit kRecurrentFits[] = {
-    {"recurrent", 4.278e-06, 2.756e-06, 1.12e-10, 2.17e-13, 0},
-    {"recurrent_delta", 4.077e-06, 8.008e-07, 8.228e-11, 2.158e-13, 1.287e-07},
-    {"recurrent_keygates", 4.064e-06, 3.221e-06, 1.926e-10, 2.012e-13, 0},
-    {"recurrent_delta_keygates", 4.233e-06, 1.739e-06, 1.564e-10, 2.169e-13, 0},
+    {"recurrent", 4.332e-06, 5.203e-07, 3.789e-11, 2.3e-13, 0},
+    {"recurrent_delta", 4.091e-06, 5.661e-07, 6.464e-11, 2.088e-13, 2.103e-08},
+    {"recurrent_keygates", 4.08e-06, 9.908e-07, 8.794e-11, 2.526e-13, 0},
+    {"recurrent_delta_keygates", 4.371e-06, 8.681e-07, 9.502e-11, 2.303e-13, 0},
 };
 constexpr ChunkedFit kChunkedFits[] = {
-    {"chunked", 9.577e-06, 3.758e-13, 4.05e-13, 9.25e-07},
-    {"chunked_delta", 1.608e-05, 1.183e-12, 7.374e-13, 2.113e-06},
-    {"chunked_keygates", 1.404e-05, 1.145e-12, 5.333e-13, 1.08e-06},
-    {"chunked_delta_keygates", 2.685e-05, 2.22e-12, 9.041e-13, 2.35e-06},
+    {"chunked", 9.519e-06, 3.734e-13, 4.007e-13, 9.2e-07},
+    {"chunked_delta", 1.597e-05, 1.174e-12, 7.283e-13, 2.101e-06},
+    {"chunked_keygates", 1.401e-05, 1.153e-12, 5.386e-13, 1.051e-06},
+    {"chunked_delta_keygates", 2.66e-05, 2.178e-12, 8.817e-13, 2.413e-06},
 };
 // END FITTED CONSTANTS
 

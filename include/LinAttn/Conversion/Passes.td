@@ -195,8 +195,9 @@ def ConvertLinAttnRecurrenceToGPU : Pass<"convert-linattn-recurrence-to-gpu"> {
     kernels do not take). Rewrites every `linattn.recurrence` whose K is a
     multiple of 4 and at most 256 into a `gpu.launch` on memrefs, before
     bufferization: one block of 128 threads per (32 value columns, value
-    head, batch index); the four lanes of a column hold every fourth key
-    of it in registers for the whole sequence, and the sums over keys
+    head, batch index); the four lanes of a column each hold a quarter
+    of its keys, consecutive ones, in registers for the whole sequence
+    (read per token, as are q's, in 16-byte loads), and the sums over keys
     (`u = k^T S`, `o = S^T q`, the in-op L2 norms) finish with two
     xor-shuffles. The defining loop per token, in fp32 (`a` the decay, `c`
     the rank-1 scale times beta, `b` beta or 1; the per-key decay first for
@@ -216,6 +217,7 @@ def ConvertLinAttnRecurrenceToGPU : Pass<"convert-linattn-recurrence-to-gpu"> {
     "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect",
     "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Recurrences made split-key kernels">,

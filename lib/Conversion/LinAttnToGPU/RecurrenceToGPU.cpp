@@ -7,11 +7,12 @@
 //   o_j = scale sum_i S_ij q_i,
 //
 // with each state column split over kLanesPerColumn lanes of one warp, so
-// that a lane holds K / kLanesPerColumn elements of it in registers (the
-// loop lowering's one thread per column holds all K and spills at K = 128)
-// and the sums over i (u, o, and the in-op L2 norms) finish with two
-// shuffles. The state is read once and written once per call; q, k, the
-// gates and beta are read per token by every lane that needs them.
+// that a lane holds K / kLanesPerColumn consecutive elements of it in
+// registers (the loop lowering's one thread per column holds all K and
+// spills at K = 128) and the sums over i (u, o, and the in-op L2 norms)
+// finish with two shuffles. The state is read once and written once per
+// call; q, k and per-key gates are read per token by every lane that needs
+// them, its consecutive keys in 16-byte loads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::linattn {
@@ -56,15 +58,58 @@ private:
     return x;
   }
 
+  /// sum_m x[m] y[m] over this lane's keys, in kPartialSums interleaved
+  /// partial sums: a 32-key lane's dependent chain of FMAs is then 8 long
+  /// instead of 32 (each token's three or five such sums are on its
+  /// critical path).
+  static constexpr int64_t kPartialSums = 4;
+  Value laneDot(ArrayRef<Value> x, ArrayRef<Value> y) {
+    SmallVector<Value> partial(std::min<int64_t>(kPartialSums, x.size()),
+                               e.f32(0.0f));
+    for (size_t m = 0; m < x.size(); ++m)
+      partial[m % partial.size()] =
+          math::FmaOp::create(b, x[m], y[m], partial[m % partial.size()]);
+    return sumPartials(partial);
+  }
+  Value sumPartials(ArrayRef<Value> partial) {
+    SmallVector<Value> level(partial.begin(), partial.end());
+    while (level.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < level.size(); i += 2)
+        next.push_back(e.add(level[i], level[i + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = next;
+    }
+    return level.front();
+  }
+
   /// 1 / sqrt(sum_i x_i^2 + eps) over the whole row, from this lane's keys.
   Value inverseNorm(ArrayRef<Value> xs) {
-    Value sum = e.f32(0.0f);
-    for (Value x : xs)
-      sum = math::FmaOp::create(b, x, x, sum);
-    sum = sumOverColumnLanes(sum);
+    Value sum = sumOverColumnLanes(laneDot(xs, xs));
     return arith::DivFOp::create(
         b, e.f32(1.0f),
         math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
+  }
+
+  /// buf[prefix..., i] for the lane's keys i, as f32: its consecutive keys
+  /// in loads of up to 16 bytes (as wide as the keys' alignment allows).
+  SmallVector<Value> loadLaneKeys(Value buf, SmallVector<Value> prefix,
+                                  ArrayRef<Value> keys) {
+    auto type = cast<MemRefType>(buf.getType());
+    int64_t n = keys.size(), K = n * kLanesPerColumn;
+    int64_t width = 16 / (type.getElementTypeBitWidth() / 8);
+    while (n % width != 0 || K % width != 0)
+      width /= 2;
+    SmallVector<Value> values;
+    prefix.push_back(Value());
+    for (int64_t j = 0; j < n; j += width) {
+      prefix.back() = keys[j];
+      Value vec = kernel->loadWidened(buf, prefix, width);
+      for (int64_t l = 0; l < width; ++l)
+        values.push_back(vector::ExtractOp::create(b, vec, l));
+    }
+    return values;
   }
 
   /// One token: the lane's slots of the column after it, and the output.
@@ -77,6 +122,7 @@ private:
   const TransitionKindInfo &kind;
   Value q, k, v, gate, beta, initialState, outBuf, stateBuf;
   Value isOutputLane; // slice 0 of a column inside V
+  KernelEmitter *kernel = nullptr;
 };
 
 SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
@@ -85,11 +131,9 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
                                           ValueRange slots) {
   bool delta = kind.hasRank1();
   bool decayFirst = delta && kind.decay == DecayForm::PerKey;
-  SmallVector<Value> ks, qs, s(slots.begin(), slots.end());
-  for (Value i : keys) {
-    ks.push_back(e.loadF32(k, {bIdx, t, h, i}));
-    qs.push_back(e.loadF32(q, {bIdx, t, h, i}));
-  }
+  SmallVector<Value> s(slots.begin(), slots.end());
+  SmallVector<Value> ks = loadLaneKeys(k, {bIdx, t, h}, keys);
+  SmallVector<Value> qs = loadLaneKeys(q, {bIdx, t, h}, keys);
   Value qScale = e.f32(op.getEffectiveScale());
   if (op.getQkL2norm()) {
     qScale = e.mul(qScale, inverseNorm(qs));
@@ -102,8 +146,8 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
     decay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
   SmallVector<Value> keyDecay;
   if (kind.decay == DecayForm::PerKey)
-    for (Value i : keys)
-      keyDecay.push_back(e.exp(e.loadF32(gate, {bIdx, t, hv, i})));
+    for (Value g : loadLaneKeys(gate, {bIdx, t, hv}, keys))
+      keyDecay.push_back(e.exp(g));
   if (decayFirst)
     for (size_t m = 0; m < s.size(); ++m)
       s[m] = e.mul(keyDecay[m], s[m]);
@@ -114,12 +158,9 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
     Value betaT = e.loadF32(beta, {bIdx, t, hv});
     write = e.mul(betaT, vj);
     Value c = e.scaleExactly(kind.rank1Scale, betaT);
-    Value u = e.f32(0.0f);
-    for (size_t m = 0; m < s.size(); ++m)
-      u = math::FmaOp::create(b, ks[m], s[m], u);
-    rank1 = e.mul(c, sumOverColumnLanes(u));
+    rank1 = e.mul(c, sumOverColumnLanes(laneDot(ks, s)));
   }
-  Value o = e.f32(0.0f);
+  SmallVector<Value> o(std::min<int64_t>(kPartialSums, s.size()), e.f32(0.0f));
   for (size_t m = 0; m < s.size(); ++m) {
     Value &si = s[m];
     if (rank1)
@@ -130,13 +171,13 @@ SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
     if (a)
       si = e.mul(a, si);
     si = e.add(si, e.mul(ks[m], write));
-    o = math::FmaOp::create(b, si, qs[m], o);
+    o[m % o.size()] = math::FmaOp::create(b, si, qs[m], o[m % o.size()]);
   }
-  o = e.mul(qScale, sumOverColumnLanes(o));
+  Value out = e.mul(qScale, sumOverColumnLanes(sumPartials(o)));
   auto ifOp = scf::IfOp::create(b, isOutputLane, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  e.storeFromF32(o, outBuf, {bIdx, t, hv, column});
+  e.storeFromF32(out, outBuf, {bIdx, t, hv, column});
   return s;
 }
 
@@ -160,6 +201,7 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
   int64_t columnBlocks = (V + kColumnsPerBlock - 1) / kColumnsPerBlock;
   emitLaunch(b, {e.index(columnBlocks), e.index(HV), batch}, /*smemBytes=*/0,
              [&](KernelEmitter &kernel) {
+    this->kernel = &kernel;
     Block *body = b.getInsertionBlock();
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = arith::DivUIOp::create(b, hv, e.index(HV / H));
@@ -174,9 +216,12 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
     isOutputLane = arith::AndIOp::create(
         b, inside,
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, slice, e.index(0)));
+    // Lane `slice` of a column holds keys [slice n, slice n + n).
+    int64_t n = K / kLanesPerColumn;
+    Value firstKey = e.mulIndex(slice, e.index(n));
     SmallVector<Value> keys;
-    for (int64_t m = 0; m < K / kLanesPerColumn; ++m)
-      keys.push_back(e.addIndex(slice, e.index(kLanesPerColumn * m)));
+    for (int64_t m = 0; m < n; ++m)
+      keys.push_back(e.addIndex(firstKey, e.index(m)));
     Value gamma = kind.decay == DecayForm::Constant
                       ? e.selectF32(hv, op.getDecayPerHead())
                       : Value();

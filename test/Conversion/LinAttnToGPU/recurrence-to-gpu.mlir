@@ -1,9 +1,10 @@
 // RUN: linattn-opt %s --convert-linattn-recurrence-to-gpu | FileCheck %s
 
 // The recurrent strategy on the GPU: blocks of 128 threads over (32 value
-// columns, value head, batch index); lane tid holds keys tid % 4 + 4 m of
-// column tid / 4 (here K = 16: four slots carried across the loop over
-// t), a column past V (here 40, two column blocks) reads column V - 1 and
+// columns, value head, batch index); lane tid holds keys 4 (tid % 4) + m
+// of column tid / 4 (here K = 16: four slots carried across the loop over
+// t, q's and k's four loaded as one vector), a column past V (here 40, two
+// column blocks) reads column V - 1 and
 // writes nothing, and each sum over keys (the two L2 norms, u = k^T S,
 // o = S^T q) ends with xor-shuffles by 1 and 2. Value head hv reads q/k
 // head hv / 2 (HV = 4, H = 2).
@@ -16,7 +17,9 @@
 // CHECK:           arith.remui %[[TID]], %c4
 // CHECK:           arith.divui %[[TID]], %c4
 // CHECK:           arith.select %{{.*}}, %{{.*}}, %c39
-// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:           arith.muli %{{.*}}, %c4
+// CHECK:           scf.for %[[T:.*]] = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK-COUNT-2:     vector.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<?x?x2x16xbf16>, vector<4xbf16>
 // CHECK-COUNT-2:     gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK:             math.exp
 // CHECK:             gpu.shuffle  xor %{{.*}}, %c1_i32
