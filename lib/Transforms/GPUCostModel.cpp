@@ -41,7 +41,7 @@ constexpr ChunkedFit kChunkedFits[] = {
 // END FITTED CONSTANTS
 
 /// The family's index: rank-1 term, then per-key gates (the tables' order).
-int familyOf(const GPUCallShape &s) {
+int familyOf(const ProblemShape &s) {
   return (s.perKeyGates ? 2 : 0) + (s.deltaRule ? 1 : 0);
 }
 
@@ -52,18 +52,19 @@ std::string microseconds(double seconds) {
   return text;
 }
 
-double stateBytes(const GPUCallShape &s) {
+double stateBytes(const ProblemShape &s) {
   return 8.0 * s.batch * s.numVHeads * s.keyDim * s.valueDim;
 }
 
 } // namespace
 
-GPUPathEstimate estimateRecurrentCall(const GPUCallShape &s) {
+GPUPathEstimate estimateRecurrentCall(const ProblemShape &s,
+                                      int64_t smCount) {
   const RecurrentFit &f = kRecurrentFits[familyOf(s)];
   double perToken =
       f.tokenStep +
       f.tokenStepPerStateElement * s.batch * s.numVHeads * s.keyDim *
-          s.valueDim / s.smCount +
+          s.valueDim / smCount +
       (s.qkL2Norm ? f.l2NormStep : 0.0);
   double state = f.stateByte * stateBytes(s);
   GPUPathEstimate e;
@@ -75,7 +76,8 @@ GPUPathEstimate estimateRecurrentCall(const GPUCallShape &s) {
   return e;
 }
 
-GPUPathEstimate estimateChunkedCall(const GPUCallShape &s) {
+GPUPathEstimate estimateChunkedCall(const ProblemShape &s,
+                                    int64_t smCount) {
   const ChunkedFit &f = kChunkedFits[familyOf(s)];
   double streamed = f.streamedByte * s.batch * s.seqLen *
                     (2.0 * s.numQKHeads * s.keyDim +
@@ -83,8 +85,8 @@ GPUPathEstimate estimateChunkedCall(const GPUCallShape &s) {
                     s.elementBytes;
   double state = f.stateByte * stateBytes(s);
   int64_t chunks = (s.seqLen + 63) / 64;
-  int64_t waves = (s.batch * s.numVHeads * s.valueDim / 32 + s.smCount - 1) /
-                  s.smCount;
+  int64_t waves =
+      (s.batch * s.numVHeads * s.valueDim / 32 + smCount - 1) / smCount;
   double chain = f.chunkStep * chunks * waves * s.keyDim / 128.0;
   GPUPathEstimate e;
   e.seconds = f.launches + streamed + state + chain;
@@ -96,12 +98,12 @@ GPUPathEstimate estimateChunkedCall(const GPUCallShape &s) {
   return e;
 }
 
-int64_t lastRecurrentSeqLen(GPUCallShape shape) {
+int64_t lastRecurrentSeqLen(ProblemShape shape, int64_t smCount) {
   int64_t last = 0;
   for (int64_t t = 1; t <= kMaxRecurrentSeqLen; ++t) {
     shape.seqLen = t;
-    if (estimateRecurrentCall(shape).seconds >=
-        estimateChunkedCall(shape).seconds)
+    if (estimateRecurrentCall(shape, smCount).seconds >=
+        estimateChunkedCall(shape, smCount).seconds)
       break;
     last = t;
   }

@@ -47,6 +47,8 @@ ProblemShape shapeOf(RecurrenceOp op, int64_t seqLen, int64_t assumedBatch) {
   s.elementBytes =
       cast<RankedTensorType>(op.getQ().getType()).getElementTypeBitWidth() / 8;
   s.deltaRule = op.getKindInfo().hasRank1();
+  s.perKeyGates = op.getKindInfo().decay == DecayForm::PerKey;
+  s.qkL2Norm = op.getQkL2norm();
   return s;
 }
 
@@ -200,23 +202,6 @@ std::string plannedBatchesText() {
   return text + "}";
 }
 
-GPUCallShape gpuShapeOf(RecurrenceOp op, int64_t batch, int64_t smCount) {
-  GPUCallShape s;
-  s.batch = batch;
-  s.seqLen = ShapedType::isDynamic(op.getSeqLen()) ? 1 : op.getSeqLen();
-  s.numQKHeads = op.getNumQKHeads();
-  s.numVHeads = op.getNumVHeads();
-  s.keyDim = op.getKeyDim();
-  s.valueDim = op.getValueDim();
-  s.elementBytes =
-      cast<RankedTensorType>(op.getQ().getType()).getElementTypeBitWidth() / 8;
-  s.deltaRule = op.getKindInfo().hasRank1();
-  s.perKeyGates = op.getKindInfo().decay == DecayForm::PerKey;
-  s.qkL2Norm = op.getQkL2norm();
-  s.smCount = smCount;
-  return s;
-}
-
 /// The longest T the recurrent kernel takes: where the fitted model
 /// (GPUCostModel.h) has it faster than the chunked kernels, at op's B or,
 /// for a dynamic B, at every planned batch. `batchUsed` receives the batch
@@ -225,11 +210,11 @@ int64_t recurrentSeqLenLimit(RecurrenceOp op, int64_t smCount,
                              int64_t &batchUsed) {
   if (!ShapedType::isDynamic(op.getBatchSize())) {
     batchUsed = op.getBatchSize();
-    return lastRecurrentSeqLen(gpuShapeOf(op, batchUsed, smCount));
+    return lastRecurrentSeqLen(shapeOf(op, 1, batchUsed), smCount);
   }
   int64_t limit = kMaxRecurrentSeqLen + 1;
   for (int64_t batch : kPlannedBatches) {
-    int64_t t = lastRecurrentSeqLen(gpuShapeOf(op, batch, smCount));
+    int64_t t = lastRecurrentSeqLen(shapeOf(op, 1, batch), smCount);
     if (t < limit) {
       limit = t;
       batchUsed = batch;
@@ -242,10 +227,9 @@ int64_t recurrentSeqLenLimit(RecurrenceOp op, int64_t smCount,
 /// remark lines.
 std::string explainGPUEstimates(RecurrenceOp op, int64_t batch,
                                 int64_t seqLen, int64_t smCount) {
-  GPUCallShape shape = gpuShapeOf(op, batch, smCount);
-  shape.seqLen = seqLen;
-  GPUPathEstimate rec = estimateRecurrentCall(shape);
-  GPUPathEstimate chunked = estimateChunkedCall(shape);
+  ProblemShape shape = shapeOf(op, seqLen, batch);
+  GPUPathEstimate rec = estimateRecurrentCall(shape, smCount);
+  GPUPathEstimate chunked = estimateChunkedCall(shape, smCount);
   return "\n  fitted model at B = " + std::to_string(batch) +
          ", T = " + std::to_string(seqLen) + ": recurrent " +
          formatSeconds(rec.seconds) + " = " + rec.detail + "\n" +

@@ -57,6 +57,8 @@ struct ProblemShape {
   int64_t valueDim = 1;      ///< V
   int64_t elementBytes = 2;  ///< bytes of q, k, v and o elements
   bool deltaRule = false;    ///< M_t has the rank-1 term
+  bool perKeyGates = false;  ///< gates [B, T, HV, K]
+  bool qkL2Norm = false;     ///< q and k normalised in the op
 };
 
 /// One candidate and its estimate.

@@ -18,21 +18,12 @@
 #ifndef LINATTN_TRANSFORMS_GPUCOSTMODEL_H
 #define LINATTN_TRANSFORMS_GPUCOSTMODEL_H
 
+#include "LinAttn/Transforms/CostModel.h"
+
 #include <cstdint>
 #include <string>
 
 namespace mlir::linattn {
-
-/// The shape and kind of one call, as the fitted model sees it.
-struct GPUCallShape {
-  int64_t batch = 1, seqLen = 1;
-  int64_t numQKHeads = 1, numVHeads = 1, keyDim = 1, valueDim = 1;
-  int64_t elementBytes = 2; ///< of q, k, v
-  bool deltaRule = false;   ///< M_t has the rank-1 term
-  bool perKeyGates = false; ///< gates [B, T, HV, K]
-  bool qkL2Norm = false;
-  int64_t smCount = 132;
-};
 
 /// One path's estimated time and the terms it adds up.
 struct GPUPathEstimate {
@@ -40,14 +31,17 @@ struct GPUPathEstimate {
   std::string detail;
 };
 
-GPUPathEstimate estimateRecurrentCall(const GPUCallShape &shape);
-GPUPathEstimate estimateChunkedCall(const GPUCallShape &shape);
+/// A call of `shape` on a GPU of `smCount` SMs through each path.
+GPUPathEstimate estimateRecurrentCall(const ProblemShape &shape,
+                                      int64_t smCount);
+GPUPathEstimate estimateChunkedCall(const ProblemShape &shape,
+                                    int64_t smCount);
 
 /// The largest T (up to kMaxRecurrentSeqLen) at which the recurrent kernel
 /// is estimated faster than the chunked ones at `shape`'s batch; 0 if at
 /// none. The two cross once: the recurrent time grows by a token step per
 /// token, the chunked one by a chunk step per 64.
-int64_t lastRecurrentSeqLen(GPUCallShape shape);
+int64_t lastRecurrentSeqLen(ProblemShape shape, int64_t smCount);
 constexpr int64_t kMaxRecurrentSeqLen = 256;
 
 } // namespace mlir::linattn
