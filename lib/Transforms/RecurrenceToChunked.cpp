@@ -91,8 +91,17 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
       narrowElem = rewriter.getF32Type();
     auto statesType = RankedTensorType::get(
         {batch, numChunks, numVHeads, K, V}, narrowElem);
+    // Without a decay the delta rule's new values telescope on nearly
+    // parallel keys with beta near 1 (D_i ~ v_i - v_(i-1)): the output's
+    // P D sums a chunk of them back to ~v, and a bf16 D's rounding, 2^-9
+    // of each |D_i|, came to 1e-2 of o (bench/NOTES.md p1). Those keep D
+    // f32; a decay damps the sum.
+    const TransitionKindInfo &kindInfo = op.getKindInfo();
+    Type valuesElem = kindInfo.hasRank1() && kindInfo.decay == DecayForm::None
+                          ? rewriter.getF32Type()
+                          : narrowElem;
     auto newValuesType =
-        RankedTensorType::get({batch, seqLen, numVHeads, V}, narrowElem);
+        RankedTensorType::get({batch, seqLen, numVHeads, V}, valuesElem);
     auto statePass = ChunkStatePassOp::create(
         rewriter, loc,
         TypeRange{newValuesType, statesType, op.getFinalState().getType()},
