@@ -13,12 +13,12 @@
 // CHECK-LABEL: llvm.func @_mlir_ciface_deltanet(%{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-NOT:   {{tensor\.|memref\.|scf\.|arith\.|bufferization\.}}
 
-// Chunked: the six intermediates (W and the new values with their fp32
-// working copies, U and the chunk states) are freed in the call; the two
-// results are not.
+// Chunked: the five intermediates (W with its fp32 working copy, U, the
+// new values (f32 for an ungated delta rule) and the chunk states) are
+// freed in the call; the two results are not.
 // FREE-LABEL:    llvm.func @deltanet(
-// FREE-COUNT-8:  llvm.call @malloc
-// FREE-COUNT-6:  llvm.call @free
+// FREE-COUNT-7:  llvm.call @malloc
+// FREE-COUNT-5:  llvm.call @free
 // FREE-NOT:      llvm.call @free
 // FREE-LABEL:    llvm.func @_mlir_ciface_deltanet(
 
