@@ -275,6 +275,13 @@ struct LinAttnSelectStrategy
   using Base::Base;
 
   void runOnOperation() override {
+    if (smCount <= 0 || assumedBatch <= 0) {
+      getOperation()->emitError()
+          << "linattn-select-strategy: sm-count and assumed-batch must be "
+             "positive, got "
+          << smCount.getValue() << " and " << assumedBatch.getValue();
+      return signalPassFailure();
+    }
     if (gpuKernels) {
       // Collected first: a dispatch replaces the op by clones.
       SmallVector<RecurrenceOp> ops;
@@ -334,13 +341,6 @@ struct LinAttnSelectStrategy
     }
     TargetModel target;
     target.smCount = smCount;
-    if (smCount <= 0 || assumedBatch <= 0) {
-      getOperation()->emitError()
-          << "linattn-select-strategy: sm-count and assumed-batch must be "
-             "positive, got "
-          << smCount.getValue() << " and " << assumedBatch.getValue();
-      return signalPassFailure();
-    }
     SmallVector<RecurrenceOp> ops;
     getOperation()->walk([&](RecurrenceOp op) {
       if (!op->hasAttr(kSeqLenRangeAttrName))

@@ -3,6 +3,9 @@
 // What the GPU selection accepts compiles: linattn-to-nvvm's default
 // strategy (auto) runs it, and every function gets its kernels.
 // RUN: linattn-opt %s -split-input-file --linattn-to-nvvm=format=isa -o /dev/null
+// The model's SM count must be positive here too.
+// RUN: not linattn-opt %s -split-input-file --linattn-select-strategy='gpu-kernels=true sm-count=0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADSM
+// BADSM: error: linattn-select-strategy: sm-count and assumed-batch must be positive, got 0 and 1
 
 // On the GPU: chunked (C = 64) wherever its tensor-core kernels apply,
 // but recurrent for the short T at which the fitted model
