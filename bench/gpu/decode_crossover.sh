@@ -4,7 +4,7 @@
 # {qk_l2norm}). Here (MLIR machine):
 #   mkdir -p .carry/xover
 #   build/bin/linattn-compile SPEC -o .carry/xover/rec.o --strategy=recurrent
-#   build/bin/linattn-compile SPEC -o .carry/xover/auto.o      # chunked for T > 8
+#   build/bin/linattn-compile SPEC -o .carry/xover/auto.o      # chunked past the fitted limit
 # (SPEC: .carry/matrix/specs/mm_qwen3next.mlir from bench/gpu/model_shapes.py);
 # on the GPU machine, with .carry/xover carried:
 #   bash bench/gpu/decode_crossover.sh [B,...] [T,...]

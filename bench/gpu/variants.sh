@@ -18,7 +18,7 @@
 # the chunked strategies with 128-token chunks, chunked-sN ones the chunked
 # strategy with the state pass cut into segments of N chunks (N from
 # LINATTN_SEGMENT_VARIANTS, default "16 32 64"), <strategy> auto the default
-# (recurrent for T <= 8, chunked beyond; segments at run time for the
+# (recurrent up to the fitted model's T limit, chunked beyond; segments at run time for the
 # scalar kinds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -73,7 +73,7 @@ for spec in "$specs"/*.mlir; do
     *_192|*_256) echo "${base}_auto $spec" ;;
     *) echo "${base}_chunked $spec --strategy=chunked"
        echo "${base}_segment-scan $spec --strategy=segment-scan"
-       # strategy=auto: recurrent for T <= 8 (decode), chunked beyond,
+       # strategy=auto: recurrent for short T (decode; the fitted model's limit), chunked beyond,
        # dispatched at run time; for the kinds with scalar transitions the
        # state pass also cut into segments at run time when B is small.
        echo "${base}_auto $spec" ;;
