@@ -80,21 +80,25 @@ def library_name(spec_id):
 
 
 def write_specs(spec_dir):
+    """Writes one spec per SPECS entry; returns {spec id: path}."""
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, os.path.join(here, "..", "..", "test", "lib"))
     import linattn_ref as ref  # numpy: /usr/bin/python3
     os.makedirs(spec_dir, exist_ok=True)
+    paths = {}
     for spec_id, s in SPECS.items():
         path = os.path.join(spec_dir, library_name(spec_id) + ".mlir")
         decay = ref.retnet_decay(s["HV"]) if s["kind"] == "constant_decay" else None
         ref.write_spec(path, s["kind"], s["family"], s["dtype"], 1, 1, s["H"], s["HV"], s["K"],
                        s["V"], qk_l2norm=s["qk_l2norm"], decay=decay)
-        print(f"{library_name(spec_id)} {path}")
+        paths[spec_id] = path
+    return paths
 
 
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "variants":
-        write_specs(sys.argv[2])
+        for spec_id, path in write_specs(sys.argv[2]).items():
+            print(f"{library_name(spec_id)} {path}")
     elif len(sys.argv) == 2 and sys.argv[1] == "rows":
         for row in ROWS:
             print(*row)

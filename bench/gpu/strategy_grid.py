@@ -49,12 +49,9 @@ def grid(specs=GRID_SPECS):
 
 
 def variants(spec_dir):
-    import io
-    from contextlib import redirect_stdout
-    with redirect_stdout(io.StringIO()):
-        write_specs(spec_dir)
+    paths = write_specs(spec_dir)
     for spec_id in GRID_SPECS:
-        path = os.path.join(spec_dir, f"mm_{spec_id}.mlir")
+        path = paths[spec_id]
         for strategy in STRATEGIES:
             print(f"{library(spec_id, strategy)} {path} --strategy={strategy}")
 

@@ -45,6 +45,25 @@ func.func @negeig(%q: tensor<2x100x1x8xf32>, %k: tensor<2x100x1x8xf32>, %v: tens
 
 // -----
 
+// bf16 DeltaNet with the in-op L2 norm: the norms keep the inputs' type
+// (the chunk ops take q and k as tensor-core operands), the chunk states
+// are bf16 like the keys, but the new values of a delta rule without a
+// decay stay f32 (on nearly parallel keys they telescope; NOTES p1).
+
+// CHECK-LABEL: func.func @deltanet_bf16_l2norm
+// CHECK:         %[[QN:.*]] = linattn.l2norm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
+// CHECK:         %[[KN:.*]] = linattn.l2norm %arg1 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
+// CHECK:         linattn.chunk_state_pass k(%[[KN]])
+// CHECK-SAME:      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x16x32xbf16>, tensor<?x2x16x32xf32>)
+// CHECK:         linattn.chunk_output q(%[[QN]]) k(%[[KN]])
+func.func @deltanet_bf16_l2norm(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x32xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>) {
+  %o, %s = linattn.recurrence delta q(%q) k(%k) v(%v) beta(%beta) state(%s0) {qk_l2norm}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
+  return %o, %s : tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>
+}
+
+// -----
+
 // RetNet: a constant log gate log(gamma_hv) per token, generated (selected
 // by value head: no constant table, which would be a host global each GPU
 // call copies to the device), then accumulated per chunk like any scalar
