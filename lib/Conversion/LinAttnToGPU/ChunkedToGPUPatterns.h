@@ -43,6 +43,10 @@ void populateUTTransformToGPUPatterns(RewritePatternSet &patterns,
                                       const ChunkedLoweringContext &context);
 void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
+/// The reverse chunk pass of the backward, where its kernel takes the op's
+/// forms; the op is left to its loop lowering elsewhere.
+void populateChunkStatePassGradToGPUPatterns(
+    RewritePatternSet &patterns, const ChunkedLoweringContext &context);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,

@@ -86,6 +86,7 @@ struct ConvertLinAttnChunkedToGPU
     populateChunkCumsumToGPUPatterns(patterns, *context);
     populateUTTransformToGPUPatterns(patterns, *context);
     populateChunkStatePassToGPUPatterns(patterns, *context);
+    populateChunkStatePassGradToGPUPatterns(patterns, *context);
     populateSegmentCarriesToGPUPatterns(patterns, *context);
     populateChunkOutputToGPUPatterns(patterns, *context);
     walkAndApplyPatterns(getOperation(), std::move(patterns));

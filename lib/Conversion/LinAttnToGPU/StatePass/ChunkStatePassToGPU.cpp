@@ -82,8 +82,6 @@ private:
   void storeChunkState(Value n, ValueRange flat);
   /// a. D^T = U^T - S^T W^T, the warp's partial over its keys.
   SmallVector<SmallVector<Value>> newValues(const Stage &st, ValueRange flat);
-  /// The key parts' partials summed through shared memory.
-  SmallVector<SmallVector<Value>> sumPartials(ArrayRef<SmallVector<Value>> d);
   /// b. The new values D of step n, rows below `valid`.
   void writeNewValues(ArrayRef<SmallVector<Value>> d, Value n, ChunkRows rows);
   /// c. S^T = exp(G_C) S^T + D'^T K: the next S^T tiles.
@@ -381,47 +379,6 @@ SmallVector<SmallVector<Value>> StatePassKernel::newValues(const Stage &st,
   return d;
 }
 
-// D = the sum of the group's partials in key-part order, the same sum (bit
-// for bit) in every warp of the group: each warp reads its own partial back
-// too rather than choosing it by a select.
-SmallVector<SmallVector<Value>>
-StatePassKernel::sumPartials(ArrayRef<SmallVector<Value>> d) {
-  Type f32 = b.getF32Type();
-  auto f32x4 = VectorType::get({4}, f32);
-  Value xchg = k.tile(p.exchangeOffset, kStateWarps * p.rowTiles * 32, 4, f32);
-  auto slot = [&](Value w, int64_t rt) {
-    return e.addIndex(
-        e.mulIndex(e.addIndex(e.mulIndex(w, e.index(p.rowTiles)), e.index(rt)),
-                   e.index(32)),
-        k.lane);
-  };
-  for (int64_t rt = 0; rt < p.rowTiles; ++rt)
-    vector::StoreOp::create(b, vector::FromElementsOp::create(b, f32x4, d[rt]),
-                            xchg, ValueRange{slot(k.warp, rt), e.index(0)},
-                            false, llvm::Align(16));
-  k.barrier();
-  Value firstWarp = e.mulIndex(columnGroup, e.index(kStateKeySplit));
-  SmallVector<SmallVector<Value>> sum;
-  for (int64_t part = 0; part < kStateKeySplit; ++part) {
-    Value w = e.addIndex(firstWarp, e.index(part));
-    for (int64_t rt = 0; rt < p.rowTiles; ++rt) {
-      Value x = vector::LoadOp::create(b, f32x4, xchg,
-                                       ValueRange{slot(w, rt), e.index(0)},
-                                       false, llvm::Align(16));
-      SmallVector<Value> partial;
-      for (int64_t i = 0; i < 4; ++i)
-        partial.push_back(vector::ExtractOp::create(b, x, i));
-      if (part == 0) {
-        sum.push_back(partial);
-        continue;
-      }
-      for (int64_t i = 0; i < 4; ++i)
-        sum[rt][i] = e.add(sum[rt][i], partial[i]);
-    }
-  }
-  return sum;
-}
-
 // The new values D for rows below `valid`; the warps of a column group take
 // turns by row tile (staged: key part p stages the p-th run of row tiles).
 void StatePassKernel::writeNewValues(ArrayRef<SmallVector<Value>> d, Value n,
@@ -595,7 +552,7 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   storeChunkState(n, flat);
   SmallVector<SmallVector<Value>> d = newValues(st, flat);
   if (p.exchange)
-    d = sumPartials(d);
+    d = sumKeyParts(k, p.exchangeOffset, kStateWarps, columnGroup, d);
   writeNewValues(d, n, rows);
   Value gLast;
   SmallVector<Value> next =

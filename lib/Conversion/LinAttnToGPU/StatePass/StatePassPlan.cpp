@@ -99,7 +99,8 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   s.gBytes = p.hasGates() ? s.gateRows * s.gateCols * 4 : 0;
   // Partial W S^T products of the warps, as held in registers: tile rt of
   // warp w at [w][rt][lane] (16 bytes each).
-  p.exchangeBytes = p.exchange ? kStateWarps * p.rowTiles * 32 * 16 : 0;
+  p.exchangeBytes =
+      p.exchange ? keyPartsExchangeBytes(kStateWarps, p.rowTiles) : 0;
   p.outStride = kStateColumns + kPad;
   p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
   p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;

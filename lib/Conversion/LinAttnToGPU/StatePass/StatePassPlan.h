@@ -10,6 +10,8 @@
 #ifndef LIB_CONVERSION_LINATTNTOGPU_STATEPASS_STATEPASSPLAN_H
 #define LIB_CONVERSION_LINATTNTOGPU_STATEPASS_STATEPASSPLAN_H
 
+#include "KeyParts.h"
+
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
@@ -26,7 +28,6 @@ namespace mlir::linattn::kernel {
 constexpr int64_t kStateColumns = chunked_kernels::kStateColumns;
 constexpr int64_t kStateColumnGroups = kStateColumns / 16;
 static_assert(kStateColumns % 16 == 0, "a warp carries 16 state columns");
-constexpr int64_t kStateKeySplit = 2;
 constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
 /// Input stages in flight: kStateStages keep two chunks' copies in flight
 /// while one is computed. Without W the chunk loop is short (no W S product,

@@ -1,0 +1,538 @@
+//===- ChunkStatePassGradToGPU.cpp - The reverse chunk pass to a kernel ---===//
+//
+// linattn.chunk_state_pass_grad as the forward state pass's mirror image: a
+// block per 32 value columns of one (sequence, value head) carries H^T =
+// (dL/dS)^T in the warps' accumulator registers through a loop over the
+// chunks from the last, each chunk's inputs staged by cp.async stages ahead.
+// Per chunk n, with G the in-chunk cumulative log gate and G_C its value at
+// the chunk's last token (0 without gates):
+//
+//   a. grad_chunk_states[n] = H
+//   b. A^T_ij = scale q_j . k_i exp(G_j - G_i) for i <= j (0 elsewhere),
+//      the chunk's anti-causal scores, to shared memory (hi + lo parts)
+//   c. dD^T = H^T Kd^T + dO^T A,  Kd = diag(exp(G_C - G)) K
+//   d. dD leaves (f32)
+//   e. H^T = exp(G_C) H^T + scale dO^T diag(exp(G)) Q - dD^T W
+//
+// so nothing but the inputs is read and nothing but the results written
+// (the loop lowering stages the scores, Kd, Qg and the H-independent
+// shares of dD and H through global scratch). Every product runs on the
+// tensor cores; the f32 operands (H, dD, the scores, dO exp(G)) enter
+// split into hi + lo parts, the 16-bit inputs exactly.
+//
+// The kernel takes 16-bit q, k and W (the WY form as the UT transform
+// rounds it, or no W) with gates per row or none; other forms (f32 keys
+// after qk_l2norm, a split W, per-key gates) keep the loop lowering.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KeyParts.h"
+#include "StatePassPlan.h"
+
+#include "../ChunkedToGPUPatterns.h"
+#include "../Kernel/MmaEmitter.h"
+#include "../KernelSupport.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+namespace {
+
+/// The reverse pass's kernel, decided: its shapes and shared-memory layout.
+struct ReversePassPlan {
+  /// The plan for `op`, or nothing where the kernel does not take its
+  /// forms (the op then keeps its loop lowering).
+  static std::optional<ReversePassPlan> build(ChunkStatePassGradOp op,
+                                              const GPUTargetInfo &target);
+
+  Type mmaElem;
+  int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
+  bool hasW = false, hasGates = false;
+  int64_t keysPerWarp = 0, keyTiles = 0;
+  static constexpr int64_t rowTiles = kChunk / 8;
+
+  // Shared memory: `stages` stages of q, k, W ([64][K + pad] 16-bit), the
+  // block's dO columns ([64][32 + pad]) and the row gates ([64] f32); then
+  // the scores' hi and lo parts ([64][64 + pad]); then the key parts'
+  // exchange.
+  int64_t keyStride = 0, gradStride = 0, scoreStride = 0;
+  int64_t qOffset = 0, kOffset = 0, wOffset = 0, dOffset = 0, gOffset = 0;
+  int64_t stageBytes = 0, stages = 0;
+  int64_t scoreOffset = 0, scoreBytes = 0, exchangeOffset = 0;
+  int64_t sharedBytes = 0;
+};
+
+std::optional<ReversePassPlan>
+ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target) {
+  ReversePassPlan p;
+  p.mmaElem = elementOf(op.getQ());
+  auto isOperand = [&](Value v) { return !v || elementOf(v) == p.mmaElem; };
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  if (!(p.mmaElem.isBF16() || p.mmaElem.isF16()) || !isOperand(op.getK()) ||
+      !isOperand(op.getGradOutput()) || !isOperand(op.getW()) ||
+      (op.getW() && isSplitW(op.getW().getType())) || perKey ||
+      op.getChunkSize() != kChunk)
+    return std::nullopt;
+  p.numQKHeads = dimOf(op.getQ(), 2);
+  p.K = dimOf(op.getQ(), 3);
+  p.numVHeads = dimOf(op.getGradOutput(), 2);
+  p.V = dimOf(op.getGradOutput(), 3);
+  if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
+      !chunked_kernels::checkHeadDim("V", p.V).empty())
+    return std::nullopt;
+  p.hasW = bool(op.getW());
+  p.hasGates = bool(op.getGates());
+  p.keysPerWarp = p.K / kStateKeySplit;
+  p.keyTiles = p.keysPerWarp / 8;
+
+  p.keyStride = p.K + kPad;
+  p.gradStride = kStateColumns + kPad;
+  p.scoreStride = kChunk + kPad;
+  int64_t keyBytes = kChunk * p.keyStride * 2;
+  p.qOffset = 0;
+  p.kOffset = keyBytes;
+  p.wOffset = 2 * keyBytes;
+  p.dOffset = p.wOffset + (p.hasW ? keyBytes : 0);
+  p.gOffset = p.dOffset + kChunk * p.gradStride * 2;
+  p.stageBytes = p.gOffset + (p.hasGates ? kChunk * 4 : 0);
+  p.scoreBytes = 2 * kChunk * p.scoreStride * 2;
+  int64_t exchangeBytes = keyPartsExchangeBytes(kStateWarps, rowTiles);
+  int64_t limit = target.maxSharedBytesPerBlock();
+  for (p.stages = kStateStages; p.stages >= 2; --p.stages) {
+    p.scoreOffset = p.stages * p.stageBytes;
+    p.exchangeOffset = p.scoreOffset + p.scoreBytes;
+    p.sharedBytes = p.exchangeOffset + exchangeBytes;
+    if (p.sharedBytes <= limit)
+      return p;
+  }
+  return std::nullopt;
+}
+
+/// The reverse pass's buffers and run-time sizes.
+struct ReversePassOperands {
+  Value q, k, w, gates, gradOutput, gradFinalState;  ///< inputs
+  Value gradValues, gradStates, gradInitialState;    ///< results (f32)
+  Value seqLen, numChunks;
+};
+
+/// A chunk's staged inputs.
+struct ReverseStage {
+  Value q, k, w, dO, g;
+};
+
+class ReversePassKernel {
+public:
+  ReversePassKernel(const ReversePassPlan &plan, const ReversePassOperands &io,
+                    float scale, MmaEmitter &k)
+      : p(plan), io(io), scale(scale), k(k), b(k.b), e(k.e) {}
+
+  void emit();
+
+private:
+  void placeBlock();
+  /// The chunk of step j: NC - 1 - j, or NC (past the end, no rows) for a
+  /// step past the last.
+  Value chunkOfStep(Value j);
+  ReverseStage stageAt(Value j);
+  Value prefetch(Value j);
+  /// H^T's element i of accumulator tile kt: (key, value column).
+  std::pair<Value, Value> stateIndex(int64_t kt, int64_t i);
+  SmallVector<Value> loadState(Value src);
+  void storeState(ValueRange flat, Value dst, SmallVector<Value> prefix);
+  SmallVector<Value> step(Value j, ValueRange carriedIn);
+  /// b. The scores A^T (rows i of this warp, every column j) into shared
+  /// memory as hi and lo parts.
+  void stageScores(const ReverseStage &st, ChunkRows rows);
+  /// c. The warp's partial of dD^T: H^T Kd^T over its keys, dO^T A over its
+  /// half of the chunk's tokens.
+  SmallVector<SmallVector<Value>> gradValuesPartial(const ReverseStage &st,
+                                                    ValueRange flat, Value gLast);
+  void writeGradValues(ArrayRef<SmallVector<Value>> d, ChunkRows rows);
+  /// e. The next H^T tiles.
+  SmallVector<Value> updateState(const ReverseStage &st, ValueRange flat,
+                                 ArrayRef<SmallVector<Value>> d, Value gLast);
+  Value rowGate(const ReverseStage &st, Value t) {
+    return memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+  }
+
+  const ReversePassPlan &p;
+  const ReversePassOperands &io;
+  float scale;
+  MmaEmitter &k;
+  ImplicitLocOpBuilder &b;
+  LoopEmitter &e;
+
+  Value hv, bIdx, h, columnGroup, keyPart, vLocal, vGlobal, key0, v0;
+  Value firstGroup;
+};
+
+void ReversePassKernel::placeBlock() {
+  Block *body = b.getInsertionBlock();
+  Value vTile = body->getArgument(0);
+  hv = body->getArgument(1);
+  bIdx = body->getArgument(2);
+  h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
+  columnGroup = arith::DivUIOp::create(b, k.warp, e.index(kStateKeySplit));
+  keyPart = arith::RemUIOp::create(b, k.warp, e.index(kStateKeySplit));
+  vLocal = e.mulIndex(columnGroup, e.index(16));
+  v0 = e.mulIndex(vTile, e.index(kStateColumns));
+  vGlobal = e.addIndex(v0, vLocal);
+  key0 = e.mulIndex(keyPart, e.index(p.keysPerWarp));
+}
+
+Value ReversePassKernel::chunkOfStep(Value j) {
+  Value fromLast =
+      e.subIndex(e.subIndex(io.numChunks, e.index(1)), e.minIndex(j, io.numChunks));
+  return k.select(k.ult(j, io.numChunks), fromLast, io.numChunks);
+}
+
+ReverseStage ReversePassKernel::stageAt(Value j) {
+  Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
+  Value base = e.mulIndex(slot, e.index(p.stageBytes));
+  auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
+  ReverseStage st;
+  st.q = k.tile(at(p.qOffset), kChunk, p.keyStride, p.mmaElem);
+  st.k = k.tile(at(p.kOffset), kChunk, p.keyStride, p.mmaElem);
+  if (p.hasW)
+    st.w = k.tile(at(p.wOffset), kChunk, p.keyStride, p.mmaElem);
+  st.dO = k.tile(at(p.dOffset), kChunk, p.gradStride, p.mmaElem);
+  if (p.hasGates) // [64][1]: one 4-byte copy per row
+    st.g = k.tile(at(p.gOffset), kChunk, 1, b.getF32Type());
+  return st;
+}
+
+Value ReversePassKernel::prefetch(Value j) {
+  auto [t0, valid] = chunkRows(e, chunkOfStep(j), io.seqLen);
+  ReverseStage st = stageAt(j);
+  Value zero = e.index(0);
+  auto keyRows = [&](Value dst, Value src, Value head) {
+    k.copyRowsAsync(dst, zero, p.K, t0, valid, io.seqLen, src,
+                    [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, head, c};
+    }, kChunk, /*narrowRows=*/true);
+  };
+  keyRows(st.q, io.q, h);
+  keyRows(st.k, io.k, h);
+  if (p.hasW)
+    keyRows(st.w, io.w, hv);
+  k.copyRowsAsync(st.dO, zero, kStateColumns, t0, valid, io.seqLen,
+                  io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
+    return {bIdx, t, hv, e.addIndex(v0, c)};
+  }, kChunk, /*narrowRows=*/true);
+  if (p.hasGates)
+    k.copyRowsAsync(st.g, zero, 1, t0, valid, io.seqLen, io.gates,
+                    [&](Value t, Value) -> SmallVector<Value> {
+      return {bIdx, t, hv};
+    }, kChunk, /*narrowRows=*/true);
+  return k.commitCopies();
+}
+
+// H^T of the warp's columns and keys is carried as keyTiles accumulator
+// tiles, as the forward pass carries S^T: element i of tile kt is
+// H[key0 + accCol(8 kt, i)][vGlobal + accRow(0, i)].
+std::pair<Value, Value> ReversePassKernel::stateIndex(int64_t kt, int64_t i) {
+  return {e.addIndex(key0, k.accCol(8 * kt, i)),
+          e.addIndex(vGlobal, k.accRow(e.index(0), i))};
+}
+
+SmallVector<Value> ReversePassKernel::loadState(Value src) {
+  SmallVector<Value> flat;
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt)
+    for (int64_t i = 0; i < 4; ++i) {
+      auto [key, v] = stateIndex(kt, i);
+      flat.push_back(e.loadF32(src, {bIdx, hv, key, v}));
+    }
+  return flat;
+}
+
+void ReversePassKernel::storeState(ValueRange flat, Value dst,
+                                   SmallVector<Value> prefix) {
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt)
+    for (int64_t i = 0; i < 4; ++i) {
+      auto [key, v] = stateIndex(kt, i);
+      SmallVector<Value> idx = prefix;
+      idx.append({key, v});
+      e.storeFromF32(flat[4 * kt + i], dst, idx);
+    }
+}
+
+// Warp w computes rows i in [16 w, 16 w + 16) of A^T = K Q^T over all keys,
+// keeps i <= j < valid, scales by scale exp(G_j - G_i) (<= 1: G falls along
+// the chunk), and stores the result split: hi = round(x), lo = round(x -
+// hi), so that dO^T A keeps what a rounded score would lose.
+void ReversePassKernel::stageScores(const ReverseStage &st, ChunkRows rows) {
+  Value m0 = e.mulIndex(k.warp, e.index(16));
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
+  k.gemm(acc, Operand{TileView{st.k}, std::nullopt}, m0,
+         Operand{TileView{st.q}, std::nullopt}, p.K);
+  Value scaleF = e.f32(scale);
+  SmallVector<Value> rowGates;
+  for (int64_t half : {0, 2})
+    rowGates.push_back(p.hasGates ? rowGate(st, k.accRow(m0, half)) : Value());
+  Type f32 = b.getF32Type();
+  SmallVector<SmallVector<Value>> lo;
+  for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+    SmallVector<Value> colGates;
+    for (int64_t odd = 0; odd < 2; ++odd)
+      colGates.push_back(p.hasGates ? rowGate(st, k.accCol(8 * nt, odd))
+                                    : Value());
+    SmallVector<Value> tileLo;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value keep = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, row, col),
+          k.ult(col, rows.valid));
+      Value factor = scaleF;
+      if (p.hasGates)
+        factor = e.mul(factor, k.exp(e.sub(colGates[i & 1], rowGates[i / 2])));
+      Value x = k.select(keep, e.mul(acc[nt][i], factor), e.f32(0.0f));
+      acc[nt][i] = x;
+      Value hi = arith::ExtFOp::create(
+          b, f32, arith::TruncFOp::create(b, p.mmaElem, x).getResult());
+      tileLo.push_back(e.sub(x, hi));
+    }
+    lo.push_back(tileLo);
+  }
+  Value hiTile = k.tile(p.scoreOffset, kChunk, p.scoreStride, p.mmaElem);
+  Value loTile = k.tile(p.scoreOffset + p.scoreBytes / 2, kChunk, p.scoreStride,
+                        p.mmaElem);
+  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
+    k.stmatrix4(hiTile, m0, e.index(8 * nt), acc[nt], acc[nt + 1],
+                /*transposed=*/false);
+    k.stmatrix4(loTile, m0, e.index(8 * nt), lo[nt], lo[nt + 1],
+                /*transposed=*/false);
+  }
+}
+
+// The warp's dD^T tiles (m = its 16 value columns, n = the chunk's 64
+// tokens in 8 tiles): H^T Kd^T over its keys (A = H^T split from the
+// registers, B^T = K's staged rows), decayed per token by exp(G_C - G_i);
+// plus dO^T A over tokens j of its key part's half of the chunk (A = dO^T
+// by ldmatrix .trans, B^T = the staged A^T, hi and lo).
+SmallVector<SmallVector<Value>>
+ReversePassKernel::gradValuesPartial(const ReverseStage &st, ValueRange flat,
+                                     Value gLast) {
+  SmallVector<SmallVector<Value>> d = k.zeroAcc(ReversePassPlan::rowTiles);
+  for (int64_t ks = 0; ks < p.keysPerWarp / 16; ++ks) {
+    SmallVector<Value> tile0(flat.slice(8 * ks, 4));
+    SmallVector<Value> tile1(flat.slice(8 * ks + 4, 4));
+    auto [aHi, aLo] = k.fragmentAFromAcc(tile0, tile1, /*negate=*/false);
+    Value k0 = e.addIndex(key0, e.index(16 * ks));
+    for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; rt += 2) {
+      SmallVector<Value> bFrag = k.fragB2({st.k}, 8 * rt, k0);
+      for (int64_t j = 0; j < 2; ++j)
+        d[rt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                               /*bLo=*/{}, d[rt + j]);
+    }
+  }
+  if (gLast)
+    for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; ++rt)
+      for (int64_t odd = 0; odd < 2; ++odd) {
+        Value decay = k.exp(e.sub(gLast, rowGate(st, k.accCol(8 * rt, odd))));
+        for (int64_t i : {odd, odd + 2})
+          d[rt][i] = e.mul(d[rt][i], decay);
+      }
+  Value hiTile = k.tile(p.scoreOffset, kChunk, p.scoreStride, p.mmaElem);
+  Value loTile = k.tile(p.scoreOffset + p.scoreBytes / 2, kChunk, p.scoreStride,
+                        p.mmaElem);
+  // Key part `part` takes the tokens of k-steps [part * stepsPerPart, +
+  // stepsPerPart).
+  int64_t stepsPerPart = kChunk / 16 / kStateKeySplit;
+  for (int64_t s = 0; s < stepsPerPart; ++s) {
+    Value j0 = e.mulIndex(
+        e.addIndex(e.mulIndex(keyPart, e.index(stepsPerPart)), e.index(s)),
+        e.index(16));
+    SmallVector<Value> a;
+    for (Value pair : k.ldmatrix4Pairs({st.dO, /*transposed=*/true}, vLocal, j0,
+                                       /*swap=*/false))
+      a.push_back(k.mmaRegister(pair));
+    for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; rt += 2) {
+      SmallVector<Value> bHi = k.fragB2({hiTile}, 8 * rt, j0);
+      SmallVector<Value> bLo = k.fragB2({loTile}, 8 * rt, j0);
+      for (int64_t j = 0; j < 2; ++j)
+        d[rt + j] = k.mmaSplit(a, /*aLo=*/{}, ArrayRef(bHi).slice(2 * j, 2),
+                               ArrayRef(bLo).slice(2 * j, 2), d[rt + j]);
+    }
+  }
+  return d;
+}
+
+// dD for rows below `valid`, f32; the warps of a column group take turns
+// by row tile.
+void ReversePassKernel::writeGradValues(ArrayRef<SmallVector<Value>> d,
+                                        ChunkRows rows) {
+  for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; ++rt)
+    for (int64_t odd = 0; odd < 2; ++odd) {
+      Value t = k.accCol(8 * rt, odd);
+      Value store = arith::AndIOp::create(
+          b, k.ult(t, rows.valid),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
+                                e.index(rt % kStateKeySplit)));
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(scf::IfOp::create(b, store, false).thenBlock());
+      for (int64_t i : {odd, odd + 2})
+        e.storeFromF32(d[rt][i], io.gradValues,
+                       {bIdx, e.addIndex(rows.t0, t), hv,
+                        e.addIndex(vGlobal, k.accRow(e.index(0), i))});
+    }
+}
+
+// H^T = exp(G_C) H^T + dO'^T Q - dD^T W with dO' = scale diag(exp(G)) dO:
+// A = dO'^T from the staged dO by ldmatrix .trans, decayed per row pair in
+// f32 and split; A = -dD^T split from the registers; B = Q and W from their
+// staged rows (.trans). Rows past T are staged zeros in dO and W.
+SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
+                                                  ValueRange flat,
+                                                  ArrayRef<SmallVector<Value>> d,
+                                                  Value gLast) {
+  SmallVector<SmallVector<Value>> acc;
+  Value stateDecay = gLast ? k.exp(gLast) : Value();
+  for (int64_t kt = 0; kt < p.keyTiles; ++kt) {
+    SmallVector<Value> tile(flat.slice(4 * kt, 4));
+    if (stateDecay)
+      for (Value &x : tile)
+        x = e.mul(x, stateDecay);
+    acc.push_back(tile);
+  }
+  auto f32x2 = VectorType::get({2}, b.getF32Type());
+  Value scaleF = e.f32(scale);
+  for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+    // Register j holds rows 16 ks + 8 (j / 2) + 2 quad + {0, 1} of column
+    // vLocal + group + 8 (j % 2) of dO.
+    SmallVector<Value> pairs = k.ldmatrix4Pairs({st.dO, /*transposed=*/true},
+                                                vLocal, e.index(16 * ks),
+                                                /*swap=*/false);
+    SmallVector<Value> aHi, aLo;
+    Value factors;
+    for (int64_t j = 0; j < 4; ++j) {
+      if (j % 2 == 0) {
+        Value t = e.addIndex(e.index(16 * ks + 8 * (j / 2)),
+                             e.mulIndex(k.quad, e.index(2)));
+        SmallVector<Value> f;
+        for (Value r : {t, e.addIndex(t, e.index(1))})
+          f.push_back(p.hasGates ? e.mul(scaleF, k.exp(rowGate(st, r))) : scaleF);
+        factors = vector::FromElementsOp::create(b, f32x2, f);
+      }
+      Value wide = arith::MulFOp::create(
+          b, arith::ExtFOp::create(b, f32x2, pairs[j]), factors);
+      auto [hi, lo] = k.splitRegister(wide);
+      aHi.push_back(hi);
+      aLo.push_back(lo);
+    }
+    for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
+      SmallVector<Value> bFrag =
+          k.fragB2({st.q, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
+      for (int64_t j = 0; j < 2; ++j)
+        acc[kt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                 /*bLo=*/{}, acc[kt + j]);
+    }
+    if (!p.hasW)
+      continue;
+    auto [dHi, dLo] = k.fragmentAFromAcc(d[2 * ks], d[2 * ks + 1],
+                                         /*negate=*/true);
+    for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
+      SmallVector<Value> bFrag =
+          k.fragB2({st.w, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
+      for (int64_t j = 0; j < 2; ++j)
+        acc[kt + j] = k.mmaSplit(dHi, dLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                 /*bLo=*/{}, acc[kt + j]);
+    }
+  }
+  SmallVector<Value> next;
+  for (auto &tile : acc)
+    next.append(tile.begin(), tile.end());
+  return next;
+}
+
+SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
+  Value n = chunkOfStep(j);
+  ChunkRows rows = chunkRows(e, n, io.seqLen);
+  // Step j has landed once at most stages - 2 newer groups are in flight;
+  // the barrier also frees step j - 1's stage and the scores.
+  k.waitCopies(firstGroup, p.stages - 2);
+  k.barrier();
+  prefetch(e.addIndex(j, e.index(p.stages - 1)));
+  ReverseStage st = stageAt(j);
+  storeState(carriedIn, io.gradStates, {bIdx, n, hv});
+  stageScores(st, rows);
+  k.barrier();
+  Value gLast = p.hasGates
+                    ? rowGate(st, e.subIndex(rows.valid, e.index(1)))
+                    : Value();
+  SmallVector<SmallVector<Value>> d = sumKeyParts(
+      k, p.exchangeOffset, kStateWarps, columnGroup,
+      gradValuesPartial(st, carriedIn, gLast));
+  writeGradValues(d, rows);
+  return updateState(st, carriedIn, d, gLast);
+}
+
+void ReversePassKernel::emit() {
+  placeBlock();
+  SmallVector<Value> init = loadState(io.gradFinalState);
+  firstGroup = prefetch(e.index(0));
+  for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
+    prefetch(e.index(ahead));
+  ValueRange final = e.forEachReduce(
+      io.numChunks, init,
+      [&](Value j, ValueRange carriedIn) { return step(j, carriedIn); });
+  k.waitCopies(firstGroup, 0);
+  storeState(final, io.gradInitialState, {bIdx, hv});
+}
+
+struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
+  ChunkStatePassGradToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+
+  LogicalResult matchAndRewrite(ChunkStatePassGradOp op,
+                                PatternRewriter &rewriter) const override {
+    std::optional<ReversePassPlan> plan =
+        ReversePassPlan::build(op, context.getTarget());
+    if (!plan)
+      return rewriter.notifyMatchFailure(op, "forms the kernel does not take");
+    const ReversePassPlan &p = *plan;
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    LoopEmitter e(b);
+    ReversePassOperands io;
+    io.q = e.toBuffer(op.getQ());
+    io.k = e.toBuffer(op.getK());
+    io.w = op.getW() ? e.toBuffer(op.getW()) : Value();
+    io.gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+    io.gradOutput = e.toBuffer(op.getGradOutput());
+    io.gradFinalState = e.toBuffer(op.getGradFinalState());
+    Value batch = e.dim(io.q, 0);
+    io.seqLen = e.dim(io.q, 1);
+    io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+    Value hvDim = e.index(p.numVHeads), kDim = e.index(p.K), vDim = e.index(p.V);
+    io.gradValues = e.allocFor(op.getGradNewValues().getType(),
+                               {batch, io.seqLen, hvDim, vDim});
+    io.gradStates = e.allocFor(op.getGradChunkStates().getType(),
+                               {batch, io.numChunks, hvDim, kDim, vDim});
+    io.gradInitialState = e.allocFor(op.getGradInitialState().getType(),
+                                     {batch, hvDim, kDim, vDim});
+    float scale = op.getScale().convertToFloat();
+    emitLaunch(b, {e.index(p.V / kStateColumns), hvDim, batch}, p.sharedBytes,
+               p.mmaElem, [&](MmaEmitter &k) {
+      ReversePassKernel(p, io, scale, k).emit();
+    }, kStateWarps * 32);
+    rewriter.replaceOp(
+        op, ValueRange{
+                e.toTensor(io.gradValues, op.getGradNewValues().getType()),
+                e.toTensor(io.gradStates, op.getGradChunkStates().getType()),
+                e.toTensor(io.gradInitialState,
+                           op.getGradInitialState().getType())});
+    return success();
+  }
+
+  const ChunkedLoweringContext &context;
+};
+
+} // namespace
+
+void populateChunkStatePassGradToGPUPatterns(
+    RewritePatternSet &patterns, const ChunkedLoweringContext &context) {
+  patterns.add<ChunkStatePassGradToGPU>(patterns.getContext(), context);
+}
+
+} // namespace mlir::linattn::kernel

@@ -1,0 +1,99 @@
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s --check-prefix=MMA
+
+// linattn.chunk_state_pass_grad, the backward's reverse chunk pass: one
+// gpu.launch, the forward state pass's mirror image. Blocks (V / 32, HV, B)
+// of 128 threads carry H^T (16 value columns x 64 keys per warp) through a
+// loop over the chunks from the last; nothing but the inputs is read and
+// the three f32 results written.
+//
+// Shared memory (gated delta, bf16, K = V = 128, 2 q/k and 4 value heads):
+// three stages of q, k and W (64 x (128 + 8) x 2 = 17408 each), the block's
+// dO columns (64 x (32 + 8) x 2 = 5120) and the row gates (256): 3 x 57600
+// = 172800; the scores' hi and lo parts (2 x 64 x 72 x 2 = 18432); the
+// key parts' exchange (16384): 207616.
+// CHECK-LABEL: func.func @wy_form(
+// CHECK:         %[[DD:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x128xf32>
+// CHECK:         %[[HS:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x128x128xf32>
+// CHECK:         %[[DS0:.*]] = memref.alloc(%{{.*}}) : memref<?x4x128x128xf32>
+// CHECK:         %[[SMEM:.*]] = arith.constant 207616 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SMEM]] {
+// q and k of the value head's q/k head, W of the value head, dO's block
+// columns and the gates, by cp.async.
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x4x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x4x128xbf16> to memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x4xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
+// The chunk loop: H leaves as grad_chunk_states[n] first, the scores go to
+// shared memory by stmatrix (hi, lo), dD leaves f32.
+// CHECK:           scf.for
+// CHECK:             gpu.barrier
+// CHECK:             memref.store %{{.*}}, %[[HS]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x4x128x128xf32>
+// CHECK:             nvvm.stmatrix
+// CHECK:             gpu.barrier
+// CHECK:             gpu.barrier
+// CHECK:             memref.store %{{.*}}, %[[DD]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x4x128xf32>
+// CHECK:           memref.store %{{.*}}, %[[DS0]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x4x128x128xf32>
+// CHECK-NOT:     linattn.chunk_state_pass_grad
+//
+// Per chunk and warp, 288 products: the scores K Q^T (8 column tiles x 8
+// k-steps), H^T Kd^T (H split: 2 x 4 k-steps x 8 row tiles), dO^T A over
+// the key part's half of the tokens (A split: 2 x 2 x 8), then the update's
+// dO'^T Q and -dD^T W (each split: 2 x 4 x 8).
+// MMA-LABEL: func.func @wy_form(
+// MMA-COUNT-288: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+// MMA-LABEL: func.func @no_w_no_gates(
+func.func @wy_form(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %w: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %do: tensor<?x?x4x128xbf16>, %ds: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>
+}
+
+// -----
+
+// Without W (no rank-1 term) and without gates (linear attention), K = V =
+// 64: three stages of q and k (64 x 72 x 2 = 9216 each) and dO (5120),
+// 23552 each, 70656; scores 18432; exchange 16384: 105472. Per chunk 128
+// products (K Q^T 8 x 4, H^T Kd^T 2 x 2 x 8, dO^T A 2 x 2 x 8, dO'^T Q
+// 2 x 4 x 4), none with W.
+// CHECK-LABEL: func.func @no_w_no_gates(
+// CHECK:         arith.constant 105472 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}})
+// CHECK-NOT:     linattn.chunk_state_pass_grad
+// MMA-COUNT-128: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @no_w_no_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Forms the kernel does not take stay for their loop lowering
+// (convert-linattn-to-loops): per-key gates, f32 keys (qk_l2norm's).
+// CHECK-LABEL: func.func @per_key_gates(
+// CHECK-NOT:     gpu.launch
+// CHECK:         linattn.chunk_state_pass_grad
+func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @f32_keys(
+// CHECK-NOT:     gpu.launch
+// CHECK:         linattn.chunk_state_pass_grad
+func.func @f32_keys(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %g: tensor<?x?x2xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}
