@@ -7,8 +7,10 @@ Two halves, one file:
       (on the MLIR machine, through bench/gpu/prepare.sh as LINATTN_VARIANTS)
       writes one spec per kind x {f32, bf16} (and Gated DeltaNet with
       {qk_l2norm}), H = 2, HV = 4 (shared q/k heads), K = V = 32, dynamic B
-      and T, and prints `NAME SPEC --backward`: each object then exports
-      NAME and NAME_backward.
+      and T, plus bf16 specs at other head sizes (NAME_k<K>v<V>: the
+      tensor-core backward's key blocks of 64 and 32 and its largest tiles),
+      and prints `NAME SPEC --backward`: each object then exports NAME and
+      NAME_backward.
 
   bench/gpu/check_backward.py check --libdir D --runner R --json OUT
       (on the GPU machine, through bench/gpu/device.sh backward) runs every
@@ -34,6 +36,11 @@ import tempfile
 import time
 
 H, HV, KDIM, VDIM = 2, 4, 32, 32
+KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
+# bf16 specs at other head sizes (K, V): kinds with row gates or none, and
+# the delta rules, whose chunk_grad keys are a tensor-core kernel.
+HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128)), "deltanet": ((128, 128),),
+              "simple_gla": ((128, 128),), "linear_attention": ((64, 64),)}
 FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
             "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
             "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -52,6 +59,11 @@ def variants(spec_dir):
                 ref.write_spec(path, kind, name, dtype, 1, 1, H, HV, KDIM, VDIM, decay=decay,
                                qk_l2norm=l2norm)
                 print(name, path, "--backward")
+        for K, V in HEAD_SIZES.get(family, ()):
+            name = f"{family}_bf16_k{K}v{V}"
+            path = os.path.join(spec_dir, name + ".mlir")
+            ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V)
+            print(name, path, "--backward")
 
 
 def scratch_bytes(kind, B, T, HV, K, V):
@@ -83,12 +95,14 @@ def check(args):
     with tempfile.TemporaryDirectory() as work:
         for lib in libs:
             name = lib[:-3]
-            match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)", name)
+            match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)(?:_k(\d+)v(\d+))?", name)
             if not match or match.group(1) not in FAMILIES:
                 continue
             if args.only and not re.search(args.only, name):
                 continue
             kind, l2norm, dtype = FAMILIES[match.group(1)], bool(match.group(2)), match.group(3)
+            KDIM, VDIM = ((int(match.group(4)), int(match.group(5))) if match.group(4)
+                          else (KDIM_DEFAULT, VDIM_DEFAULT))
             tol = 1e-4 if dtype == "f32" else 5e-3
             for T in Ts:
                 B, hard = args.B, T in hard_Ts

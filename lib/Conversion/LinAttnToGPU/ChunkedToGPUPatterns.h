@@ -10,6 +10,7 @@
 #define LIB_CONVERSION_LINATTNTOGPU_CHUNKEDTOGPUPATTERNS_H
 
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/IR/PatternMatch.h"
 
@@ -47,6 +48,10 @@ void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
 /// forms; the op is left to its loop lowering elsewhere.
 void populateChunkStatePassGradToGPUPatterns(
     RewritePatternSet &patterns, const ChunkedLoweringContext &context);
+/// linattn.chunk_grad: its key gradients as a tensor-core kernel after the
+/// loops of its WY share, where the kernel takes the op's forms; otherwise
+/// the op is left whole to its loop lowering.
+void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,

@@ -90,6 +90,10 @@ struct ConvertLinAttnChunkedToGPU
     populateSegmentCarriesToGPUPatterns(patterns, *context);
     populateChunkOutputToGPUPatterns(patterns, *context);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
+    SmallVector<ChunkGradOp> chunkGrads;
+    getOperation()->walk([&](ChunkGradOp op) { chunkGrads.push_back(op); });
+    for (ChunkGradOp op : chunkGrads)
+      lowerChunkGradToGPU(op, target);
 
     // An op left behind has had its lowering say why.
     if (getOperation()->walk([](Operation *op) {

@@ -20,8 +20,8 @@ namespace {
 
 class ChunkGradLowering {
 public:
-  explicit ChunkGradLowering(ChunkGradOp op)
-      : op(op), l(op, op.getChunkSize()), e(l.e), b(l.b) {}
+  ChunkGradLowering(ChunkGradOp op, ChunkGradKeyKernel keyKernel)
+      : op(op), keyKernel(keyKernel), l(op, op.getChunkSize()), e(l.e), b(l.b) {}
 
   void run();
 
@@ -66,6 +66,7 @@ private:
   void emitRowGateSums();
 
   ChunkGradOp op;
+  ChunkGradKeyKernel keyKernel;
   ChunkLowering l;
   LoopEmitter &e;
   ImplicitLocOpBuilder &b;
@@ -116,12 +117,13 @@ void ChunkGradLowering::emitPairs() {
   forEachChunk(C, [&](Value lane) {
     Value i = e.addIndex(t0, lane);
     ifInChunk(i, [&] {
-      e.forRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
-        Value dP = e.mul(scale, l.dot(
-                                    V, [&](Value c) { return at(gradOut, i, c); },
-                                    [&](Value c) { return at(newValues, j, c); }));
-        storePair(dP, outputPairs, i, j);
-      });
+      if (outputPairs)
+        e.forRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
+          Value dP = e.mul(scale, l.dot(
+                                      V, [&](Value c) { return at(gradOut, i, c); },
+                                      [&](Value c) { return at(newValues, j, c); }));
+          storePair(dP, outputPairs, i, j);
+        });
       if (!beta)
         return;
       e.forRange(t0, i, [&](Value j) {
@@ -401,9 +403,11 @@ void ChunkGradLowering::run() {
       gateSizes.push_back(kDim);
     dgates = e.allocFor(op.getGradGates().getType(), gateSizes);
     results.push_back(dgates);
-    gateGrad = scratch(b.getF64Type(), K);
+    if (!keyKernel)
+      gateGrad = scratch(b.getF64Type(), K);
   }
-  outputPairs = scratch(f32, C);
+  if (!keyKernel)
+    outputPairs = scratch(f32, C);
   if (beta) {
     dbeta = e.allocFor(op.getGradBeta().getType(), {batch, seqLen, hvDim});
     results.push_back(dbeta);
@@ -413,19 +417,28 @@ void ChunkGradLowering::run() {
     zU = scratch(f32, V);
   }
 
-  emitPairs();
+  if (outputPairs || beta)
+    emitPairs();
   if (beta)
     emitBackSubstitution();
   emitRowScalars();
-  emitKeyGradients();
-  if (dgates && !perKey)
-    emitRowGateSums();
+  if (keyKernel) {
+    keyKernel(b, ChunkGradKeyInputs{q, k, beta, gates, newValues, states,
+                                    gradOut, gradStates, keyPairs, factorPairs,
+                                    yW, dq, dk, dgates, batch, seqLen});
+  } else {
+    emitKeyGradients();
+    if (dgates && !perKey)
+      emitRowGateSums();
+  }
   e.replaceWithBuffers(op, results);
 }
 
 } // namespace
 
-void lowerChunkGrad(ChunkGradOp op) { ChunkGradLowering(op).run(); }
+void lowerChunkGrad(ChunkGradOp op, ChunkGradKeyKernel keyKernel) {
+  ChunkGradLowering(op, keyKernel).run();
+}
 
 void lowerChunkGradOpsToLoops(Operation *root) {
   SmallVector<Operation *> ops;

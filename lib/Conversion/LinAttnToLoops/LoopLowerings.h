@@ -3,6 +3,7 @@
 #ifndef LIB_CONVERSION_LINATTNTOLOOPS_LOOPLOWERINGS_H
 #define LIB_CONVERSION_LINATTNTOLOOPS_LOOPLOWERINGS_H
 
+#include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 
@@ -29,9 +30,25 @@ void lowerRecurrenceGradsToLoops(Operation *root);
 /// chunk_grad, qk_grad) under `root` to loops, parallel where the op is.
 void lowerChunkGradOpsToLoops(Operation *root);
 
-/// The backward ops' lowerings, one per file.
+/// What linattn.chunk_grad's loop lowering hands a kernel that computes
+/// its key gradients (dq, dk and the gates' gradient) in place of its loops:
+/// the op's inputs as buffers, the WY factors' loop results (P = keyPairs,
+/// F = c dL = factorPairs, Y = A^T dW, each [B, T, HV, *] f32; null without
+/// beta) and the results to fill (dgates null where the op has none).
+struct ChunkGradKeyInputs {
+  Value q, k, beta, gates, newValues, states, gradOutput, gradStates;
+  Value keyPairs, factorPairs, yW;
+  Value dq, dk, dgates;
+  Value batch, seqLen;
+};
+using ChunkGradKeyKernel =
+    function_ref<void(ImplicitLocOpBuilder &, const ChunkGradKeyInputs &)>;
+
+/// The backward ops' lowerings, one per file. With `keyKernel`,
+/// chunk_grad's loops stop before the key gradients (and skip the output
+/// pairs only those read) and the kernel is emitted after them.
 void lowerChunkStatePassGrad(ChunkStatePassGradOp op);
-void lowerChunkGrad(ChunkGradOp op);
+void lowerChunkGrad(ChunkGradOp op, ChunkGradKeyKernel keyKernel = nullptr);
 void lowerQKGrad(QKGradOp op);
 
 /// result[b, t, h] = the gradient of the query/key input x [B, T, H, K]

@@ -1,0 +1,578 @@
+//===- ChunkGradToGPU.cpp - linattn.chunk_grad's key gradients to a kernel ===//
+//
+// The chunk-local gradients of the backward: linattn.chunk_grad's loops
+// compute the WY factors' share (P, the back substitution's Y and Z, F =
+// c dL, dv, dbeta; none without beta), then one tensor-core kernel per
+// (chunk, value head, sequence) computes what the loops did one thread per
+// key with every pair product in global memory. With G the in-chunk
+// cumulative row gate, E_ij = exp(G_i - G_j) for j <= i < valid (0
+// elsewhere), S = S_n, H = H_n:
+//
+//   dP~ = (scale dO D^T) * E
+//   dq  = scale diag(exp(G)) dO S^T + dP~ K
+//   dk  = diag(exp(G_C - G)) D H^T + dP~^T Q
+//         [+ diag(c exp(G)) Y + (F * E + (F * E)^T) K]                (WY)
+//   dL/dG_i = q_i . (scale exp(G_i) (dO S^T)_i) - k_i . dkState_i
+//             [+ c_i exp(G_i) Y_i . k_i]
+//             + sum_j M_ij - sum_j M_ji,   M = dP~ * (Q K^T) [+ F * P]
+//   dL/dG_C += sum_i k_i . dkState_i + exp(G_C) <S, H>
+//   dgate = the reverse cumulative sum of dL/dG inside the chunk
+//
+// (dkState = diag(exp(G_C - G)) D H^T). Every f32 operand (D, S, H, dP~,
+// F * E) enters the tensor cores split into hi + lo parts; the 16-bit
+// inputs exactly. M's row and column sums are taken in f64 from the same
+// f32 entries, so the pairs that cancel in the suffix sums cancel (the
+// loop lowering's reason for its f64 dL/dG).
+//
+// The kernel takes 16-bit q, k and dO, gates per row or none, K and V up
+// to 128; the loops keep the rest (per-key gates, f32 keys, larger heads).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkedToGPUPatterns.h"
+#include "Kernel/MmaEmitter.h"
+#include "KernelSupport.h"
+
+#include "../LinAttnToLoops/LoopLowerings.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+namespace {
+
+/// The key-gradient kernel, decided: shapes and shared-memory layout.
+struct KeyGradPlan {
+  static std::optional<KeyGradPlan> build(ChunkGradOp op,
+                                          const GPUTargetInfo &target);
+
+  Type mmaElem;
+  int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
+  /// Keys per pass over the state: the warps' dq and dk accumulators hold
+  /// 16 rows x keyBlock keys, and S's and H's rows come keyBlock at a time.
+  int64_t keyBlock = 0;
+  bool wy = false, gates = false;
+  float scale = 0.0f, rank1Scale = 0.0f;
+
+  int64_t keyStride = 0, valueStride = 0, pairStride = 0;
+  // Byte offsets in shared memory.
+  int64_t qOff = 0, kOff = 0, dOOff = 0, dHiOff = 0, dLoOff = 0;
+  int64_t pHiOff = 0, pLoOff = 0, fHiOff = 0, fLoOff = 0;
+  int64_t sHiOff = 0, sLoOff = 0, hHiOff = 0, hLoOff = 0;
+  int64_t mOff = 0, rowOff = 0, shareOff = 0, dotOff = 0, gOff = 0, cOff = 0;
+  int64_t sharedBytes = 0;
+};
+
+std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
+                                              const GPUTargetInfo &target) {
+  KeyGradPlan p;
+  p.mmaElem = elementOf(op.getQ());
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  if (!(p.mmaElem.isBF16() || p.mmaElem.isF16()) ||
+      elementOf(op.getK()) != p.mmaElem ||
+      elementOf(op.getGradOutput()) != p.mmaElem || perKey ||
+      op.getChunkSize() != kChunk)
+    return std::nullopt;
+  p.numQKHeads = dimOf(op.getQ(), 2);
+  p.K = dimOf(op.getQ(), 3);
+  p.numVHeads = dimOf(op.getV(), 2);
+  p.V = dimOf(op.getV(), 3);
+  if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
+      !chunked_kernels::checkHeadDim("V", p.V).empty() || p.K > 128 || p.V > 128)
+    return std::nullopt;
+  p.keyBlock = p.K % 64 == 0 ? 64 : 32;
+  p.wy = bool(op.getBeta());
+  p.gates = bool(op.getGates());
+  p.scale = op.getScale().convertToFloat();
+  p.rank1Scale = p.wy ? op.getRank1Scale()->convertToFloat() : 0.0f;
+
+  p.keyStride = p.K + kPad;
+  p.valueStride = p.V + kPad;
+  p.pairStride = kChunk + kPad;
+  int64_t off = 0;
+  auto take = [&](int64_t bytes) {
+    int64_t at = off;
+    off += (bytes + 15) / 16 * 16;
+    return at;
+  };
+  int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
+  int64_t pairTile = kChunk * p.pairStride * 2;
+  int64_t stateTile = p.keyBlock * p.valueStride * 2;
+  p.qOff = take(keyTile);
+  p.kOff = take(keyTile);
+  p.dOOff = take(valueTile);
+  p.dHiOff = take(valueTile);
+  p.dLoOff = take(valueTile);
+  p.pHiOff = take(pairTile);
+  p.pLoOff = take(pairTile);
+  if (p.wy) {
+    p.fHiOff = take(pairTile);
+    p.fLoOff = take(pairTile);
+  }
+  p.sHiOff = take(stateTile);
+  p.sLoOff = take(stateTile);
+  p.hHiOff = take(stateTile);
+  p.hLoOff = take(stateTile);
+  if (p.gates) {
+    p.mOff = take(kChunk * (kChunk + 1) * 4);
+    p.rowOff = take(kChunk * 4 * 8);   // [64][4] f64: the quads' row terms
+    p.shareOff = take(kChunk * 4 * 8); // [64][4] f64: k_i . dkState_i
+    p.dotOff = take(kThreads * 8);     // [128] f64: <S, H> partials
+    p.gOff = take(kChunk * 4);
+  }
+  if (p.wy)
+    p.cOff = take(kChunk * 4);
+  p.sharedBytes = off;
+  if (p.sharedBytes > target.maxSharedBytesPerBlock())
+    return std::nullopt;
+  return p;
+}
+
+class KeyGradKernel {
+public:
+  KeyGradKernel(const KeyGradPlan &plan, const ChunkGradKeyInputs &io,
+                MmaEmitter &k)
+      : p(plan), io(io), k(k), b(k.b), e(k.e) {}
+
+  void emit();
+
+private:
+  Value tile16(int64_t offset, int64_t rows, int64_t stride) {
+    return k.tile(offset, rows, stride, p.mmaElem);
+  }
+  /// A [rows][cols] f32 (or f64) view at `offset`.
+  Value tileOf(int64_t offset, int64_t rows, int64_t cols, Type elem) {
+    return k.tile(offset, rows, cols, elem);
+  }
+  Value gateAt(Value r) {
+    return memref::LoadOp::create(b, gTile, ValueRange{r, e.index(0)});
+  }
+  /// E_ij for j <= i < valid, 0 elsewhere (1 without gates).
+  Value decayOrZero(Value i, Value j, Value &keep);
+  void stageInputs();
+  /// dP~ to shared memory (hi, lo) and, with gates, M = dP~ * (Q K^T).
+  void stagePairs();
+  /// F * E + (F * E)^T to shared memory (hi, lo); with gates M += F * P.
+  void stageFactors();
+  /// Rows [key0, + keyBlock) of S and H into shared memory split; with
+  /// gates each thread's share of <S, H> over them joins shDot (f64).
+  void stageStates(int64_t key0);
+  void keyBlockGradients(int64_t kb);
+  void gateGradient();
+  void storeRows(ArrayRef<SmallVector<Value>> acc, Value dst, int64_t key0);
+
+  const KeyGradPlan &p;
+  const ChunkGradKeyInputs &io;
+  MmaEmitter &k;
+  ImplicitLocOpBuilder &b;
+  LoopEmitter &e;
+
+  Value n, hv, bIdx, h, m0;
+  ChunkRows rows;
+  Value gLast;
+  Value qTile, kTile, dOTile, dHi, dLo, pHi, pLo, fHi, fLo, sHi, sLo, hHi, hLo;
+  Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
+  /// Per thread, f64: the row terms of its rows group and group + 8 (q .
+  /// throughState + fromW . k - k . dkState), and k . dkState alone.
+  Value rowAcc[2], shareAcc[2];
+  Value shDot;
+};
+
+Value KeyGradKernel::decayOrZero(Value i, Value j, Value &keep) {
+  keep = arith::AndIOp::create(
+      b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, j, i),
+      k.ult(i, rows.valid));
+  if (!p.gates)
+    return e.f32(1.0f);
+  // Selected, not multiplied: exp(G_i - G_j) with i past valid (G staged
+  // 0) may overflow.
+  return k.select(keep, k.exp(e.sub(gateAt(i), gateAt(j))), e.f32(0.0f));
+}
+
+void KeyGradKernel::stageInputs() {
+  Value t0 = rows.t0;
+  auto rowLoad = [&](Value src, Value head) {
+    return [&, src, head](Value r, Value c) {
+      return k.load8(src, {bIdx, e.addIndex(t0, r), head, c});
+    };
+  };
+  k.fillTile(qTile, kChunk, p.K, rows.valid, rowLoad(io.q, h));
+  k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h));
+  k.fillTile(dOTile, kChunk, p.V, rows.valid, rowLoad(io.gradOutput, hv));
+  k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.newValues, hv), dLo);
+  // Row gates and c = rank1_scale beta: 0 at or past valid.
+  if (p.gates || p.wy) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
+    Value t = e.addIndex(t0, e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
+    Value in = k.ult(k.tid, rows.valid);
+    if (p.gates)
+      memref::StoreOp::create(
+          b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), e.f32(0.0f)), gTile,
+          ValueRange{k.tid, e.index(0)});
+    if (p.wy)
+      memref::StoreOp::create(
+          b,
+          k.select(in, e.mul(e.f32(p.rank1Scale), e.loadF32(io.beta, {bIdx, t, hv})),
+                   e.f32(0.0f)),
+          cTile, ValueRange{k.tid, e.index(0)});
+  }
+  k.barrier();
+}
+
+// Warp w: rows i in [16 w, + 16) of dP = dO D^T (D split) and, with gates,
+// of Q K^T, then dP~ = scale dP E into shared memory by stmatrix (hi, lo)
+// and M = dP~ (Q K^T) element by element.
+void KeyGradKernel::stagePairs() {
+  SmallVector<SmallVector<Value>> dP = k.zeroAcc(kChunk / 8);
+  k.gemm(dP, Operand{TileView{dOTile}, std::nullopt}, m0,
+         Operand{TileView{dHi}, TileView{dLo}}, p.V);
+  SmallVector<SmallVector<Value>> scores;
+  if (p.gates) {
+    scores = k.zeroAcc(kChunk / 8);
+    k.gemm(scores, Operand{TileView{qTile}, std::nullopt}, m0,
+           Operand{TileView{kTile}, std::nullopt}, p.K);
+  }
+  Type f32 = b.getF32Type();
+  SmallVector<SmallVector<Value>> lo;
+  for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+    SmallVector<Value> tileLo;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value keep;
+      Value decay = decayOrZero(row, col, keep);
+      Value x = k.select(keep, e.mul(e.mul(dP[nt][i], e.f32(p.scale)), decay),
+                         e.f32(0.0f));
+      dP[nt][i] = x;
+      Value hi = arith::ExtFOp::create(
+          b, f32, arith::TruncFOp::create(b, p.mmaElem, x).getResult());
+      tileLo.push_back(e.sub(x, hi));
+      if (p.gates)
+        memref::StoreOp::create(b, e.mul(x, scores[nt][i]), mTile,
+                                ValueRange{row, col});
+    }
+    lo.push_back(tileLo);
+  }
+  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
+    k.stmatrix4(pHi, m0, e.index(8 * nt), dP[nt], dP[nt + 1], false);
+    k.stmatrix4(pLo, m0, e.index(8 * nt), lo[nt], lo[nt + 1], false);
+  }
+  k.barrier();
+}
+
+// Element (i, j) of Fs = F * E + (F * E)^T (F strictly lower) from the
+// loops' factorPairs, 32 per thread; with gates M_ij += F_ij P_ij.
+void KeyGradKernel::stageFactors() {
+  Type f32 = b.getF32Type();
+  k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
+    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk));
+    Value j = arith::RemUIOp::create(b, idx, e.index(kChunk));
+    Value below = k.ult(j, i);
+    // The stored triangle's (row, col): (i, j) below the diagonal, (j, i)
+    // above; clamped into the valid rows (its value is dropped there).
+    Value r = k.select(below, i, j), c = k.select(below, j, i);
+    Value keep;
+    Value decay = decayOrZero(r, c, keep);
+    Value strict = arith::AndIOp::create(
+        b, keep, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, r, c));
+    Value last = e.subIndex(rows.valid, e.index(1));
+    Value tr = e.addIndex(rows.t0, e.minIndex(r, last));
+    Value cc = e.minIndex(c, last);
+    Value fRaw = e.loadF32(io.factorPairs, {bIdx, tr, hv, cc});
+    Value f = k.select(strict, e.mul(fRaw, decay), e.f32(0.0f));
+    Value hi = arith::TruncFOp::create(b, p.mmaElem, f);
+    Value rest = e.sub(f, arith::ExtFOp::create(b, f32, hi).getResult());
+    memref::StoreOp::create(b, hi, fHi, ValueRange{i, j});
+    memref::StoreOp::create(b, arith::TruncFOp::create(b, p.mmaElem, rest), fLo,
+                            ValueRange{i, j});
+    if (p.gates) {
+      Value pRaw = e.loadF32(io.keyPairs, {bIdx, tr, hv, cc});
+      Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
+      Value add = k.select(below, e.mul(fRaw, pRaw), e.f32(0.0f));
+      memref::StoreOp::create(
+          b, k.select(strict, e.add(m, add), m), mTile, ValueRange{i, j});
+    }
+  });
+  k.barrier();
+}
+
+void KeyGradKernel::stageStates(int64_t key0) {
+  constexpr int64_t kWidth = 8;
+  int64_t perRow = p.V / kWidth;
+  auto narrowx8 = VectorType::get({kWidth}, p.mmaElem);
+  Type f64 = b.getF64Type();
+  SmallVector<Value> init = {shDot ? shDot : Value(e.f32(0.0f))};
+  ValueRange out = e.forEachReduce(
+      e.index(p.keyBlock * perRow / kThreads), init,
+      [&](Value it, ValueRange acc) -> SmallVector<Value> {
+        Value idx = e.addIndex(e.mulIndex(it, e.index(kThreads)), k.tid);
+        Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+        Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                             e.index(kWidth));
+        SmallVector<Value> at = {bIdx, n, hv, e.addIndex(e.index(key0), r), c};
+        Value sx = k.load8(io.states, at), hx = k.load8(io.gradStates, at);
+        for (auto [x, hi, lo] : {std::tuple{sx, sHi, sLo}, std::tuple{hx, hHi, hLo}}) {
+          auto [xHi, xLo] = k.split(x, narrowx8);
+          vector::StoreOp::create(b, xHi, hi, ValueRange{r, c}, false, llvm::Align(16));
+          vector::StoreOp::create(b, xLo, lo, ValueRange{r, c}, false, llvm::Align(16));
+        }
+        if (!shDot)
+          return {acc[0]};
+        Value prod32 = arith::MulFOp::create(b, sx, hx);
+        Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64), prod32);
+        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod);
+        return {arith::AddFOp::create(b, acc[0], sum)};
+      });
+  if (shDot)
+    shDot = out[0];
+  k.barrier();
+}
+
+void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
+                              int64_t key0) {
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = k.accRow(m0, 2 * half);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
+    for (size_t nt = 0; nt < acc.size(); ++nt)
+      for (int64_t i : {2 * half, 2 * half + 1})
+        memref::StoreOp::create(
+            b, acc[nt][i], dst,
+            ValueRange{bIdx, e.addIndex(rows.t0, row), hv,
+                       e.addIndex(e.index(key0), k.accCol(8 * nt, i))});
+  }
+}
+
+// Keys [kb keyBlock, + keyBlock): S's and H's rows staged split, then the
+// warp's dq and dk rows.
+void KeyGradKernel::keyBlockGradients(int64_t kb) {
+  int64_t key0 = kb * p.keyBlock;
+  int64_t tiles = p.keyBlock / 8;
+  stageStates(key0);
+  k.barrier();
+  Type f64 = b.getF64Type();
+  auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
+  auto keyAt = [&](Value tileBuf, Value row, Value col) {
+    Value x = memref::LoadOp::create(
+        b, tileBuf, ValueRange{row, e.addIndex(e.index(key0), col)});
+    return arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
+  };
+  Value rowGates[2];
+  for (int64_t half = 0; half < 2; ++half)
+    rowGates[half] = p.gates ? gateAt(k.accRow(m0, 2 * half)) : Value();
+
+  // dq = scale exp(G_i) dO S^T + dP~ K.
+  SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
+  k.gemm(dq, Operand{TileView{dOTile}, std::nullopt}, m0,
+         Operand{TileView{sHi}, TileView{sLo}}, p.V);
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      Value factor = e.f32(p.scale);
+      if (p.gates)
+        factor = e.mul(factor, k.exp(rowGates[i / 2]));
+      dq[nt][i] = e.mul(dq[nt][i], factor);
+      if (p.gates)
+        rowAcc[i / 2] = arith::AddFOp::create(
+            b, rowAcc[i / 2],
+            wide(e.mul(keyAt(qTile, k.accRow(m0, i), k.accCol(8 * nt, i)),
+                       dq[nt][i])));
+    }
+  k.gemm(dq, Operand{TileView{pHi}, TileView{pLo}}, m0,
+         Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
+         key0);
+  storeRows(dq, io.dq, key0);
+
+  // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K].
+  SmallVector<SmallVector<Value>> dk = k.zeroAcc(tiles);
+  k.gemm(dk, Operand{TileView{dHi}, TileView{dLo}}, m0,
+         Operand{TileView{hHi}, TileView{hLo}}, p.V);
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      if (p.gates)
+        dk[nt][i] = e.mul(dk[nt][i], k.exp(e.sub(gLast, rowGates[i / 2])));
+      if (!p.gates)
+        continue;
+      Value share = wide(
+          e.mul(keyAt(kTile, k.accRow(m0, i), k.accCol(8 * nt, i)), dk[nt][i]));
+      shareAcc[i / 2] = arith::AddFOp::create(b, shareAcc[i / 2], share);
+      rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
+    }
+  k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
+         Operand{TileView{qTile, /*transposed=*/true}, std::nullopt}, kChunk,
+         key0);
+  if (p.wy) {
+    k.gemm(dk, Operand{TileView{fHi}, TileView{fLo}}, m0,
+           Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
+           key0);
+    Value last = e.subIndex(rows.valid, e.index(1));
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value row = k.accRow(m0, i);
+        Value key = e.addIndex(e.index(key0), k.accCol(8 * nt, i));
+        Value y = e.loadF32(io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(row, last)),
+                                    hv, key});
+        Value coeff = memref::LoadOp::create(b, cTile, ValueRange{row, e.index(0)});
+        if (p.gates)
+          coeff = e.mul(coeff, k.exp(rowGates[i / 2]));
+        Value fromW = k.select(k.ult(row, rows.valid), e.mul(coeff, y), e.f32(0.0f));
+        dk[nt][i] = e.add(dk[nt][i], fromW);
+        if (p.gates)
+          rowAcc[i / 2] = arith::AddFOp::create(
+              b, rowAcc[i / 2],
+              wide(e.mul(fromW, keyAt(kTile, row, k.accCol(8 * nt, i)))));
+      }
+  }
+  storeRows(dk, io.dk, key0);
+  k.barrier(); // S's and H's tiles are free for the next key block
+}
+
+// dL/dG per row (f64): the quads' row terms, M's row sum minus its column
+// sum; the chunk's last row adds sum_i k_i . dkState_i and exp(G_C) <S, H>;
+// then the reverse cumulative sum, by one thread.
+void KeyGradKernel::gateGradient() {
+  Type f64 = b.getF64Type();
+  auto zero64 = [&] {
+    return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
+  };
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = k.accRow(m0, 2 * half);
+    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, k.quad});
+    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, k.quad});
+  }
+  // This thread's share of <S, H>, from the state tiles' staging.
+  memref::StoreOp::create(b, shDot, dotTerms, ValueRange{k.tid, e.index(0)});
+  k.barrier();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
+    Value i = k.tid;
+    Value g = zero64();
+    for (int64_t q = 0; q < 4; ++q)
+      g = arith::AddFOp::create(
+          b, g, memref::LoadOp::create(b, rowTerms, ValueRange{i, e.index(q)}));
+    g = e.forEachReduce(
+        e.index(kChunk), {g}, [&](Value j, ValueRange acc) -> SmallVector<Value> {
+          Value along = memref::LoadOp::create(b, mTile, ValueRange{i, j});
+          Value across = memref::LoadOp::create(b, mTile, ValueRange{j, i});
+          Value x = arith::AddFOp::create(b, acc[0],
+                                          arith::ExtFOp::create(b, f64, along));
+          return {arith::SubFOp::create(b, x, arith::ExtFOp::create(b, f64, across))};
+        })[0];
+    // Held in rowTerms[i][0] for the sum below (every read of row i is
+    // this thread's).
+    memref::StoreOp::create(b, g, rowTerms, ValueRange{i, e.index(0)});
+  }
+  k.barrier();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(
+      scf::IfOp::create(b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                 k.tid, e.index(0)),
+                        false)
+          .thenBlock());
+  Value shares = e.forEachReduce(
+      e.index(kChunk * 4), {zero64()},
+      [&](Value idx, ValueRange acc) -> SmallVector<Value> {
+        Value r = arith::DivUIOp::create(b, idx, e.index(4));
+        Value q = arith::RemUIOp::create(b, idx, e.index(4));
+        return {arith::AddFOp::create(
+            b, acc[0], memref::LoadOp::create(b, shareTerms, ValueRange{r, q}))};
+      })[0];
+  Value dots = e.forEachReduce(
+      e.index(kThreads), {zero64()},
+      [&](Value t, ValueRange acc) -> SmallVector<Value> {
+        return {arith::AddFOp::create(
+            b, acc[0], memref::LoadOp::create(b, dotTerms, ValueRange{t, e.index(0)}))};
+      })[0];
+  Value lastShare = arith::AddFOp::create(
+      b, shares,
+      arith::MulFOp::create(b, arith::ExtFOp::create(b, f64, k.exp(gLast)), dots));
+  Value last = e.subIndex(rows.valid, e.index(1));
+  e.forEachReduce(rows.valid, {zero64()},
+                  [&](Value fromLast, ValueRange acc) -> SmallVector<Value> {
+                    Value i = e.subIndex(last, fromLast);
+                    Value g = memref::LoadOp::create(b, rowTerms,
+                                                     ValueRange{i, e.index(0)});
+                    Value isLast = arith::CmpIOp::create(
+                        b, arith::CmpIPredicate::eq, fromLast, e.index(0));
+                    g = arith::AddFOp::create(
+                        b, g, k.select(isLast, lastShare, zero64()));
+                    Value sum = arith::AddFOp::create(b, acc[0], g);
+                    memref::StoreOp::create(
+                        b, arith::TruncFOp::create(b, b.getF32Type(), sum),
+                        io.dgates, ValueRange{bIdx, e.addIndex(rows.t0, i), hv});
+                    return {sum};
+                  });
+}
+
+void KeyGradKernel::emit() {
+  Block *body = b.getInsertionBlock();
+  n = body->getArgument(0);
+  hv = body->getArgument(1);
+  bIdx = body->getArgument(2);
+  h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
+  m0 = e.mulIndex(k.warp, e.index(16));
+  rows = chunkRows(e, n, io.seqLen);
+  Type f32 = b.getF32Type();
+  qTile = tile16(p.qOff, kChunk, p.keyStride);
+  kTile = tile16(p.kOff, kChunk, p.keyStride);
+  dOTile = tile16(p.dOOff, kChunk, p.valueStride);
+  dHi = tile16(p.dHiOff, kChunk, p.valueStride);
+  dLo = tile16(p.dLoOff, kChunk, p.valueStride);
+  pHi = tile16(p.pHiOff, kChunk, p.pairStride);
+  pLo = tile16(p.pLoOff, kChunk, p.pairStride);
+  if (p.wy) {
+    fHi = tile16(p.fHiOff, kChunk, p.pairStride);
+    fLo = tile16(p.fLoOff, kChunk, p.pairStride);
+    cTile = tileOf(p.cOff, kChunk, 1, f32);
+  }
+  sHi = tile16(p.sHiOff, p.keyBlock, p.valueStride);
+  sLo = tile16(p.sLoOff, p.keyBlock, p.valueStride);
+  hHi = tile16(p.hHiOff, p.keyBlock, p.valueStride);
+  hLo = tile16(p.hLoOff, p.keyBlock, p.valueStride);
+  if (p.gates) {
+    Type f64 = b.getF64Type();
+    mTile = tileOf(p.mOff, kChunk, kChunk + 1, f32);
+    rowTerms = tileOf(p.rowOff, kChunk, 4, f64);
+    shareTerms = tileOf(p.shareOff, kChunk, 4, f64);
+    dotTerms = tileOf(p.dotOff, kThreads, 1, f64);
+    gTile = tileOf(p.gOff, kChunk, 1, f32);
+    for (int64_t half = 0; half < 2; ++half)
+      rowAcc[half] = shareAcc[half] =
+          arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+    if (io.dgates)
+      shDot = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+  }
+
+  stageInputs();
+  if (p.gates)
+    gLast = gateAt(e.subIndex(rows.valid, e.index(1)));
+  stagePairs();
+  if (p.wy)
+    stageFactors();
+  for (int64_t kb = 0; kb < p.K / p.keyBlock; ++kb)
+    keyBlockGradients(kb);
+  if (p.gates && io.dgates)
+    gateGradient();
+}
+
+} // namespace
+
+void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
+  std::optional<KeyGradPlan> plan = KeyGradPlan::build(op, target);
+  if (!plan)
+    return; // the loop lowering takes the whole op
+  lowerChunkGrad(op, [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
+    LoopEmitter e(b);
+    Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+    emitLaunch(b, {numChunks, e.index(plan->numVHeads), io.batch},
+               plan->sharedBytes, plan->mmaElem,
+               [&](MmaEmitter &k) { KeyGradKernel(*plan, io, k).emit(); });
+  });
+}
+
+} // namespace mlir::linattn::kernel
