@@ -48,9 +48,9 @@ void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
 /// forms; the op is left to its loop lowering elsewhere.
 void populateChunkStatePassGradToGPUPatterns(
     RewritePatternSet &patterns, const ChunkedLoweringContext &context);
-/// linattn.chunk_grad: its key gradients as a tensor-core kernel after the
-/// loops of its WY share, where the kernel takes the op's forms; otherwise
-/// the op is left whole to its loop lowering.
+/// linattn.chunk_grad as tensor-core kernels where they take the op's forms
+/// (ChunkGrad/ChunkGradToGPU.cpp); otherwise the op is left to its loop
+/// lowering.
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);

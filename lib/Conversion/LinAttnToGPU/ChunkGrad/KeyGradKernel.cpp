@@ -1,10 +1,9 @@
-//===- ChunkGradToGPU.cpp - linattn.chunk_grad's key gradients to a kernel ===//
+//===- KeyGradKernel.cpp - chunk_grad's key gradients, a kernel -----------===//
 //
-// The chunk-local gradients of the backward: linattn.chunk_grad's loops
-// compute the WY factors' share (P, the back substitution's Y and Z, F =
-// c dL, dv, dbeta; none without beta), then one tensor-core kernel per
-// (chunk, value head, sequence) computes what the loops did one thread per
-// key with every pair product in global memory. With G the in-chunk
+// The key gradients of linattn.chunk_grad, after its WY share (the WY
+// kernel or the loops: P, Y, F; nothing without beta): one tensor-core
+// kernel per (chunk, value head, sequence) computes what the loops did one
+// thread per key with every pair product in global memory. With G the in-chunk
 // cumulative row gate, E_ij = exp(G_i - G_j) for j <= i < valid (0
 // elsewhere), S = S_n, H = H_n:
 //
@@ -29,13 +28,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ChunkedToGPUPatterns.h"
-#include "Kernel/MmaEmitter.h"
-#include "KernelSupport.h"
+#include "ChunkGradKernels.h"
 
-#include "../LinAttnToLoops/LoopLowerings.h"
-
-#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "../Kernel/MmaEmitter.h"
+#include "../KernelSupport.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -562,17 +558,17 @@ void KeyGradKernel::emit() {
 
 } // namespace
 
-void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
-  std::optional<KeyGradPlan> plan = KeyGradPlan::build(op, target);
-  if (!plan)
-    return; // the loop lowering takes the whole op
-  lowerChunkGrad(op, [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
-    LoopEmitter e(b);
-    Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
-    emitLaunch(b, {numChunks, e.index(plan->numVHeads), io.batch},
-               plan->sharedBytes, plan->mmaElem,
-               [&](MmaEmitter &k) { KeyGradKernel(*plan, io, k).emit(); });
-  });
+bool canLowerKeyGrad(ChunkGradOp op, const GPUTargetInfo &target) {
+  return KeyGradPlan::build(op, target).has_value();
+}
+
+void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                       const GPUTargetInfo &target, const ChunkGradKeyInputs &io) {
+  KeyGradPlan p = *KeyGradPlan::build(op, target);
+  LoopEmitter e(b);
+  Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+  emitLaunch(b, {numChunks, e.index(p.numVHeads), io.batch}, p.sharedBytes,
+             p.mmaElem, [&](MmaEmitter &k) { KeyGradKernel(p, io, k).emit(); });
 }
 
 } // namespace mlir::linattn::kernel

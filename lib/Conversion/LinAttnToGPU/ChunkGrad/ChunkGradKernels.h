@@ -1,0 +1,45 @@
+//===- ChunkGradKernels.h - linattn.chunk_grad's two kernels ----*- C++ -*-===//
+//
+// linattn.chunk_grad on tensor cores is two kernels per (chunk, value head,
+// sequence): the WY factors' share (P, the back substitution's Y and Z,
+// F = c dL, dv, dbeta) and the key gradients (dq, dk, the gates'
+// gradient), the second reading what the first leaves in global memory as
+// the loop lowering leaves it. Each says whether it takes an op's forms.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_CHUNKGRADKERNELS_H
+#define LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_CHUNKGRADKERNELS_H
+
+#include "../../LinAttnToLoops/LoopLowerings.h"
+
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+
+namespace mlir::linattn::kernel {
+
+/// The WY share's buffers: inputs, then its results (P = keyPairs, F =
+/// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).
+struct WYGradBuffers {
+  Value k, v, beta, gates, w, u, states, gradValues;
+  Value keyPairs, factorPairs, yW, dv, dbeta;
+  Value batch, seqLen;
+};
+
+/// Whether the WY kernel takes `op`: beta, a 16-bit W as the UT transform
+/// rounds it, f32 U, gates per row or none, within shared memory.
+bool canLowerWYGrad(ChunkGradOp op, const GPUTargetInfo &target);
+void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                      const GPUTargetInfo &target, const WYGradBuffers &io);
+
+/// Whether the key kernel takes `op`: 16-bit q, k and dO, gates per row or
+/// none, K and V at most 128.
+bool canLowerKeyGrad(ChunkGradOp op, const GPUTargetInfo &target);
+void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                       const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
+
+} // namespace mlir::linattn::kernel
+
+#endif // LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_CHUNKGRADKERNELS_H

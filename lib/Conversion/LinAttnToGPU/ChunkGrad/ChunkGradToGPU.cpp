@@ -1,0 +1,88 @@
+//===- ChunkGradToGPU.cpp - linattn.chunk_grad to kernels -----------------===//
+//
+// linattn.chunk_grad on the GPU: both tensor-core kernels where they take
+// the op (the WY share, then the key gradients); the key kernel after the
+// loops of the WY share where only it does (a split W, say); the loop
+// lowering alone elsewhere (per-key gates, f32 keys, heads above 128).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkGradKernels.h"
+
+#include "../ChunkedToGPUPatterns.h"
+
+#include "LinAttn/Utils/LoopEmitter.h"
+
+namespace mlir::linattn::kernel {
+
+void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
+  if (!canLowerKeyGrad(op, target))
+    return; // the loop lowering takes the whole op
+  auto keyKernel = [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
+    emitKeyGradKernel(b, op, target, io);
+  };
+  if (!op.getBeta() || !canLowerWYGrad(op, target))
+    return lowerChunkGrad(op, keyKernel);
+
+  ImplicitLocOpBuilder b(op.getLoc(), op);
+  LoopEmitter e(b);
+  auto buffer = [&](Value t) { return t ? e.toBuffer(t) : Value(); };
+  ChunkGradKeyInputs keys;
+  keys.q = buffer(op.getQ());
+  keys.k = buffer(op.getK());
+  keys.beta = buffer(op.getBeta());
+  keys.gates = buffer(op.getGates());
+  keys.newValues = buffer(op.getNewValues());
+  keys.states = buffer(op.getChunkStates());
+  keys.gradOutput = buffer(op.getGradOutput());
+  keys.gradStates = buffer(op.getGradChunkStates());
+  keys.batch = e.dim(keys.q, 0);
+  keys.seqLen = e.dim(keys.q, 1);
+  int64_t HV = dimOf(op.getV(), 2), K = dimOf(op.getQ(), 3), V = dimOf(op.getV(), 3);
+  Value hvDim = e.index(HV);
+  SmallVector<Value> keySizes = {keys.batch, keys.seqLen, hvDim, e.index(K)};
+  auto scratch = [&](int64_t last) {
+    return e.allocFor(MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                                       HV, last},
+                                      b.getF32Type()),
+                      {keys.batch, keys.seqLen, hvDim, e.index(last)});
+  };
+  keys.keyPairs = scratch(op.getChunkSize());
+  keys.factorPairs = scratch(op.getChunkSize());
+  keys.yW = scratch(K);
+  keys.dq = e.allocFor(op.getGradQ().getType(), keySizes);
+  keys.dk = e.allocFor(op.getGradK().getType(), keySizes);
+  SmallVector<Value> results = {keys.dq, keys.dk};
+
+  WYGradBuffers wy;
+  wy.k = keys.k;
+  wy.v = buffer(op.getV());
+  wy.beta = keys.beta;
+  wy.gates = keys.gates;
+  wy.w = buffer(op.getW());
+  wy.u = buffer(op.getU());
+  wy.states = keys.states;
+  wy.gradValues = buffer(op.getGradNewValues());
+  wy.keyPairs = keys.keyPairs;
+  wy.factorPairs = keys.factorPairs;
+  wy.yW = keys.yW;
+  wy.dv = e.allocFor(op.getGradV().getType(),
+                     {keys.batch, keys.seqLen, hvDim, e.index(V)});
+  results.push_back(wy.dv);
+  if (op.getGradGates()) {
+    keys.dgates = e.allocFor(op.getGradGates().getType(),
+                             {keys.batch, keys.seqLen, hvDim});
+    results.push_back(keys.dgates);
+  }
+  wy.dbeta = e.allocFor(op.getGradBeta().getType(),
+                        {keys.batch, keys.seqLen, hvDim});
+  results.push_back(wy.dbeta);
+  wy.batch = keys.batch;
+  wy.seqLen = keys.seqLen;
+
+  emitWYGradKernel(b, op, target, wy);
+  emitKeyGradKernel(b, op, target, keys);
+  e.replaceWithBuffers(op, results);
+}
+
+} // namespace mlir::linattn::kernel
