@@ -52,6 +52,9 @@ void populateChunkStatePassGradToGPUPatterns(
 /// (ChunkGrad/ChunkGradToGPU.cpp); otherwise the op is left to its loop
 /// lowering.
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target);
+/// linattn.qk_grad: a warp per (b, t, h) row (K up to 1024).
+void populateQKGradToGPUPatterns(RewritePatternSet &patterns,
+                                 const ChunkedLoweringContext &context);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,

@@ -87,6 +87,7 @@ struct ConvertLinAttnChunkedToGPU
     populateUTTransformToGPUPatterns(patterns, *context);
     populateChunkStatePassToGPUPatterns(patterns, *context);
     populateChunkStatePassGradToGPUPatterns(patterns, *context);
+    populateQKGradToGPUPatterns(patterns, *context);
     populateSegmentCarriesToGPUPatterns(patterns, *context);
     populateChunkOutputToGPUPatterns(patterns, *context);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
