@@ -203,7 +203,8 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
 }
 
 Value ReversePassKernel::prefetch(Value j) {
-  auto [t0, valid] = chunkRows(e, chunkOfStep(j), io.seqLen);
+  ChunkRows rows = chunkRows(e, chunkOfStep(j), io.seqLen);
+  Value t0 = rows.t0, valid = rows.valid;
   ReverseStage st = stageAt(j);
   Value zero = e.index(0);
   auto keyRows = [&](Value dst, Value src, Value head) {
