@@ -38,18 +38,8 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
   for (int64_t d = 0; d < 4; ++d)
     sizes.push_back(e.dim(in, d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
-  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kWarps));
-  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/0,
-             [&](KernelEmitter &k) {
-    Block *body = b.getInsertionBlock();
-    Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kWarps)),
-                         k.warp);
-    Value h = body->getArgument(1), bIdx = body->getArgument(2);
-    // The whole warp takes row t or skips it, so the shuffles below see
-    // all 32 lanes.
-    auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
+  emitRowWarpLaunch(b, sizes, [&](KernelEmitter &k, Value bIdx, Value t,
+                                  Value h) {
     // Lane l holds x[l + 32 j]: consecutive lanes, consecutive addresses.
     SmallVector<Value> x, key;
     Value sum = e.f32(0.0f);
@@ -65,10 +55,7 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
       sum = math::FmaOp::create(b, xj, xj, sum);
     }
     // sum(x^2) over the row by a butterfly of shuffles.
-    for (int32_t offset = 16; offset > 0; offset /= 2)
-      sum = e.add(sum, gpu::ShuffleOp::create(b, sum, offset, 32,
-                                              gpu::ShuffleMode::XOR)
-                           .getShuffleResult());
+    sum = k.warpSum(sum);
     Value inv = arith::DivFOp::create(
         b, e.f32(1.0f), math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
     for (size_t j = 0; j < x.size(); ++j) {

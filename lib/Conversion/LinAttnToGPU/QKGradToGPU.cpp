@@ -38,24 +38,8 @@ LogicalResult lowerQKGrad(QKGradOp op, RewriterBase &rewriter) {
   for (int64_t d = 0; d < 4; ++d)
     sizes.push_back(e.dim(x, d));
   Value out = e.allocFor(op.getResult().getType(), sizes);
-  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kWarps));
-  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/0,
-             [&](KernelEmitter &k) {
-    Block *body = b.getInsertionBlock();
-    Value t = e.addIndex(e.mulIndex(body->getArgument(0), e.index(kWarps)),
-                         k.warp);
-    Value h = body->getArgument(1), bIdx = body->getArgument(2);
-    // The whole warp takes row t or skips it: the shuffles see 32 lanes.
-    auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    auto warpSum = [&](Value s) {
-      for (int32_t offset = 16; offset > 0; offset /= 2)
-        s = e.add(s, gpu::ShuffleOp::create(b, s, offset, 32,
-                                            gpu::ShuffleMode::XOR)
-                         .getShuffleResult());
-      return s;
-    };
+  emitRowWarpLaunch(b, sizes, [&](KernelEmitter &k, Value bIdx, Value t,
+                                  Value h) {
     // Lanes past K (K not a multiple of 32) read key K - 1 and count 0.
     SmallVector<Value> keys, inRow, dy, xs;
     for (int64_t j = 0; j * 32 < K; ++j) {
@@ -81,11 +65,11 @@ LogicalResult lowerQKGrad(QKGradOp op, RewriterBase &rewriter) {
         sq = e.add(sq, e.mul(xj, xj));
       Value r = arith::DivFOp::create(
           b, e.f32(1.0f),
-          math::SqrtOp::create(b, e.add(warpSum(sq), e.f32(L2NormOp::kEpsilon))));
+          math::SqrtOp::create(b, e.add(k.warpSum(sq), e.f32(L2NormOp::kEpsilon))));
       Value dot = e.f32(0.0f);
       for (size_t j = 0; j < xs.size(); ++j)
         dot = e.add(dot, e.mul(e.mul(r, xs[j]), dy[j]));
-      dot = warpSum(dot);
+      dot = k.warpSum(dot);
       for (size_t j = 0; j < xs.size(); ++j)
         dx[j] = e.mul(r, e.sub(dy[j], e.mul(e.mul(r, xs[j]), dot)));
     }

@@ -19,6 +19,13 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::linattn::kernel {
+class MmaEmitter;
+
+/// The launch both kernels share: a block of four warps per (chunk, value
+/// head, sequence), grid (ceil(T / 64), HV, B).
+void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
+                         int64_t numVHeads, Value batch, int64_t smemBytes,
+                         Type mmaElem, function_ref<void(MmaEmitter &)> body);
 
 /// The WY share's buffers: inputs, then its results (P = keyPairs, F =
 /// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).

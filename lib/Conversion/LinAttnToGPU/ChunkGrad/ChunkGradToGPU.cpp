@@ -10,10 +10,19 @@
 #include "ChunkGradKernels.h"
 
 #include "../ChunkedToGPUPatterns.h"
+#include "../Kernel/MmaEmitter.h"
 
 #include "LinAttn/Utils/LoopEmitter.h"
 
 namespace mlir::linattn::kernel {
+
+void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
+                         int64_t numVHeads, Value batch, int64_t smemBytes,
+                         Type mmaElem, function_ref<void(MmaEmitter &)> body) {
+  LoopEmitter e(b);
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, smemBytes, mmaElem, body);
+}
 
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   if (!canLowerKeyGrad(op, target))

@@ -87,12 +87,8 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
   p.pairStride = kChunk + kPad;
-  int64_t off = 0;
-  auto take = [&](int64_t bytes) {
-    int64_t at = off;
-    off += (bytes + 15) / 16 * 16;
-    return at;
-  };
+  SharedLayout layout;
+  auto take = [&](int64_t bytes) { return layout.take(bytes); };
   int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
   int64_t pairTile = kChunk * p.pairStride * 2;
   int64_t stateTile = p.keyBlock * p.valueStride * 2;
@@ -120,7 +116,7 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   }
   if (p.wy)
     p.cOff = take(kChunk * 4);
-  p.sharedBytes = off;
+  p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock())
     return std::nullopt;
   return p;
@@ -565,10 +561,8 @@ bool canLowerKeyGrad(ChunkGradOp op, const GPUTargetInfo &target) {
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io) {
   KeyGradPlan p = *KeyGradPlan::build(op, target);
-  LoopEmitter e(b);
-  Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
-  emitLaunch(b, {numChunks, e.index(p.numVHeads), io.batch}, p.sharedBytes,
-             p.mmaElem, [&](MmaEmitter &k) { KeyGradKernel(p, io, k).emit(); });
+  emitChunkGridLaunch(b, io.seqLen, p.numVHeads, io.batch, p.sharedBytes,
+                      p.mmaElem, [&](MmaEmitter &k) { KeyGradKernel(p, io, k).emit(); });
 }
 
 } // namespace mlir::linattn::kernel

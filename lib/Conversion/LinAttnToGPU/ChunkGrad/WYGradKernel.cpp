@@ -75,36 +75,31 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.valueStride = p.V + kPad;
   p.yStride = p.K + p.V + 1; // odd: a row per thread reads without conflicts
 
-  int64_t off = 0;
-  auto take = [&](int64_t bytes) {
-    int64_t at = off;
-    off += (bytes + 15) / 16 * 16;
-    return at;
-  };
+  SharedLayout layout;
+  auto take = [&](int64_t bytes) { return layout.take(bytes); };
   int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
   p.kOff = take(keyTile);
   p.wOff = take(keyTile);
   p.uHiOff = take(valueTile);
   p.uLoOff = take(valueTile);
-  int64_t shared = off;
+  int64_t shared = layout.current();
   p.dHiOff = take(valueTile);
   p.dLoOff = take(valueTile);
   p.sHiOff = take(p.keyBlock * p.valueStride * 2);
   p.sLoOff = take(p.keyBlock * p.valueStride * 2);
-  int64_t firstEnd = off;
-  off = shared;
+  layout.rewind(shared);
   p.yHiOff = take(keyTile);
   p.yLoOff = take(keyTile);
   p.zHiOff = take(valueTile);
   p.zLoOff = take(valueTile);
-  off = std::max(off, firstEnd);
+  layout.rewind(layout.size());
   p.pOff = take(kChunk * (kChunk + 1) * 4);
   p.yfOff = take(kChunk * p.yStride * 4);
   p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
   p.rowOff = take(kChunk * 4 * 4);
-  p.sharedBytes = off;
+  p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock())
     return std::nullopt;
   return p;
@@ -389,10 +384,8 @@ bool canLowerWYGrad(ChunkGradOp op, const GPUTargetInfo &target) {
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io) {
   WYGradPlan p = *WYGradPlan::build(op, target);
-  LoopEmitter e(b);
-  Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
-  emitLaunch(b, {numChunks, e.index(p.numVHeads), io.batch}, p.sharedBytes,
-             p.mmaElem, [&](MmaEmitter &k) { WYGradKernel(p, io, k).emit(); });
+  emitChunkGridLaunch(b, io.seqLen, p.numVHeads, io.batch, p.sharedBytes,
+                      p.mmaElem, [&](MmaEmitter &k) { WYGradKernel(p, io, k).emit(); });
 }
 
 } // namespace mlir::linattn::kernel

@@ -192,11 +192,7 @@ Value sumChunkTotals(KernelEmitter &k, Value gates, Value bIdx, Value hv,
     }
     sum = e.add(sum, ifOp.getResult(0));
   }
-  for (int32_t offset = 16; offset > 0; offset /= 2)
-    sum = e.add(sum, gpu::ShuffleOp::create(b, sum, offset, 32,
-                                            gpu::ShuffleMode::XOR)
-                         .getShuffleResult());
-  return sum;
+  return k.warpSum(sum);
 }
 
 } // namespace mlir::linattn::kernel

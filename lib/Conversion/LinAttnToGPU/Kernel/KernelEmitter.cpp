@@ -245,6 +245,13 @@ Value KernelEmitter::select(Value c, Value x, Value y) {
 
 void KernelEmitter::barrier() { gpu::BarrierOp::create(b); }
 
+Value KernelEmitter::warpSum(Value x) {
+  for (int32_t offset = 16; offset > 0; offset /= 2)
+    x = e.add(x, gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
+                     .getShuffleResult());
+  return x;
+}
+
 void emitLaunchBody(ImplicitLocOpBuilder &b, ArrayRef<Value> grid,
                     int64_t smemBytes, int64_t threads,
                     function_ref<void(gpu::LaunchOp, Value)> body) {
@@ -277,6 +284,24 @@ void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes
   emitLaunchBody(b, grid, smemBytes, threads, [&](gpu::LaunchOp launch, Value smem) {
     KernelEmitter k(b, launch, smem, threads);
     body(k);
+  });
+}
+
+void emitRowWarpLaunch(
+    ImplicitLocOpBuilder &b, ArrayRef<Value> sizes,
+    function_ref<void(KernelEmitter &, Value, Value, Value)> body) {
+  LoopEmitter e(b);
+  Value blocks = arith::CeilDivUIOp::create(b, sizes[1], e.index(kWarps));
+  emitLaunch(b, {blocks, sizes[2], sizes[0]}, /*smemBytes=*/0,
+             [&](KernelEmitter &k) {
+    Block *launchBody = b.getInsertionBlock();
+    Value t = e.addIndex(e.mulIndex(launchBody->getArgument(0), e.index(kWarps)),
+                         k.warp);
+    Value h = launchBody->getArgument(1), bIdx = launchBody->getArgument(2);
+    auto ifOp = scf::IfOp::create(b, k.ult(t, sizes[1]), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    body(k, bIdx, t, h);
   });
 }
 

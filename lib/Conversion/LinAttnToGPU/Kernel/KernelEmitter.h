@@ -138,11 +138,38 @@ public:
   Value ult(Value x, Value y);
   Value select(Value c, Value x, Value y);
   void barrier();
+  /// The sum of x over the warp's 32 lanes, in every lane: a butterfly of
+  /// shuffles (offsets 16, 8, 4, 2, 1). Every lane must take part.
+  Value warpSum(Value x);
 
   ImplicitLocOpBuilder &b;
   LoopEmitter e;
   Value tid, warp, lane, smem;
   int64_t threads;
+};
+
+/// A kernel's shared-memory layout, laid out in the order asked for: each
+/// region at a 16-byte aligned offset (the alignment of the kernels'
+/// vector and cp.async accesses).
+class SharedLayout {
+public:
+  /// The offset of a new region of `bytes`.
+  int64_t take(int64_t bytes) {
+    int64_t at = end;
+    end += (bytes + 15) / 16 * 16;
+    return at;
+  }
+  /// Regions taken after `rewind(at)` overlap those taken after `at`: for
+  /// tiles whose lives do not meet. The layout's size stays the largest.
+  void rewind(int64_t at) {
+    high = std::max(high, end);
+    end = at;
+  }
+  int64_t current() const { return end; }
+  int64_t size() const { return std::max(high, end); }
+
+private:
+  int64_t end = 0, high = 0;
 };
 
 /// Creates `gpu.launch` over `grid` blocks of `threads` threads with
@@ -156,6 +183,13 @@ void emitLaunchBody(ImplicitLocOpBuilder &b, ArrayRef<Value> grid,
 void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
                 function_ref<void(KernelEmitter &)> body,
                 int64_t threads = kThreads);
+
+/// A kernel with one warp per row (b, t, h) of a [B, T, H, ...] operand of
+/// `sizes` (B, T, H), kWarps rows a block: body(k, b, t, h) runs where t <
+/// T, for the whole warp (so its shuffles see 32 lanes).
+void emitRowWarpLaunch(
+    ImplicitLocOpBuilder &b, ArrayRef<Value> sizes,
+    function_ref<void(KernelEmitter &, Value, Value, Value)> body);
 
 } // namespace mlir::linattn::kernel
 
