@@ -66,7 +66,7 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.numVHeads = dimOf(op.getV(), 2);
   p.V = dimOf(op.getV(), 3);
   if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
-      !chunked_kernels::checkHeadDim("V", p.V).empty() || p.K + p.V > 2 * kThreads)
+      !chunked_kernels::checkHeadDim("V", p.V).empty())
     return std::nullopt;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.gates = bool(op.getGates());
