@@ -59,4 +59,19 @@ LogicalResult checkSharedBytes(Operation *op, StringRef kernel, int64_t bytes,
                            << " a block may have";
 }
 
+std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
+                                        int64_t chunkSize, int64_t K, int64_t V) {
+  Type elem = elementOf(operands.front());
+  if (!chunked_kernels::checkOperandType(elem).empty() || chunkSize != kChunk ||
+      !chunked_kernels::checkHeadDim("K", K).empty() ||
+      !chunked_kernels::checkHeadDim("V", V).empty())
+    return std::nullopt;
+  for (Value v : operands)
+    if (v && (elementOf(v) != elem || isSplitW(v.getType())))
+      return std::nullopt;
+  if (gates && cast<ShapedType>(gates.getType()).getRank() == 4)
+    return std::nullopt; // per key
+  return elem;
+}
+
 } // namespace mlir::linattn::kernel

@@ -13,6 +13,8 @@
 
 #include "mlir/IR/Operation.h"
 
+#include <optional>
+
 namespace mlir::linattn::kernel {
 
 Type elementOf(Value v);
@@ -34,6 +36,15 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs);
 LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
                                  ArrayRef<std::pair<StringRef, int64_t>> dims,
                                  StringRef whyNotLong = "");
+
+/// The 16-bit type the backward's tensor-core kernels (the reverse chunk
+/// pass, chunk_grad's two kernels) run in, or none where they do not take
+/// an op: every non-null operand of `operands` in one 16-bit type (a split
+/// W does not count as one), gates per row or none, 64-token chunks, and
+/// head sizes K and V the chunked kernels take. Those ops then keep their
+/// loop lowering, so this is a choice, not an error.
+std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
+                                        int64_t chunkSize, int64_t K, int64_t V);
 
 /// Errors unless `bytes` of shared memory fit one block on `target`: the
 /// check of a kernel whose tiles grow with K and V.

@@ -63,21 +63,18 @@ struct KeyGradPlan {
 std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
                                               const GPUTargetInfo &target) {
   KeyGradPlan p;
-  p.mmaElem = elementOf(op.getQ());
-  bool perKey =
-      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-  if (!(p.mmaElem.isBF16() || p.mmaElem.isF16()) ||
-      elementOf(op.getK()) != p.mmaElem ||
-      elementOf(op.getGradOutput()) != p.mmaElem || perKey ||
-      op.getChunkSize() != kChunk)
-    return std::nullopt;
   p.numQKHeads = dimOf(op.getQ(), 2);
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getV(), 2);
   p.V = dimOf(op.getV(), 3);
-  if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
-      !chunked_kernels::checkHeadDim("V", p.V).empty() || p.K > 128 || p.V > 128)
+  std::optional<Type> elem =
+      backwardOperandType({op.getQ(), op.getK(), op.getGradOutput()},
+                          op.getGates(), op.getChunkSize(), p.K, p.V);
+  // Its dq and dk accumulators hold 16 rows x 64 keys, S's and H's key
+  // blocks [64][V + 8] split: up to K = V = 128 in one block's memory.
+  if (!elem || p.K > 128 || p.V > 128)
     return std::nullopt;
+  p.mmaElem = *elem;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.wy = bool(op.getBeta());
   p.gates = bool(op.getGates());

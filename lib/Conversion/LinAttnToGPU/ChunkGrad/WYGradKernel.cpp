@@ -53,21 +53,17 @@ struct WYGradPlan {
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                                             const GPUTargetInfo &target) {
   WYGradPlan p;
-  p.mmaElem = elementOf(op.getK());
-  bool perKey =
-      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-  Value w = op.getW();
-  if (!op.getBeta() || !w || !op.getU() || isSplitW(w.getType()) ||
-      !(p.mmaElem.isBF16() || p.mmaElem.isF16()) || elementOf(w) != p.mmaElem ||
-      perKey || op.getChunkSize() != kChunk)
-    return std::nullopt;
   p.numQKHeads = dimOf(op.getK(), 2);
   p.K = dimOf(op.getK(), 3);
   p.numVHeads = dimOf(op.getV(), 2);
   p.V = dimOf(op.getV(), 3);
-  if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
-      !chunked_kernels::checkHeadDim("V", p.V).empty())
+  if (!op.getBeta() || !op.getW() || !op.getU())
     return std::nullopt;
+  std::optional<Type> elem = backwardOperandType(
+      {op.getK(), op.getW()}, op.getGates(), op.getChunkSize(), p.K, p.V);
+  if (!elem)
+    return std::nullopt;
+  p.mmaElem = *elem;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.gates = bool(op.getGates());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();

@@ -65,22 +65,16 @@ struct ReversePassPlan {
 std::optional<ReversePassPlan>
 ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target) {
   ReversePassPlan p;
-  p.mmaElem = elementOf(op.getQ());
-  auto isOperand = [&](Value v) { return !v || elementOf(v) == p.mmaElem; };
-  bool perKey =
-      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-  if (!(p.mmaElem.isBF16() || p.mmaElem.isF16()) || !isOperand(op.getK()) ||
-      !isOperand(op.getGradOutput()) || !isOperand(op.getW()) ||
-      (op.getW() && isSplitW(op.getW().getType())) || perKey ||
-      op.getChunkSize() != kChunk)
-    return std::nullopt;
   p.numQKHeads = dimOf(op.getQ(), 2);
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getGradOutput(), 2);
   p.V = dimOf(op.getGradOutput(), 3);
-  if (!chunked_kernels::checkHeadDim("K", p.K).empty() ||
-      !chunked_kernels::checkHeadDim("V", p.V).empty())
+  std::optional<Type> elem = backwardOperandType(
+      {op.getQ(), op.getK(), op.getGradOutput(), op.getW()}, op.getGates(),
+      op.getChunkSize(), p.K, p.V);
+  if (!elem)
     return std::nullopt;
+  p.mmaElem = *elem;
   p.hasW = bool(op.getW());
   p.hasGates = bool(op.getGates());
   p.keysPerWarp = p.K / kStateKeySplit;
