@@ -12,6 +12,10 @@ were written:
     ncu --clock-control none --launch-skip 3 --launch-count 3 --section ... \\
         python3 bench/gpu/call_in_process.py --lib L/simple_gla_bf16_128_chunked.so --T 16384
 (skip the first call's kernels: its first launches load the modules).
+With --backward KIND:H:HV:K:V it calls NAME_backward instead (NAME the
+library's stem, a library of bench/gpu/bench_backward.py variants, bf16) on
+bench_backward's inputs (q and k normalised, random dO and dS), through
+examples/torch's Library.call.
 """
 import argparse
 import ctypes
@@ -28,13 +32,40 @@ from linattn_torch import descriptor, memref_type  # noqa: E402
 TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 
 
+def call_backward(args):
+    from check import l2norm
+    from linattn_torch import Library
+    kind, *dims = args.backward.split(":")
+    H, HV, K, V = (int(x) for x in dims)
+    name = os.path.basename(args.lib)[:-len(".so")]
+    gen = torch.Generator(device="cuda").manual_seed(args.T)
+    ins = make_inputs(kind, args.B, args.T, K, V, "bf16", False, gen, False, H, HV)
+    ins["q"], ins["k"] = l2norm(ins["q"]), l2norm(ins["k"])
+    do = torch.randn(args.B, args.T, HV, V, generator=gen, device="cuda")
+    ds = 0.1 * torch.randn(args.B, HV, K, V, generator=gen, device="cuda")
+    lib = Library(os.path.abspath(args.lib))
+    tensors = [ins[n] for n in INPUT_ORDER if n in ins] + [do, ds]
+    for _ in range(args.calls):
+        grads = lib.call(name + "_backward", tensors)
+        torch.cuda.synchronize()
+        if not all(torch.isfinite(g).all() for g in grads):
+            print(f"{name}_backward: a gradient is not finite", file=sys.stderr)
+            return 1
+    print(f"{name}_backward B={args.B} T={args.T}: {args.calls} calls done")
+    return 0
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--lib", required=True)
     p.add_argument("--T", type=int, default=16384)
     p.add_argument("--B", type=int, default=4)
     p.add_argument("--calls", type=int, default=2)
+    p.add_argument("--backward", default="", metavar="KIND:H:HV:K:V",
+                   help="call NAME_backward of a bench_backward library (NAME: the library's stem)")
     args = p.parse_args()
+    if args.backward:
+        return call_backward(args)
     name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
     ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)

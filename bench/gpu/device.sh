@@ -57,6 +57,15 @@ if [ "$what" = bench-backward ]; then
       --json "$OUT/bench_backward.json" "$@" 2>&1 | tee "$OUT/bench_backward.log" | tail -12
   status=${PIPESTATUS[0]}
 fi
+if [ "$what" = profile-backward ]; then
+  name=$1 shape=$2; shift 2
+  python3 bench/gpu/kernel_times.py --runner "$runner" --lib "$libs/$name.so" --backward "$shape" \
+      --ncu "$(command -v ncu)" --ncu-report "$OUT/$name" \
+      --sections SpeedOfLight,Occupancy,LaunchStats,WarpStateStats,MemoryWorkloadAnalysis,SourceCounters \
+      "$@" > "$OUT/$name.profile.log" 2>&1 || status=1
+  grep -E "Duration|Registers Per|Achieved Occupancy|Issue Slots Busy|Executed Ipc A|Warp Cycles Per Issued" \
+      "$OUT/$name.profile.log" || tail -20 "$OUT/$name.profile.log"
+fi
 if [ "$what" = train ]; then
   python3 bench/gpu/train_step.py run --lib "$libs/deltanet_train.so" \
       --json "$OUT/train_step.json" 2>&1 | tee "$OUT/train_step.log" | tail -5

@@ -12,7 +12,9 @@ not attach to linattn-gpu-run on the device machine, NOTES c31) and its
 report is printed; with --ncu-report PATH it is also saved (PATH.ncu-rep)
 and, where SourceCounters is among the sections, the kernels' SASS with
 their sampled warp stalls is summarised by ncu_source_summary.py into
-PATH.summary.txt.
+PATH.summary.txt. With --backward KIND:H:HV:K:V (and --ncu) it profiles
+NAME_backward of a bench/gpu/bench_backward.py library instead
+(call_in_process.py --backward).
 """
 import argparse
 import os
@@ -30,11 +32,12 @@ from check import make_inputs, parse_library, runner_command  # noqa: E402
 def profile(args, name):
     """Nsight Compute on call_in_process.py (two calls; by default every
     kernel of the second one, counted from a LINATTN_KERNEL_TIMES run)."""
+    extra = ["--backward", args.backward] if args.backward else []
     if args.kernels:
         skip, count = args.kernels.split(":")
     else:
         proc = subprocess.run([sys.executable, os.path.join(HERE, "call_in_process.py"), "--lib", args.lib,
-                               "--T", str(args.T), "--B", str(args.B), "--calls", "1"],
+                               "--T", str(args.T), "--B", str(args.B), "--calls", "1"] + extra,
                               capture_output=True, text=True, env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
         per_call = sum(line.startswith("kernel ") for line in proc.stderr.splitlines())
         if proc.returncode != 0 or per_call == 0:
@@ -49,7 +52,7 @@ def profile(args, name):
     for section in args.sections.split(","):
         prof += ["--section", section]
     prof += [sys.executable, os.path.join(HERE, "call_in_process.py"), "--lib", args.lib,
-             "--T", str(args.T), "--B", str(args.B), "--calls", "2"]
+             "--T", str(args.T), "--B", str(args.B), "--calls", "2"] + extra
     proc = subprocess.run(prof, capture_output=True, text=True)
     print(proc.stdout)
     print(proc.stderr[-2000:])
@@ -86,7 +89,13 @@ def main():
                    "SASS as PATH.summary.txt")
     p.add_argument("--kernels", default="",
                    help="with --ncu, SKIP:COUNT of the spec's kernel launches (default: the second call's)")
+    p.add_argument("--backward", default="", metavar="KIND:H:HV:K:V",
+                   help="with --ncu, profile NAME_backward of a bench_backward library")
     args = p.parse_args()
+    if args.backward:
+        if not args.ncu:
+            p.error("--backward needs --ncu (bench_backward.py --kernel-times times its kernels)")
+        return profile(args, os.path.basename(args.lib)[:-len(".so")] + "_backward")
     name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
     ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)

@@ -12,6 +12,7 @@
 #include "Kernel/Gates.h"
 #include "Kernel/MmaEmitter.h"
 #include "Kernel/PerKeyScores.h"
+#include "Kernel/TriangularInverse.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -21,22 +22,6 @@
 namespace mlir::linattn::kernel {
 
 namespace {
-
-/// Zeroes the [64][64] fp32 square at the start of `tile`'s rows, by
-/// 16-byte stores spread over the block.
-void zeroSquareTile(KernelEmitter &k, Value tile) {
-  LoopEmitter &e = k.e;
-  ImplicitLocOpBuilder &b = k.b;
-  auto f32x4 = VectorType::get({4}, b.getF32Type());
-  Value zero = arith::ConstantOp::create(b, f32x4, b.getZeroAttr(f32x4));
-  k.forEachOfBlock(kChunk * kChunk / 4, [&](Value idx) {
-    Value r = arith::DivUIOp::create(b, idx, e.index(kChunk / 4));
-    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / 4)),
-                         e.index(4));
-    vector::StoreOp::create(b, zero, tile, ValueRange{r, c}, false,
-                            llvm::Align(16));
-  });
-}
 
 /// L = StrictLower(diag(c) P) under per-key gates, c = rank1Scale beta and
 ///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),
@@ -125,21 +110,19 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   // Shared memory: Y holds the key tile, later the value tile (16-bit,
   // exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
   // split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
-  // inverse's [16][48] fp32 scratch M. T's and L's rows are padded by 16
-  // bytes: the inverse's lanes read 16 different rows at once (step 3b),
-  // which a 256-byte stride puts in the same banks. Per-key gates add the
+  // inverse's [16][48] fp32 scratch M; T's and L's rows are
+  // kInverseStride long (Kernel/TriangularInverse.h). Per-key gates add the
   // chunk's [64][K] gates and a 16-bit [64][K] tile: the keys decayed to
   // their 16-row block's end for the scores, later K * exp(G) for W.
-  int64_t fpStride = kChunk + 4;
+  int64_t fpStride = kInverseStride;
   int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
   int64_t xOffset = yBytes, rOffset = xOffset + kChunk * fpStride * 4;
   int64_t tileBytes = kChunk * (kChunk + kPad) * 2;
   int64_t gOffset = rOffset + std::max(kChunk * fpStride * 4, 2 * tileBytes);
   int64_t betaOffset = gOffset + kChunk * 4;
   int64_t mOffset = betaOffset + kChunk * 4;
-  int64_t mCols = kChunk - 16;
   int64_t gKeyStride = K + 4;
-  int64_t gKeyOffset = mOffset + 16 * mCols * 4;
+  int64_t gKeyOffset = mOffset + kInverseScratchBytes;
   int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
   int64_t sharedBytes = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
@@ -161,7 +144,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value lTile = k.tile(rOffset, kChunk, fpStride, f32);
     Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
     Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
-    Value mTile = k.tile(mOffset, 16, mCols, f32);
+    Value mTile = k.tile(mOffset, 16, kChunk - 16, f32);
     Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
     Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
 
@@ -213,104 +196,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     zeroSquareTile(k, tF32);
     k.barrier();
 
-    // 3. T = (I + L)^-1 in fp32, by blocks of 16 rows. Block row I of
-    //    (I + L) T = I gives, for column blocks J < I,
-    //      T_II = (I + L_II)^-1,   T_IJ = -T_II M_IJ,
-    //      M_IJ = sum_{J <= K < I} L_IK T_KJ = L[I, 16 J : 16 I] T[16 J : 16 I, J]
-    //    (T is zero above its diagonal blocks).
-    //    a. Warp w inverts diagonal block w by forward substitution, one
-    //       column per lane (lanes l and l + 16 the same one): t_i = [i ==
-    //       c] - sum_{j < i} L_ij t_j over the block's 16 rows; L's rows
-    //       are read as 4-vectors, the same address in every lane.
-    //    b. Block rows I = 1, 2, 3 in turn (r0 = 16 I). Half-warp h = tid /
-    //       16 takes column pair c = 16 J + 2 h of every column block J < I,
-    //       its lane r = tid % 16 row r: M's pair, then T's,
-    //         M[r][c] = sum_{16 J <= j < r0} L[r0 + r][j] T[j][c]
-    //       (T[j][c] = 0 for j < 16 J), two columns per L element loaded.
-    //       The pair's M column is the half-warp's own, so a warp barrier
-    //       (not the block's) lets its lanes read each other's rows.
-    {
-      auto f32x4 = VectorType::get({4}, f32);
-      auto f32x2 = VectorType::get({2}, f32);
-      auto dot4 = [&](ArrayRef<Value> partial) {
-        return e.add(e.add(partial[0], partial[1]), e.add(partial[2], partial[3]));
-      };
-      Value base = e.mulIndex(k.warp, e.index(16));
-      Value c = arith::RemUIOp::create(b, k.lane, e.index(16));
-      SmallVector<Value> t(16);
-      for (int64_t i = 0; i < 16; ++i) {
-        // Four partial sums, one per vector lane, shorten the chain.
-        SmallVector<Value> partial(4, e.f32(0.0f));
-        for (int64_t j0 = 0; j0 < i; j0 += 4) {
-          Value l = vector::LoadOp::create(
-              b, f32x4, lTile,
-              ValueRange{e.addIndex(base, e.index(i)), e.addIndex(base, e.index(j0))},
-              false, llvm::Align(16));
-          for (int64_t x = 0; x < 4 && j0 + x < i; ++x)
-            partial[x] = math::FmaOp::create(
-                b, vector::ExtractOp::create(b, l, x), t[j0 + x], partial[x]);
-        }
-        Value diag = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, c,
-                                           e.index(i));
-        t[i] = e.sub(k.select(diag, e.f32(1.0f), e.f32(0.0f)), dot4(partial));
-      }
-      for (int64_t i = 0; i < 16; ++i)
-        memref::StoreOp::create(b, t[i], tF32,
-                                ValueRange{e.addIndex(base, e.index(i)),
-                                           e.addIndex(base, c)});
-      // sum_{x < n} a[aRow][aCol0 + x] bt[bRow0 + x][col .. col + 1]: a's
-      //    row read as 4-vectors, bt's column pair as 2-vectors (the same
-      //    address in the 16 lanes of a half-warp), two partial sums per
-      //    column.
-      auto rowTimesColumnPair = [&](Value a, Value aRow, int64_t aCol0, Value bt,
-                                    int64_t bRow0, int64_t n, Value col) {
-        SmallVector<Value> partial(4, e.f32(0.0f));
-        for (int64_t x0 = 0; x0 < n; x0 += 4) {
-          Value aRow4 = vector::LoadOp::create(b, f32x4, a,
-                                               ValueRange{aRow, e.index(aCol0 + x0)},
-                                               false, llvm::Align(16));
-          for (int64_t x = 0; x < 4; ++x) {
-            Value ax = vector::ExtractOp::create(b, aRow4, x);
-            Value pair = vector::LoadOp::create(
-                b, f32x2, bt, ValueRange{e.index(bRow0 + x0 + x), col}, false,
-                llvm::Align(8));
-            for (int64_t j = 0; j < 2; ++j)
-              partial[2 * j + x % 2] = math::FmaOp::create(
-                  b, ax, vector::ExtractOp::create(b, pair, j),
-                  partial[2 * j + x % 2]);
-          }
-        }
-        return vector::FromElementsOp::create(
-            b, f32x2,
-            ValueRange{e.add(partial[0], partial[1]), e.add(partial[2], partial[3])});
-      };
-      static_assert(kThreads / 16 * 2 == 16,
-                    "the block's half-warps cover a 16-column block in pairs");
-      Value halfWarp = arith::DivUIOp::create(b, k.tid, e.index(16));
-      Value r = arith::RemUIOp::create(b, k.tid, e.index(16));
-      Value pairCol = e.mulIndex(halfWarp, e.index(2));
-      Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
-      for (int64_t blockRow = 1; blockRow < kChunk / 16; ++blockRow) {
-        int64_t r0 = 16 * blockRow;
-        Value row = e.addIndex(r, e.index(r0));
-        k.barrier();
-        for (int64_t J = 0; J < blockRow; ++J) {
-          Value col = e.addIndex(pairCol, e.index(16 * J));
-          Value m = rowTimesColumnPair(lTile, row, 16 * J, tF32, 16 * J,
-                                       r0 - 16 * J, col);
-          vector::StoreOp::create(b, m, mTile, ValueRange{r, col}, false,
-                                  llvm::Align(8));
-        }
-        NVVM::SyncWarpOp::create(b, fullWarp);
-        //       T[r0 + r][c] = -sum_{m < 16} T[r0 + r][r0 + m] M[m][c].
-        for (int64_t J = 0; J < blockRow; ++J) {
-          Value col = e.addIndex(pairCol, e.index(16 * J));
-          Value sum = rowTimesColumnPair(tF32, row, r0, mTile, 0, 16, col);
-          vector::StoreOp::create(b, arith::NegFOp::create(b, sum), tF32,
-                                  ValueRange{row, col}, false, llvm::Align(8));
-        }
-      }
-    }
+    // 3. T = (I + L)^-1 in fp32 (Kernel/TriangularInverse.h).
+    invertUnitLowerTriangular(k, lTile, tF32, mTile);
     k.barrier();
 
     // 4. W = (T diag(c exp(G))) K, then U = (T diag(beta)) V: the column

@@ -2,34 +2,37 @@
 // RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s --check-prefix=MMA
 
 // linattn.chunk_grad: two tensor-core kernels per (chunk, value head,
-// sequence), no loops: the WY factors' share (P, the back substitution's Y
-// and Z, F = c dL, dv, dbeta), then dq, dk and the gates' gradient, which
+// sequence), no loops: the WY factors' share (P, [Y Z] = (I + L)^-T [dW
+// dD], F = c dL, dv, dbeta), then dq, dk and the gates' gradient, which
 // read P, F and Y where the first leaves them.
 //
 // The WY kernel's shared memory (bf16, K = V = 64): k and W (9216 each), U
-// split (2 x 9216), dD's and S's split tiles (4 x 9216, later Y's and Z's),
-// P f32 (64 x 65 x 4 = 16640), [Y Z] f32 (64 x 129 x 4 = 33024), gates, c
-// and beta (3 x 256), the rows' dL . P by quad (1024): 125184.
+// split (2 x 9216), dD's and dW's split tiles (4 x 9216, later Z's and
+// Y's); S's split tiles (2 x 9216), later T and L f32 (2 x 64 x 68 x 4)
+// with T's split tiles over L: 17408 + 2 x 9216 = 35840; P f32 (64 x 65 x
+// 4 = 16640), the inverse's scratch (3072), gates, c and beta (3 x 256),
+// dbeta's three row terms by quad (3072): 133120.
 //
 // The key kernel's (q and k, dO, D split, dP~ split, F * E + (F * E)^T
 // split, S's and H's rows split: 13 x 9216; M f32 16640; the rows' f64
 // terms 2 x 2048; <S, H>'s partials 1024; gates and c 2 x 256): 142080.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
-// CHECK:         arith.constant 125184 : i32
+// CHECK:         arith.constant 133120 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
 // CHECK:         arith.constant 142080 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 288 products per warp: K K^T (8 tiles x 4 k-steps), dD
-// S^T (both split: 96), Y W^T (Y split: 64), Z U^T (both split: 96). The
+// The WY kernel, 480 products per warp: dD S^T (both split: 8 tiles x 4
+// k-steps x 3 = 96), K K^T (32), T^T dW and T^T dD (all split: 96 each),
+// Y W^T (Y split: 64), Z U^T (both split: 96). The
 // key kernel, 448: dO D^T (D split: 64) and Q K^T (32); then dO S^T (64),
 // dP~ K (64), D H^T (both split: 96), dP~^T Q (64), (F * E + (F * E)^T) K
 // (64).
 // MMA-LABEL: func.func @gated_delta(
-// MMA-COUNT-288: nvvm.mma.sync
+// MMA-COUNT-480: nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-448: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync

@@ -4,28 +4,34 @@
 // linattn.chunk_grad's loops did in three nests through global memory.
 // With c = rank1_scale beta, E_ij = exp(G_i - G_j) (1 without gates):
 //
-//   P   = (K K^T) * E, strictly lower                   (tensor cores)
 //   dW  = -dD S_n^T                                      (tensor cores)
-//   [Y Z] = A^T [dW dD]: (I + L)^T [Y Z] = [dW dD], L = diag(c) P, by
-//         back substitution, a thread per column held in registers,
-//         right-looking: once row j is final, y_i -= P_ji (c_j y_j), i < j
+//   P   = (K K^T) * E, strictly lower; L = diag(c) P     (tensor cores)
+//   T   = (I + L)^-1, by 16-row blocks in fp32 (Kernel/TriangularInverse.h)
+//   [Y Z] = T^T [dW dD], the solution of (I + L)^T [Y Z] = [dW dD]
+//                                                        (tensor cores)
 //   dL  = -(Y W^T + Z U^T), F = diag(c) dL, strictly lower (tensor cores)
 //   dv  = diag(beta) Z
-//   dbeta_i = rank1_scale (Y_i . (k_i exp(G_i)) + sum_j dL_ij P_ij) + Z_i . v_i
+//   dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j dL_ij P_ij) + Z_i . v_i
 //
 // P, F and Y leave as the key-gradient kernel reads them ([B, T, HV, *]
-// f32, chunk-local columns). The f32 operands (dD, S, Y, Z, U) enter the
-// tensor cores split into hi + lo; the back substitution is f32, as the
-// loops' is.
+// f32, chunk-local columns). The f32 operands (dD, S, T, dW, Y, Z, U)
+// enter the tensor cores split into hi + lo. [Y Z] was a back substitution
+// a thread per column (2016 dependent-light FMAs each, straight-line code
+// that the instruction cache could not hold: bench/NOTES.md b7); as a
+// product with the inverse the forward's UT kernel also forms, it is 192
+// mma per warp.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ChunkGradKernels.h"
 
 #include "../Kernel/MmaEmitter.h"
+#include "../Kernel/TriangularInverse.h"
 #include "../KernelSupport.h"
 
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
 
 namespace mlir::linattn::kernel {
 namespace {
@@ -40,15 +46,20 @@ struct WYGradPlan {
   bool gates = false;
   float rank1Scale = 0.0f;
 
-  int64_t keyStride = 0, valueStride = 0, yStride = 0;
-  // Byte offsets. Region `shared` holds dD's and S's split tiles, later Y's
-  // and Z's (the first pair is dead by then).
+  int64_t keyStride = 0, valueStride = 0;
+  // Byte offsets. dD's split tiles later hold Z's, dW's later Y's; S's
+  // split tiles (a key block) are dead when T (fp32), L (fp32) and T's
+  // split tiles (over L) take their place.
   int64_t kOff = 0, wOff = 0, uHiOff = 0, uLoOff = 0;
-  int64_t dHiOff = 0, dLoOff = 0, sHiOff = 0, sLoOff = 0;
-  int64_t yHiOff = 0, yLoOff = 0, zHiOff = 0, zLoOff = 0;
-  int64_t pOff = 0, yfOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
+  int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
+  int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
+  int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
   int64_t sharedBytes = 0;
 };
+
+/// dbeta's row terms, each a sum over the row's columns kept per quad of
+/// the accumulator layout: Y_i . k_i, Z_i . v_i, sum_j dL_ij P_ij.
+enum RowTerm : int64_t { kThroughW = 0, kThroughU = 4, kThroughL = 8, kRowTerms = 12 };
 
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                                             const GPUTargetInfo &target) {
@@ -69,7 +80,6 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
-  p.yStride = p.K + p.V + 1; // odd: a row per thread reads without conflicts
 
   SharedLayout layout;
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
@@ -78,23 +88,26 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.wOff = take(keyTile);
   p.uHiOff = take(valueTile);
   p.uLoOff = take(valueTile);
-  int64_t shared = layout.current();
   p.dHiOff = take(valueTile);
   p.dLoOff = take(valueTile);
+  p.dwHiOff = take(keyTile);
+  p.dwLoOff = take(keyTile);
+  int64_t region = layout.current();
   p.sHiOff = take(p.keyBlock * p.valueStride * 2);
   p.sLoOff = take(p.keyBlock * p.valueStride * 2);
-  layout.rewind(shared);
-  p.yHiOff = take(keyTile);
-  p.yLoOff = take(keyTile);
-  p.zHiOff = take(valueTile);
-  p.zLoOff = take(valueTile);
+  layout.rewind(region);
+  p.tOff = take(kChunk * kInverseStride * 4);
+  p.lOff = take(kChunk * kInverseStride * 4);
+  layout.rewind(p.lOff);
+  p.tHiOff = take(kChunk * (kChunk + kPad) * 2);
+  p.tLoOff = take(kChunk * (kChunk + kPad) * 2);
   layout.rewind(layout.size());
   p.pOff = take(kChunk * (kChunk + 1) * 4);
-  p.yfOff = take(kChunk * p.yStride * 4);
+  p.mOff = take(kInverseScratchBytes);
   p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
-  p.rowOff = take(kChunk * 4 * 4);
+  p.rowOff = take(kChunk * kRowTerms * 4);
   p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock())
     return std::nullopt;
@@ -115,11 +128,17 @@ private:
     return memref::LoadOp::create(b, buf, ValueRange{i, e.index(0)});
   }
   Value token(Value i) { return e.addIndex(rows.t0, i); }
+  /// Stores an accumulator pair split: hi to xHi, the rest to xLo.
+  void storeSplitPair(Value x0, Value x1, Value xHi, Value xLo, Value row, Value col) {
+    k.storePair(x0, x1, xHi, {row, col}, Value());
+    k.storePair(e.roundingRest(x0, p.mmaElem), e.roundingRest(x1, p.mmaElem), xLo,
+                {row, col}, Value());
+  }
   void stage();
-  void keyPairs();
   void negatedWGradient();
-  void backSubstitute();
-  void leaveYZ();
+  void keyPairs();
+  void splitInverse();
+  void solve(bool keys);
   void factors();
   void betaGradient();
 
@@ -131,8 +150,9 @@ private:
 
   Value n, hv, bIdx, h, m0;
   ChunkRows rows;
-  Value kTile, wTile, uHi, uLo, dHi, dLo, sHi, sLo, yHi, yLo, zHi, zLo;
-  Value pTile, yf, gTile, cTile, betaTile, rowTerms;
+  Value kTile, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
+  Value tF32, lTile, tHi, tLo, mTile;
+  Value pTile, gTile, cTile, betaTile, rowTerms;
 };
 
 void WYGradKernel::stage() {
@@ -145,15 +165,6 @@ void WYGradKernel::stage() {
   k.fillTile(wTile, kChunk, p.K, rows.valid, rowLoad(io.w, hv));
   k.fillTile(uHi, kChunk, p.V, rows.valid, rowLoad(io.u, hv), uLo);
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
-  // Z's columns of Yf start as dD (f32, exact); rows past valid are 0.
-  k.forEachOfBlock(kChunk * p.V, [&](Value idx) {
-    Value r = arith::DivUIOp::create(b, idx, e.index(p.V));
-    Value c = arith::RemUIOp::create(b, idx, e.index(p.V));
-    Value x = k.loadRowOrZero(r, rows.valid, b.getF32Type(), [&](Value row) {
-      return e.loadF32(io.gradValues, {bIdx, token(row), hv, c});
-    });
-    memref::StoreOp::create(b, x, yf, ValueRange{r, e.addIndex(e.index(p.K), c)});
-  });
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
@@ -169,8 +180,30 @@ void WYGradKernel::stage() {
       gTile, ValueRange{k.tid, e.index(0)});
 }
 
+// dW = -dD S_n^T, key block by key block (S's rows staged split), split
+// into dwHi/dwLo. Ends with a barrier: S's tiles are free.
+void WYGradKernel::negatedWGradient() {
+  for (int64_t key0 = 0; key0 < p.K; key0 += p.keyBlock) {
+    k.fillTile(sHi, p.keyBlock, p.V, Value(), [&](Value r, Value c) {
+      return k.load8(io.states, {bIdx, n, hv, e.addIndex(e.index(key0), r), c});
+    }, sLo);
+    k.barrier();
+    SmallVector<SmallVector<Value>> acc = k.zeroAcc(p.keyBlock / 8);
+    k.gemm(acc, Operand{TileView{dHi}, TileView{dLo}}, m0,
+           Operand{TileView{sHi}, TileView{sLo}}, p.V);
+    for (int64_t nt = 0; nt < p.keyBlock / 8; ++nt)
+      k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
+        storeSplitPair(arith::NegFOp::create(b, acc[nt][i]),
+                       arith::NegFOp::create(b, acc[nt][i + 1]), dwHi, dwLo, row,
+                       e.addIndex(e.index(key0), col));
+      });
+    k.barrier(); // S's tiles are free
+  }
+}
+
 // Warp w: rows i in [16 w, + 16) of P = (K K^T) * E for j < i < valid, to
-// shared memory and to keyPairs.
+// shared memory and to keyPairs; L = diag(c) P for the inverse, whose
+// upper blocks of T this zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
   k.gemm(acc, Operand{TileView{kTile}, std::nullopt}, m0,
@@ -185,101 +218,83 @@ void WYGradKernel::keyPairs() {
                               e.f32(0.0f)));
       x = k.select(keep, x, e.f32(0.0f));
       memref::StoreOp::create(b, x, pTile, ValueRange{row, col});
+      memref::StoreOp::create(b, e.mul(vecAt(cTile, row), x), lTile,
+                              ValueRange{row, col});
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
       memref::StoreOp::create(b, x, io.keyPairs, ValueRange{bIdx, token(row), hv, col});
     }
+  zeroSquareTile(k, tF32);
 }
 
-// Yf[:, keys] = -dD S_n^T, key block by key block (S's rows staged split).
-void WYGradKernel::negatedWGradient() {
-  for (int64_t key0 = 0; key0 < p.K; key0 += p.keyBlock) {
-    k.fillTile(sHi, p.keyBlock, p.V, Value(), [&](Value r, Value c) {
-      return k.load8(io.states, {bIdx, n, hv, e.addIndex(e.index(key0), r), c});
-    }, sLo);
-    k.barrier();
-    SmallVector<SmallVector<Value>> acc = k.zeroAcc(p.keyBlock / 8);
-    k.gemm(acc, Operand{TileView{dHi}, TileView{dLo}}, m0,
-           Operand{TileView{sHi}, TileView{sLo}}, p.V);
-    for (int64_t nt = 0; nt < p.keyBlock / 8; ++nt)
-      for (int64_t i = 0; i < 4; ++i)
-        memref::StoreOp::create(
-            b, arith::NegFOp::create(b, acc[nt][i]), yf,
-            ValueRange{k.accRow(m0, i),
-                       e.addIndex(e.index(key0), k.accCol(8 * nt, i))});
-    k.barrier(); // S's tiles are free
-  }
-}
-
-// A thread per column of [Y Z] (two passes of the block's threads), the
-// column's 64 rows in registers.
-void WYGradKernel::backSubstitute() {
-  // The passes over the columns as a loop of run-time trip count (the
-  // block's size): unrolled, ptxas saw two copies of the 2016 products
-  // and spilled (32 registers, 63 KB of spills).
-  Value threads = gpu::BlockDimOp::create(b, gpu::Dimension::x);
-  Value passes = arith::CeilDivUIOp::create(b, e.index(p.K + p.V), threads);
-  e.forEach(passes, [&](Value pass) {
-    Value col = e.addIndex(k.tid, e.mulIndex(pass, threads));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(col, e.index(p.K + p.V)), false).thenBlock());
-    SmallVector<Value> y;
-    for (int64_t i = 0; i < kChunk; ++i)
-      y.push_back(memref::LoadOp::create(b, yf, ValueRange{e.index(i), col}));
-    for (int64_t j = kChunk - 1; j > 0; --j) {
-      Value t = e.mul(vecAt(cTile, e.index(j)), y[j]);
-      for (int64_t i = 0; i < j; ++i)
-        y[i] = e.sub(y[i], e.mul(memref::LoadOp::create(
-                                     b, pTile, ValueRange{e.index(j), e.index(i)}),
-                                 t));
-    }
-    for (int64_t i = 0; i < kChunk; ++i)
-      memref::StoreOp::create(b, y[i], yf, ValueRange{e.index(i), col});
-  });
+// T (fp32) to its split tiles for the products.
+void WYGradKernel::splitInverse() {
+  k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
+    return k.load8(tF32, {r, c});
+  }, tLo);
   k.barrier();
 }
 
-// Y to yW, beta Z to dv (rows below valid), and both split for F's products.
-void WYGradKernel::leaveYZ() {
+// Y = T^T dW (keys) or Z = T^T dD (values) for the warp's rows, T^T and
+// the right-hand side read transposed from their split tiles. Y leaves to
+// yW, beta Z to dv (rows below valid); the rows' Y_i . k_i or Z_i . v_i by
+// quad to rowTerms; then, once every warp has read the right-hand side,
+// the result split over it for the factors' products.
+void WYGradKernel::solve(bool keys) {
+  Value xHi = keys ? dwHi : dHi, xLo = keys ? dwLo : dLo;
+  int64_t cols = keys ? p.K : p.V;
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(cols / 8);
+  k.gemm(acc, Operand{TileView{tHi, /*transposed=*/true}, TileView{tLo, true}}, m0,
+         Operand{TileView{xHi, true}, TileView{xLo, true}}, kChunk);
   Type f32 = b.getF32Type();
-  k.forEachOfBlock(kChunk * (p.K + p.V), [&](Value idx) {
-    Value r = arith::DivUIOp::create(b, idx, e.index(p.K + p.V));
-    Value c = arith::RemUIOp::create(b, idx, e.index(p.K + p.V));
-    Value x = memref::LoadOp::create(b, yf, ValueRange{r, c});
-    Value hi = arith::TruncFOp::create(b, p.mmaElem, x);
-    Value lo = arith::TruncFOp::create(
-        b, p.mmaElem, e.sub(x, arith::ExtFOp::create(b, f32, hi).getResult()));
-    Value isKey = k.ult(c, e.index(p.K));
-    Value in = k.ult(r, rows.valid);
-    auto ifOp = scf::IfOp::create(b, isKey, /*withElse=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    memref::StoreOp::create(b, hi, yHi, ValueRange{r, c});
-    memref::StoreOp::create(b, lo, yLo, ValueRange{r, c});
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, in, false).thenBlock());
-    memref::StoreOp::create(b, x, io.yW, ValueRange{bIdx, token(r), hv, c});
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    Value cv = e.subIndex(c, e.index(p.K));
-    memref::StoreOp::create(b, hi, zHi, ValueRange{r, cv});
-    memref::StoreOp::create(b, lo, zLo, ValueRange{r, cv});
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, in, false).thenBlock());
-    e.storeFromF32(e.mul(vecAt(betaTile, r), x), io.dv,
-                   {bIdx, token(r), hv, cv});
-  });
-  k.barrier();
+  Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
+  for (int64_t nt = 0; nt < cols / 8; ++nt)
+    k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
+      Value x0 = acc[nt][i], x1 = acc[nt][i + 1];
+      Value col1 = e.addIndex(col, e.index(1));
+      Value in = k.ult(row, rows.valid);
+      Value with0, with1; // k_i or v_i at the pair's columns
+      if (keys) {
+        with0 = arith::ExtFOp::create(
+            b, f32, memref::LoadOp::create(b, kTile, ValueRange{row, col}).getResult());
+        with1 = arith::ExtFOp::create(
+            b, f32, memref::LoadOp::create(b, kTile, ValueRange{row, col1}).getResult());
+        k.storePair(x0, x1, io.yW, {bIdx, token(row), hv, col}, in);
+      } else {
+        auto value = [&](Value c) {
+          return k.loadRowOrZero(row, rows.valid, f32, [&](Value r) {
+            return e.loadF32(io.v, {bIdx, token(r), hv, c});
+          });
+        };
+        with0 = value(col);
+        with1 = value(col1);
+        Value beta = vecAt(betaTile, row);
+        k.storePair(e.mul(beta, x0), e.mul(beta, x1), io.dv,
+                    {bIdx, token(row), hv, col}, in);
+      }
+      partial[i / 2] = math::FmaOp::create(
+          b, x1, with1, math::FmaOp::create(b, x0, with0, partial[i / 2]));
+    });
+  int64_t term = keys ? kThroughW : kThroughU;
+  for (int64_t half = 0; half < 2; ++half)
+    memref::StoreOp::create(b, partial[half], rowTerms,
+                            ValueRange{k.accRow(m0, 2 * half),
+                                       e.addIndex(e.index(term), k.quad)});
+  k.barrier(); // every warp has read the right-hand side
+  for (int64_t nt = 0; nt < cols / 8; ++nt)
+    k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
+      storeSplitPair(acc[nt][i], acc[nt][i + 1], xHi, xLo, row, col);
+    });
 }
 
 // dL = -(Y W^T + Z U^T) for the warp's rows; F = c_i dL_ij below the
 // diagonal to factorPairs; the rows' sum_j dL_ij P_ij by quad.
 void WYGradKernel::factors() {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  k.gemm(acc, Operand{TileView{yHi}, TileView{yLo}}, m0,
+  k.gemm(acc, Operand{TileView{dwHi}, TileView{dwLo}}, m0,
          Operand{TileView{wTile}, std::nullopt}, p.K);
-  k.gemm(acc, Operand{TileView{zHi}, TileView{zLo}}, m0,
+  k.gemm(acc, Operand{TileView{dHi}, TileView{dLo}}, m0,
          Operand{TileView{uHi}, TileView{uLo}}, p.V);
   Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
   for (int64_t nt = 0; nt < kChunk / 8; ++nt)
@@ -298,38 +313,30 @@ void WYGradKernel::factors() {
     }
   for (int64_t half = 0; half < 2; ++half)
     memref::StoreOp::create(b, partial[half], rowTerms,
-                            ValueRange{k.accRow(m0, 2 * half), k.quad});
+                            ValueRange{k.accRow(m0, 2 * half),
+                                       e.addIndex(e.index(kThroughL), k.quad)});
   k.barrier();
 }
 
-// A thread per row: dbeta_i = rank1_scale (Y_i . (k_i exp(G_i)) + sum_j
-// dL_ij P_ij) + Z_i . v_i.
+// A thread per row: dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j
+// dL_ij P_ij) + Z_i . v_i, from the row terms' quads.
 void WYGradKernel::betaGradient() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.tid, rows.valid), false).thenBlock());
   Value i = k.tid;
-  Type f32 = b.getF32Type();
-  Value throughW = e.forEachReduce(
-      e.index(p.K), {e.f32(0.0f)}, [&](Value r, ValueRange acc) -> SmallVector<Value> {
-        Value kr = arith::ExtFOp::create(
-            b, f32, memref::LoadOp::create(b, kTile, ValueRange{i, r}).getResult());
-        return {e.add(acc[0], e.mul(memref::LoadOp::create(b, yf, ValueRange{i, r}),
-                                    kr))};
-      })[0];
+  auto term = [&](int64_t first) {
+    Value sum = e.f32(0.0f);
+    for (int64_t q = 0; q < 4; ++q)
+      sum = e.add(sum, memref::LoadOp::create(b, rowTerms,
+                                              ValueRange{i, e.index(first + q)}));
+    return sum;
+  };
+  Value throughW = term(kThroughW);
   if (p.gates)
     throughW = e.mul(throughW, k.exp(vecAt(gTile, i)));
-  Value throughU = e.forEachReduce(
-      e.index(p.V), {e.f32(0.0f)}, [&](Value c, ValueRange acc) -> SmallVector<Value> {
-        Value z = memref::LoadOp::create(
-            b, yf, ValueRange{i, e.addIndex(e.index(p.K), c)});
-        return {e.add(acc[0], e.mul(z, e.loadF32(io.v, {bIdx, token(i), hv, c})))};
-      })[0];
-  Value throughL = e.f32(0.0f);
-  for (int64_t q = 0; q < 4; ++q)
-    throughL = e.add(throughL, memref::LoadOp::create(b, rowTerms,
-                                                      ValueRange{i, e.index(q)}));
-  Value dbeta = e.add(e.mul(e.f32(p.rank1Scale), e.add(throughW, throughL)), throughU);
+  Value dbeta = e.add(e.mul(e.f32(p.rank1Scale), e.add(throughW, term(kThroughL))),
+                      term(kThroughU));
   memref::StoreOp::create(b, dbeta, io.dbeta, ValueRange{bIdx, token(i), hv});
 }
 
@@ -348,25 +355,32 @@ void WYGradKernel::emit() {
   uLo = tile16(p.uLoOff, kChunk, p.valueStride);
   dHi = tile16(p.dHiOff, kChunk, p.valueStride);
   dLo = tile16(p.dLoOff, kChunk, p.valueStride);
+  dwHi = tile16(p.dwHiOff, kChunk, p.keyStride);
+  dwLo = tile16(p.dwLoOff, kChunk, p.keyStride);
   sHi = tile16(p.sHiOff, p.keyBlock, p.valueStride);
   sLo = tile16(p.sLoOff, p.keyBlock, p.valueStride);
-  yHi = tile16(p.yHiOff, kChunk, p.keyStride);
-  yLo = tile16(p.yLoOff, kChunk, p.keyStride);
-  zHi = tile16(p.zHiOff, kChunk, p.valueStride);
-  zLo = tile16(p.zLoOff, kChunk, p.valueStride);
+  tF32 = k.tile(p.tOff, kChunk, kInverseStride, f32);
+  lTile = k.tile(p.lOff, kChunk, kInverseStride, f32);
+  tHi = tile16(p.tHiOff, kChunk, kChunk + kPad);
+  tLo = tile16(p.tLoOff, kChunk, kChunk + kPad);
+  mTile = k.tile(p.mOff, 16, kChunk - 16, f32);
   pTile = k.tile(p.pOff, kChunk, kChunk + 1, f32);
-  yf = k.tile(p.yfOff, kChunk, p.yStride, f32);
   gTile = k.tile(p.gOff, kChunk, 1, f32);
   cTile = k.tile(p.cOff, kChunk, 1, f32);
   betaTile = k.tile(p.betaOff, kChunk, 1, f32);
-  rowTerms = k.tile(p.rowOff, kChunk, 4, f32);
+  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms, f32);
 
   stage();
   k.barrier();
+  negatedWGradient(); // ends with a barrier
   keyPairs();
-  negatedWGradient(); // its barriers publish P too
-  backSubstitute();
-  leaveYZ();
+  k.barrier();
+  invertUnitLowerTriangular(k, lTile, tF32, mTile);
+  k.barrier();
+  splitInverse();
+  solve(/*keys=*/true);
+  solve(/*keys=*/false);
+  k.barrier();
   factors();
   betaGradient();
 }
