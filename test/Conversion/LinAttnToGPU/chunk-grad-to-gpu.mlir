@@ -75,3 +75,28 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>) grad_gates tensor<?x?x2x64xf32>
   return %dq, %dk, %dv, %dg : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// DeltaNet at K = V = 128 (no gates): both kernels' passes over the key
+// blocks (64 keys each) are a run-time loop of two trips, its products
+// emitted once. The WY kernel's shared memory: k and W (17408 each), U,
+// dD and dW split (6 x 17408), S's split key block or T, L and T's split
+// tiles (35840), P (16640), the inverse's scratch (3072), gates, c and beta
+// (768), the row terms (3072): 198656. The key kernel's: q, k, dO, D split
+// (5 x 17408), dP~ and Fs split (4 x 9216), S's and H's split key blocks
+// (4 x 17408), c (256): 193792.
+// CHECK-LABEL: func.func @delta_k128(
+// CHECK:         arith.constant 198656 : i32
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
+// CHECK:         arith.constant 193792 : i32
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
+// CHECK-NOT:     linattn.chunk_grad
+func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
+  %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
+      -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %db : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
+}

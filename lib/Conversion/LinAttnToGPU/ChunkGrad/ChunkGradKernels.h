@@ -1,7 +1,7 @@
 //===- ChunkGradKernels.h - linattn.chunk_grad's two kernels ----*- C++ -*-===//
 //
 // linattn.chunk_grad on tensor cores is two kernels per (chunk, value head,
-// sequence): the WY factors' share (P, the back substitution's Y and Z,
+// sequence): the WY factors' share (P, Y and Z = (I + L)^-T [dW dD],
 // F = c dL, dv, dbeta) and the key gradients (dq, dk, the gates'
 // gradient), the second reading what the first leaves in global memory as
 // the loop lowering leaves it. Each says whether it takes an op's forms.

@@ -147,10 +147,11 @@ private:
   void stageFactors();
   /// Rows [key0, + keyBlock) of S and H into shared memory split; with
   /// gates each thread's share of <S, H> over them joins shDot (f64).
-  void stageStates(int64_t key0);
-  void keyBlockGradients(int64_t kb);
+  void stageStates(Value key0);
+  void keyBlockGradients(Value key0);
+  void keyBlocks();
   void gateGradient();
-  void storeRows(ArrayRef<SmallVector<Value>> acc, Value dst, int64_t key0);
+  void storeRows(ArrayRef<SmallVector<Value>> acc, Value dst, Value key0);
 
   const KeyGradPlan &p;
   const ChunkGradKeyInputs &io;
@@ -252,43 +253,45 @@ void KeyGradKernel::stagePairs() {
   k.barrier();
 }
 
-// Element (i, j) of Fs = F * E + (F * E)^T (F strictly lower) from the
-// loops' factorPairs, 32 per thread; with gates M_ij += F_ij P_ij.
+// Fs = F * E + (F * E)^T (F strictly lower) from the loops' factorPairs,
+// read by rows (coalesced): element (i, j), j < i, to (i, j) and (j, i) of
+// the split tiles, zero on the diagonal; with gates M_ij += F_ij P_ij.
 void KeyGradKernel::stageFactors() {
   Type f32 = b.getF32Type();
   k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
     Value i = arith::DivUIOp::create(b, idx, e.index(kChunk));
     Value j = arith::RemUIOp::create(b, idx, e.index(kChunk));
-    Value below = k.ult(j, i);
-    // The stored triangle's (row, col): (i, j) below the diagonal, (j, i)
-    // above; clamped into the valid rows (its value is dropped there).
-    Value r = k.select(below, i, j), c = k.select(below, j, i);
     Value keep;
-    Value decay = decayOrZero(r, c, keep);
-    Value strict = arith::AndIOp::create(
-        b, keep, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, r, c));
+    Value decay = decayOrZero(i, j, keep);
+    Value strict = arith::AndIOp::create(b, keep, k.ult(j, i));
+    // Rows past valid are read clamped (their value is dropped).
     Value last = e.subIndex(rows.valid, e.index(1));
-    Value tr = e.addIndex(rows.t0, e.minIndex(r, last));
-    Value cc = e.minIndex(c, last);
-    Value fRaw = e.loadF32(io.factorPairs, {bIdx, tr, hv, cc});
+    Value tr = e.addIndex(rows.t0, e.minIndex(i, last));
+    Value fRaw = e.loadF32(io.factorPairs, {bIdx, tr, hv, j});
+    Value pRaw = p.gates ? e.loadF32(io.keyPairs, {bIdx, tr, hv, j}) : Value();
     Value f = k.select(strict, e.mul(fRaw, decay), e.f32(0.0f));
     Value hi = arith::TruncFOp::create(b, p.mmaElem, f);
-    Value rest = e.sub(f, arith::ExtFOp::create(b, f32, hi).getResult());
-    memref::StoreOp::create(b, hi, fHi, ValueRange{i, j});
-    memref::StoreOp::create(b, arith::TruncFOp::create(b, p.mmaElem, rest), fLo,
-                            ValueRange{i, j});
+    Value lo = arith::TruncFOp::create(
+        b, p.mmaElem, e.sub(f, arith::ExtFOp::create(b, f32, hi).getResult()));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, j, i),
+                          false)
+            .thenBlock());
+    for (auto [r, c] : {std::pair{i, j}, std::pair{j, i}}) {
+      memref::StoreOp::create(b, hi, fHi, ValueRange{r, c});
+      memref::StoreOp::create(b, lo, fLo, ValueRange{r, c});
+    }
     if (p.gates) {
-      Value pRaw = e.loadF32(io.keyPairs, {bIdx, tr, hv, cc});
       Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-      Value add = k.select(below, e.mul(fRaw, pRaw), e.f32(0.0f));
       memref::StoreOp::create(
-          b, k.select(strict, e.add(m, add), m), mTile, ValueRange{i, j});
+          b, k.select(strict, e.add(m, e.mul(fRaw, pRaw)), m), mTile, ValueRange{i, j});
     }
   });
   k.barrier();
 }
 
-void KeyGradKernel::stageStates(int64_t key0) {
+void KeyGradKernel::stageStates(Value key0) {
   constexpr int64_t kWidth = 8;
   int64_t perRow = p.V / kWidth;
   auto narrowx8 = VectorType::get({kWidth}, p.mmaElem);
@@ -301,7 +304,7 @@ void KeyGradKernel::stageStates(int64_t key0) {
         Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
         Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                              e.index(kWidth));
-        SmallVector<Value> at = {bIdx, n, hv, e.addIndex(e.index(key0), r), c};
+        SmallVector<Value> at = {bIdx, n, hv, e.addIndex(key0, r), c};
         Value sx = k.load8(io.states, at), hx = k.load8(io.gradStates, at);
         for (auto [x, hi, lo] : {std::tuple{sx, sHi, sLo}, std::tuple{hx, hHi, hLo}}) {
           auto [xHi, xLo] = k.split(x, narrowx8);
@@ -321,7 +324,7 @@ void KeyGradKernel::stageStates(int64_t key0) {
 }
 
 void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
-                              int64_t key0) {
+                              Value key0) {
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
     OpBuilder::InsertionGuard guard(b);
@@ -332,14 +335,13 @@ void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
         memref::StoreOp::create(
             b, acc[nt][i], dst,
             ValueRange{bIdx, e.addIndex(rows.t0, row), hv,
-                       e.addIndex(e.index(key0), k.accCol(8 * nt, i))});
+                       e.addIndex(key0, k.accCol(8 * nt, i))});
   }
 }
 
-// Keys [kb keyBlock, + keyBlock): S's and H's rows staged split, then the
-// warp's dq and dk rows.
-void KeyGradKernel::keyBlockGradients(int64_t kb) {
-  int64_t key0 = kb * p.keyBlock;
+// Keys [key0, + keyBlock) (a run-time loop's block: its code is emitted
+// once): S's and H's rows staged split, then the warp's dq and dk rows.
+void KeyGradKernel::keyBlockGradients(Value key0) {
   int64_t tiles = p.keyBlock / 8;
   stageStates(key0);
   k.barrier();
@@ -347,7 +349,7 @@ void KeyGradKernel::keyBlockGradients(int64_t kb) {
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
   auto keyAt = [&](Value tileBuf, Value row, Value col) {
     Value x = memref::LoadOp::create(
-        b, tileBuf, ValueRange{row, e.addIndex(e.index(key0), col)});
+        b, tileBuf, ValueRange{row, e.addIndex(key0, col)});
     return arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
   };
   Value rowGates[2];
@@ -401,7 +403,7 @@ void KeyGradKernel::keyBlockGradients(int64_t kb) {
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value row = k.accRow(m0, i);
-        Value key = e.addIndex(e.index(key0), k.accCol(8 * nt, i));
+        Value key = e.addIndex(key0, k.accCol(8 * nt, i));
         Value y = e.loadF32(io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(row, last)),
                                     hv, key});
         Value coeff = memref::LoadOp::create(b, cTile, ValueRange{row, e.index(0)});
@@ -420,12 +422,16 @@ void KeyGradKernel::keyBlockGradients(int64_t kb) {
 }
 
 // dL/dG per row (f64): the quads' row terms, M's row sum minus its column
-// sum; the chunk's last row adds sum_i k_i . dkState_i and exp(G_C) <S, H>;
-// then the reverse cumulative sum, by one thread.
+// sum (a thread per row); the chunk's last row adds sum_i k_i . dkState_i
+// and exp(G_C) <S, H>; then the reverse cumulative sum inside the chunk by
+// warp 0, rows l and l + 32 in lane l, with shuffles.
 void KeyGradKernel::gateGradient() {
   Type f64 = b.getF64Type();
   auto zero64 = [&] {
     return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
+  };
+  auto at = [&](Value buf, Value r, int64_t c) {
+    return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
   };
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
@@ -440,10 +446,11 @@ void KeyGradKernel::gateGradient() {
     b.setInsertionPointToStart(
         scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
     Value i = k.tid;
-    Value g = zero64();
-    for (int64_t q = 0; q < 4; ++q)
-      g = arith::AddFOp::create(
-          b, g, memref::LoadOp::create(b, rowTerms, ValueRange{i, e.index(q)}));
+    Value g = zero64(), share = zero64();
+    for (int64_t q = 0; q < 4; ++q) {
+      g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
+      share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
+    }
     g = e.forEachReduce(
         e.index(kChunk), {g}, [&](Value j, ValueRange acc) -> SmallVector<Value> {
           Value along = memref::LoadOp::create(b, mTile, ValueRange{i, j});
@@ -452,50 +459,81 @@ void KeyGradKernel::gateGradient() {
                                           arith::ExtFOp::create(b, f64, along));
           return {arith::SubFOp::create(b, x, arith::ExtFOp::create(b, f64, across))};
         })[0];
-    // Held in rowTerms[i][0] for the sum below (every read of row i is
-    // this thread's).
+    // Held in column 0 (every read of row i is this thread's).
     memref::StoreOp::create(b, g, rowTerms, ValueRange{i, e.index(0)});
+    memref::StoreOp::create(b, share, shareTerms, ValueRange{i, e.index(0)});
   }
   k.barrier();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
-      scf::IfOp::create(b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                                 k.tid, e.index(0)),
-                        false)
-          .thenBlock());
-  Value shares = e.forEachReduce(
-      e.index(kChunk * 4), {zero64()},
-      [&](Value idx, ValueRange acc) -> SmallVector<Value> {
-        Value r = arith::DivUIOp::create(b, idx, e.index(4));
-        Value q = arith::RemUIOp::create(b, idx, e.index(4));
-        return {arith::AddFOp::create(
-            b, acc[0], memref::LoadOp::create(b, shareTerms, ValueRange{r, q}))};
-      })[0];
-  Value dots = e.forEachReduce(
-      e.index(kThreads), {zero64()},
-      [&](Value t, ValueRange acc) -> SmallVector<Value> {
-        return {arith::AddFOp::create(
-            b, acc[0], memref::LoadOp::create(b, dotTerms, ValueRange{t, e.index(0)}))};
-      })[0];
+      scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+  Value upperRow = e.addIndex(k.lane, e.index(32));
+  Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
+                                                 at(shareTerms, upperRow, 0)));
+  Value dot = zero64();
+  for (int64_t part = 0; part < kThreads; part += 32)
+    dot = arith::AddFOp::create(
+        b, dot, at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
   Value lastShare = arith::AddFOp::create(
       b, shares,
-      arith::MulFOp::create(b, arith::ExtFOp::create(b, f64, k.exp(gLast)), dots));
+      arith::MulFOp::create(b, arith::ExtFOp::create(b, f64, k.exp(gLast)),
+                            k.warpSum(dot)));
   Value last = e.subIndex(rows.valid, e.index(1));
-  e.forEachReduce(rows.valid, {zero64()},
-                  [&](Value fromLast, ValueRange acc) -> SmallVector<Value> {
-                    Value i = e.subIndex(last, fromLast);
-                    Value g = memref::LoadOp::create(b, rowTerms,
-                                                     ValueRange{i, e.index(0)});
-                    Value isLast = arith::CmpIOp::create(
-                        b, arith::CmpIPredicate::eq, fromLast, e.index(0));
-                    g = arith::AddFOp::create(
-                        b, g, k.select(isLast, lastShare, zero64()));
-                    Value sum = arith::AddFOp::create(b, acc[0], g);
-                    memref::StoreOp::create(
-                        b, arith::TruncFOp::create(b, b.getF32Type(), sum),
-                        io.dgates, ValueRange{bIdx, e.addIndex(rows.t0, i), hv});
-                    return {sum};
-                  });
+  auto rowGradient = [&](Value row) {
+    Value g = at(rowTerms, row, 0);
+    Value isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, last);
+    g = arith::AddFOp::create(b, g, k.select(isLast, lastShare, zero64()));
+    return k.select(k.ult(row, rows.valid), g, zero64());
+  };
+  Value upper = k.warpSuffixSum(rowGradient(upperRow));
+  Value lower = arith::AddFOp::create(
+      b, k.warpSuffixSum(rowGradient(k.lane)),
+      k.shuffle(upper, 0, gpu::ShuffleMode::IDX));
+  for (auto [row, sum] : {std::pair{k.lane, lower}, std::pair{upperRow, upper}}) {
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
+    memref::StoreOp::create(b, arith::TruncFOp::create(b, b.getF32Type(), sum),
+                            io.dgates, ValueRange{bIdx, e.addIndex(rows.t0, row), hv});
+  }
+}
+
+// keyBlockGradients over the key blocks, a run-time loop; the f64 sums
+// the blocks add to (with gates) are its carried values.
+void KeyGradKernel::keyBlocks() {
+  SmallVector<Value> sums;
+  if (p.gates)
+    sums = {rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]};
+  if (shDot)
+    sums.push_back(shDot);
+  Value numKeyBlocks = e.index(p.K / p.keyBlock);
+  if (sums.empty()) {
+    e.forEach(numKeyBlocks, [&](Value kb) {
+      keyBlockGradients(e.mulIndex(kb, e.index(p.keyBlock)));
+    });
+    return;
+  }
+  ValueRange carried = e.forEachReduce(
+      numKeyBlocks, sums,
+      [&](Value kb, ValueRange in) -> SmallVector<Value> {
+        if (p.gates)
+          std::tie(rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]) =
+              std::tuple{in[0], in[1], in[2], in[3]};
+        if (shDot)
+          shDot = in.back();
+        keyBlockGradients(e.mulIndex(kb, e.index(p.keyBlock)));
+        SmallVector<Value> out;
+        if (p.gates)
+          out = {rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]};
+        if (shDot)
+          out.push_back(shDot);
+        return out;
+      });
+  if (p.gates)
+    std::tie(rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]) =
+        std::tuple{carried[0], carried[1], carried[2], carried[3]};
+  if (shDot)
+    shDot = carried.back();
 }
 
 void KeyGradKernel::emit() {
@@ -543,8 +581,7 @@ void KeyGradKernel::emit() {
   stagePairs();
   if (p.wy)
     stageFactors();
-  for (int64_t kb = 0; kb < p.K / p.keyBlock; ++kb)
-    keyBlockGradients(kb);
+  keyBlocks();
   if (p.gates && io.dgates)
     gateGradient();
 }

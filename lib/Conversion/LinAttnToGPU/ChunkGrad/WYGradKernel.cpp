@@ -15,11 +15,10 @@
 //
 // P, F and Y leave as the key-gradient kernel reads them ([B, T, HV, *]
 // f32, chunk-local columns). The f32 operands (dD, S, T, dW, Y, Z, U)
-// enter the tensor cores split into hi + lo. [Y Z] was a back substitution
-// a thread per column (2016 dependent-light FMAs each, straight-line code
-// that the instruction cache could not hold: bench/NOTES.md b7); as a
-// product with the inverse the forward's UT kernel also forms, it is 192
-// mma per warp.
+// enter the tensor cores split into hi + lo. [Y Z] as a product with the
+// inverse (the UT kernel's) rather than a back substitution a thread per
+// column: the substitution's 2016 products per column unrolled were more
+// code than the instruction cache holds (bench/NOTES.md b7).
 //
 //===----------------------------------------------------------------------===//
 
@@ -180,12 +179,14 @@ void WYGradKernel::stage() {
       gTile, ValueRange{k.tid, e.index(0)});
 }
 
-// dW = -dD S_n^T, key block by key block (S's rows staged split), split
-// into dwHi/dwLo. Ends with a barrier: S's tiles are free.
+// dW = -dD S_n^T, key block by key block (S's rows staged split; a
+// run-time loop, so its products are emitted once), split into
+// dwHi/dwLo. Ends with a barrier: S's tiles are free.
 void WYGradKernel::negatedWGradient() {
-  for (int64_t key0 = 0; key0 < p.K; key0 += p.keyBlock) {
+  e.forEach(e.index(p.K / p.keyBlock), [&](Value kb) {
+    Value key0 = e.mulIndex(kb, e.index(p.keyBlock));
     k.fillTile(sHi, p.keyBlock, p.V, Value(), [&](Value r, Value c) {
-      return k.load8(io.states, {bIdx, n, hv, e.addIndex(e.index(key0), r), c});
+      return k.load8(io.states, {bIdx, n, hv, e.addIndex(key0, r), c});
     }, sLo);
     k.barrier();
     SmallVector<SmallVector<Value>> acc = k.zeroAcc(p.keyBlock / 8);
@@ -195,10 +196,10 @@ void WYGradKernel::negatedWGradient() {
       k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
         storeSplitPair(arith::NegFOp::create(b, acc[nt][i]),
                        arith::NegFOp::create(b, acc[nt][i + 1]), dwHi, dwLo, row,
-                       e.addIndex(e.index(key0), col));
+                       e.addIndex(key0, col));
       });
     k.barrier(); // S's tiles are free
-  }
+  });
 }
 
 // Warp w: rows i in [16 w, + 16) of P = (K K^T) * E for j < i < valid, to

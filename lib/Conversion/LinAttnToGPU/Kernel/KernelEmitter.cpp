@@ -245,10 +245,41 @@ Value KernelEmitter::select(Value c, Value x, Value y) {
 
 void KernelEmitter::barrier() { gpu::BarrierOp::create(b); }
 
+Value KernelEmitter::shuffle(Value x, int32_t offset, gpu::ShuffleMode mode) {
+  if (!x.getType().isF64())
+    return gpu::ShuffleOp::create(b, x, offset, 32, mode).getShuffleResult();
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value bits = arith::BitcastOp::create(b, i64, x);
+  Value halves[2] = {
+      arith::TruncIOp::create(b, i32, bits),
+      arith::TruncIOp::create(
+          b, i32, arith::ShRUIOp::create(b, bits, arith::ConstantOp::create(
+                                                      b, b.getI64IntegerAttr(32)))
+                      .getResult())};
+  for (Value &half : halves)
+    half = gpu::ShuffleOp::create(b, half, offset, 32, mode).getShuffleResult();
+  Value low = arith::ExtUIOp::create(b, i64, halves[0]);
+  Value high = arith::ShLIOp::create(
+      b, arith::ExtUIOp::create(b, i64, halves[1]).getResult(),
+      arith::ConstantOp::create(b, b.getI64IntegerAttr(32)));
+  return arith::BitcastOp::create(b, x.getType(),
+                                  arith::OrIOp::create(b, low, high).getResult());
+}
+
 Value KernelEmitter::warpSum(Value x) {
   for (int32_t offset = 16; offset > 0; offset /= 2)
-    x = e.add(x, gpu::ShuffleOp::create(b, x, offset, 32, gpu::ShuffleMode::XOR)
-                     .getShuffleResult());
+    x = e.add(x, shuffle(x, offset, gpu::ShuffleMode::XOR));
+  return x;
+}
+
+Value KernelEmitter::warpSuffixSum(Value x) {
+  Value zero = arith::ConstantOp::create(b, b.getFloatAttr(x.getType(), 0.0));
+  for (int32_t offset = 1; offset < 32; offset *= 2) {
+    Value from = shuffle(x, offset, gpu::ShuffleMode::DOWN);
+    // Lanes past 31 - offset have no lane `offset` above them.
+    Value inRange = ult(lane, e.index(32 - offset));
+    x = e.add(x, select(inRange, from, zero));
+  }
   return x;
 }
 

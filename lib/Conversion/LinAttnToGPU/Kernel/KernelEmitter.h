@@ -138,9 +138,16 @@ public:
   Value ult(Value x, Value y);
   Value select(Value c, Value x, Value y);
   void barrier();
-  /// The sum of x over the warp's 32 lanes, in every lane: a butterfly of
-  /// shuffles (offsets 16, 8, 4, 2, 1). Every lane must take part.
+  /// x from the lane `offset` away in `mode` (gpu.shuffle over the warp's
+  /// 32 lanes); an f64 x moves as its two 32-bit halves. Every lane must
+  /// take part.
+  Value shuffle(Value x, int32_t offset, gpu::ShuffleMode mode);
+  /// The sum of x (f32 or f64) over the warp's 32 lanes, in every lane: a
+  /// butterfly of shuffles (offsets 16, 8, 4, 2, 1).
   Value warpSum(Value x);
+  /// sum_{l' >= lane} x_l' over the warp's lanes (f32 or f64): a
+  /// Kogge-Stone scan by shuffles down.
+  Value warpSuffixSum(Value x);
 
   ImplicitLocOpBuilder &b;
   LoopEmitter e;

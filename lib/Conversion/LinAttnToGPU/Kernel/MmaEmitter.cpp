@@ -195,26 +195,44 @@ SmallVector<Value> MmaEmitter::mmaSplit(ArrayRef<Value> aHi, ArrayRef<Value> aLo
   return mma(aHi, bHi, d);
 }
 
+MmaEmitter::FragmentA MmaEmitter::fragments(Operand a, Value m0, int64_t k0) {
+  FragmentA frag{fragA(a.hi, m0, k0), {}};
+  if (a.lo)
+    frag.second = fragA(*a.lo, m0, k0);
+  return frag;
+}
+
 void MmaEmitter::gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
                       Operand bt, int64_t kDim, int64_t n0) {
-  gemm(acc, [&](int64_t k0) -> FragmentA {
-    FragmentA frag{fragA(a.hi, m0, k0), {}};
-    if (a.lo)
-      frag.second = fragA(*a.lo, m0, k0);
-    return frag;
-  }, bt, kDim, n0);
+  gemmFrom(acc, [&](int64_t k0) { return fragments(a, m0, k0); }, bt, kDim,
+           Value(), n0);
+}
+
+void MmaEmitter::gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
+                      Operand bt, int64_t kDim, Value nBase) {
+  gemmFrom(acc, [&](int64_t k0) { return fragments(a, m0, k0); }, bt, kDim,
+           nBase, 0);
 }
 
 void MmaEmitter::gemm(SmallVector<SmallVector<Value>> &acc,
                       function_ref<FragmentA(int64_t)> fragments, Operand bt,
                       int64_t kDim, int64_t n0) {
+  gemmFrom(acc, fragments, bt, kDim, Value(), n0);
+}
+
+void MmaEmitter::gemmFrom(SmallVector<SmallVector<Value>> &acc,
+                          function_ref<FragmentA(int64_t)> fragments, Operand bt,
+                          int64_t kDim, Value nBase, int64_t n0) {
   assert(acc.size() % 2 == 0 && "B fragments load two n-tiles at a time");
+  auto fragB = [&](TileView view, int64_t n, int64_t k0) {
+    return nBase ? fragB2(view, nBase, n, k0) : fragB2(view, n, k0);
+  };
   for (int64_t k0 = 0; k0 < kDim; k0 += 16) {
     auto [aHi, aLo] = fragments(k0);
     for (size_t nt = 0; nt < acc.size(); nt += 2) {
-      SmallVector<Value> bHi = fragB2(bt.hi, n0 + 8 * nt, k0), bLo;
+      SmallVector<Value> bHi = fragB(bt.hi, n0 + 8 * nt, k0), bLo;
       if (bt.lo)
-        bLo = fragB2(*bt.lo, n0 + 8 * nt, k0);
+        bLo = fragB(*bt.lo, n0 + 8 * nt, k0);
       for (size_t j = 0; j < 2; ++j)
         acc[nt + j] = mmaSplit(aHi, aLo, ArrayRef(bHi).slice(2 * j, 2),
                                bt.lo ? ArrayRef(bLo).slice(2 * j, 2)

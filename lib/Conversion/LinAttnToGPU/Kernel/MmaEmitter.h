@@ -141,6 +141,10 @@ public:
   /// nt < acc.size(); B given as a view of B^T, from its column n0.
   void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
             Operand bt, int64_t kDim, int64_t n0 = 0);
+  /// The same from B's column nBase, a run-time value (a loop's block of
+  /// columns, so that the loop body is emitted once).
+  void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Value m0,
+            Operand bt, int64_t kDim, Value nBase);
   /// The same with A's (hi, lo) fragments of k [k0, k0 + 16) given by
   /// `fragments(k0)` (lo empty for an unsplit A).
   void gemm(SmallVector<SmallVector<Value>> &acc,
@@ -164,6 +168,14 @@ public:
   /// ldmatrix addressing: lane l gives the address of row l % 8 of tile
   /// l / 8 = 2 * tileHi / 8 + tileLo / 8.
   Value tileRow, tileLo, tileHi;
+
+private:
+  /// An operand's (hi, lo) A fragments of rows [m0, + 16), k [k0, + 16).
+  FragmentA fragments(Operand a, Value m0, int64_t k0);
+  /// gemm's body: B's columns from nBase + n0 (nBase null: n0 alone).
+  void gemmFrom(SmallVector<SmallVector<Value>> &acc,
+                function_ref<FragmentA(int64_t)> fragments, Operand bt,
+                int64_t kDim, Value nBase, int64_t n0);
 };
 
 /// emitLaunch for a kernel with tensor-core products in `mmaElem`.
