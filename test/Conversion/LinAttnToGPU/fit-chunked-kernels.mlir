@@ -82,3 +82,22 @@ func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>
       -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>)
   return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>
 }
+
+// -----
+
+// DeltaNet's training shape (bf16, K = V = 128, no gates): the backward's
+// kernels take it, so it is chunked. The trial reads any failure of the
+// chunked lowering, a kernel whose IR does not verify included, as "does
+// not fit": this case turns such a slip into a test failure instead of a
+// silent adjoint's loop.
+// CHECK-LABEL: func.func @delta_backward_k128
+// CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
+func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
+    %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>, %do: tensor<?x?x8x128xbf16>, %ds: tensor<?x8x128x128xf32>)
+    -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) {
+  %dq, %dk, %dv, %db, %ds0 = linattn.recurrence_grad delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>, tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+      -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>)
+  return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>
+}
