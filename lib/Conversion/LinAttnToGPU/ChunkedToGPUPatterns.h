@@ -48,6 +48,9 @@ void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
 /// forms; the op is left to its loop lowering elsewhere.
 void populateChunkStatePassGradToGPUPatterns(
     RewritePatternSet &patterns, const ChunkedLoweringContext &context);
+/// Why the reverse pass's kernel does not take `op`, or "" if it does.
+std::string whyNoReversePassKernel(ChunkStatePassGradOp op,
+                                   const GPUTargetInfo &target);
 /// linattn.chunk_grad as tensor-core kernels where they take the op's forms
 /// (ChunkGrad/ChunkGradToGPU.cpp); otherwise the op is left to its loop
 /// lowering.
@@ -55,6 +58,11 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target);
 /// linattn.qk_grad: a warp per (b, t, h) row (K up to 1024).
 void populateQKGradToGPUPatterns(RewritePatternSet &patterns,
                                  const ChunkedLoweringContext &context);
+/// What runs each of the backward's chunked ops under `root` (the reverse
+/// chunk pass, chunk_grad, qk_grad), and why an op keeps its loops, as
+/// "reverse chunk pass: tensor-core kernel; chunk_grad: ...": for
+/// --explain, from the plans the conversion builds.
+std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,

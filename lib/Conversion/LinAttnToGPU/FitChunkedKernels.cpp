@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ChunkedToGPUPatterns.h"
+
 #include "LinAttn/Conversion/Passes.h"
 
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
@@ -80,9 +82,14 @@ struct LinAttnFitChunkedKernels
     });
     for (RecurrenceGradOp op : adjoints) {
       ++numTried;
-      why = whyKernelsDoNotFit(op, /*backward=*/true);
+      std::string kernels;
+      why = whyKernelsDoNotFit(op, /*backward=*/true, &kernels);
       if (why.empty()) {
         record(op, Strategy::Chunked);
+        if (explain)
+          op.emitRemark() << "linattn GPU strategy for the backward of "
+                          << stringifyTransitionKind(op.getKind()) << ": chunked C="
+                          << int64_t(chunkSize) << " (" << kernels << ")";
         continue;
       }
       ++numRefitted;
@@ -106,8 +113,10 @@ struct LinAttnFitChunkedKernels
 
   /// "" if the chunked form of `op` (a recurrence, or with `backward` its
   /// adjoint) lowers to kernels for `chip`, else the first error the
-  /// lowering gave.
-  std::string whyKernelsDoNotFit(Operation *op, bool backward) {
+  /// lowering gave. With `kernels`, what runs the backward's chunked ops
+  /// (describeBackwardKernels, asked before the conversion).
+  std::string whyKernelsDoNotFit(Operation *op, bool backward,
+                                 std::string *kernels = nullptr) {
     MLIRContext *context = &getContext();
     Location loc = op->getLoc();
     OwningOpRef<ModuleOp> trial = ModuleOp::create(loc);
@@ -123,15 +132,17 @@ struct LinAttnFitChunkedKernels
     Operation *copy = b.clone(*op, mapping);
     func::ReturnOp::create(b, loc, copy->getResults());
 
-    PassManager pm(context);
-    OpPassManager &funcPm = pm.nest<func::FuncOp>();
-    addChunkedFormPasses(funcPm, chunkSize);
+    // The chunked forms, then their kernels (two runs, so that `kernels`
+    // can be read off the forms in between).
+    PassManager forms(context), conversion(context);
+    OpPassManager &formsPm = forms.nest<func::FuncOp>();
+    addChunkedFormPasses(formsPm, chunkSize);
     if (backward)
-      funcPm.addPass(createLinAttnRecurrenceGradToChunked(
+      formsPm.addPass(createLinAttnRecurrenceGradToChunked(
           LinAttnRecurrenceGradToChunkedOptions{chunkSize,
                                                 /*forwardWForm=*/true}));
-    funcPm.addPass(createLinAttnFuseChunkCumsum());
-    funcPm.addPass(
+    formsPm.addPass(createLinAttnFuseChunkCumsum());
+    conversion.nest<func::FuncOp>().addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));
     // The trial's diagnostics are the answer, not the user's errors.
     std::string why;
@@ -140,8 +151,13 @@ struct LinAttnFitChunkedKernels
         why = diag.str();
       return success();
     });
-    if (succeeded(pm.run(*trial)))
-      return "";
+    if (succeeded(forms.run(*trial))) {
+      if (kernels)
+        *kernels = kernel::describeBackwardKernels(*trial,
+                                                   *GPUTargetInfo::forChip(chip));
+      if (succeeded(conversion.run(*trial)))
+        return "";
+    }
     return why.empty() ? "the chunked form did not lower" : why;
   }
 };

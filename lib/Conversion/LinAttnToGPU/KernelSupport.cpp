@@ -59,18 +59,41 @@ LogicalResult checkSharedBytes(Operation *op, StringRef kernel, int64_t bytes,
                            << " a block may have";
 }
 
+std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target) {
+  return "its tiles need " + std::to_string(bytes) +
+         " bytes of shared memory, more than the " +
+         std::to_string(target.maxSharedBytesPerBlock()) + " a block may have";
+}
+
 std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
-                                        int64_t chunkSize, int64_t K, int64_t V) {
-  Type elem = elementOf(operands.front());
-  if (!chunked_kernels::checkOperandType(elem).empty() || chunkSize != kChunk ||
-      !chunked_kernels::checkHeadDim("K", K).empty() ||
-      !chunked_kernels::checkHeadDim("V", V).empty())
+                                        int64_t chunkSize, int64_t K, int64_t V,
+                                        std::string *whyNot) {
+  auto no = [&](std::string why) -> std::optional<Type> {
+    if (whyNot)
+      *whyNot = std::move(why);
     return std::nullopt;
-  for (Value v : operands)
-    if (v && (elementOf(v) != elem || isSplitW(v.getType())))
-      return std::nullopt;
+  };
+  Type elem = elementOf(operands.front());
+  if (!chunked_kernels::checkOperandType(elem).empty()) {
+    std::string type;
+    llvm::raw_string_ostream(type) << elem;
+    return no("its operands are " + type +
+              ", not 16-bit (f32 inputs, or qk_l2norm's normalised q and k)");
+  }
+  if (chunkSize != kChunk)
+    return no("chunk_size " + std::to_string(chunkSize) + ", not " +
+              std::to_string(kChunk));
+  for (auto [name, size] : {std::pair{"K", K}, std::pair{"V", V}})
+    if (std::string why = chunked_kernels::checkHeadDim(name, size); !why.empty())
+      return no(why);
+  for (Value v : operands) {
+    if (v && isSplitW(v.getType()))
+      return no("W is split into hi and lo parts");
+    if (v && elementOf(v) != elem)
+      return no("its operands are not all of one 16-bit type (f32 keys, say)");
+  }
   if (gates && cast<ShapedType>(gates.getType()).getRank() == 4)
-    return std::nullopt; // per key
+    return no("its gates are per key");
   return elem;
 }
 

@@ -37,14 +37,20 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
                                  ArrayRef<std::pair<StringRef, int64_t>> dims,
                                  StringRef whyNotLong = "");
 
+/// "its tiles need N bytes of shared memory, more than the M a block may
+/// have": why a kernel plan does not fit, for --explain.
+std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target);
+
 /// The 16-bit type the backward's tensor-core kernels (the reverse chunk
 /// pass, chunk_grad's two kernels) run in, or none where they do not take
 /// an op: every non-null operand of `operands` in one 16-bit type (a split
 /// W does not count as one), gates per row or none, 64-token chunks, and
 /// head sizes K and V the chunked kernels take. Those ops then keep their
-/// loop lowering, so this is a choice, not an error.
+/// loop lowering, so this is a choice, not an error; `whyNot` (when given)
+/// gets the reason, for --explain.
 std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
-                                        int64_t chunkSize, int64_t K, int64_t V);
+                                        int64_t chunkSize, int64_t K, int64_t V,
+                                        std::string *whyNot = nullptr);
 
 /// Errors unless `bytes` of shared memory fit one block on `target`: the
 /// check of a kernel whose tiles grow with K and V.

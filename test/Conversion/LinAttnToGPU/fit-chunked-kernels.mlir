@@ -52,10 +52,11 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // -----
 
 // The backward: chunked (the forward's kernels recompute W, U, D and the
-// chunk states) wherever those kernels fit, recorded on the adjoint.
+// chunk states) wherever those kernels fit, recorded on the adjoint; the
+// remark says which of its own ops the tensor-core kernels take.
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN-NOT: remark
+// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY and key kernels; qk_grad: a warp per (b, t, h) row)
 func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -92,6 +93,7 @@ func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>
 // silent adjoint's loop.
 // CHECK-LABEL: func.func @delta_backward_k128
 // CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY and key kernels; qk_grad: a warp per (b, t, h) row)
 func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
     %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>, %do: tensor<?x?x8x128xbf16>, %ds: tensor<?x8x128x128xf32>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) {
@@ -100,4 +102,22 @@ func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128x
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>, tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
       -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>)
   return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>
+}
+
+// -----
+
+// Per-key gates (GLA): the forward's kernels fit, so chunked; the
+// backward's reverse pass and chunk_grad keep their loops, and the remark
+// says why.
+// CHECK-LABEL: func.func @gla_backward
+// CHECK: linattn.recurrence_grad key_gate {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: loops (its gates are per key); chunk_grad: loops (the key kernel: its gates are per key); qk_grad: a warp per (b, t, h) row)
+func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
+    %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
+    -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
+  %dq, %dk, %dv, %dg, %ds0 = linattn.recurrence_grad key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
+  return %dq, %dk, %dv, %dg, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
 }

@@ -35,15 +35,16 @@ struct WYGradBuffers {
   Value batch, seqLen;
 };
 
-/// Whether the WY kernel takes `op`: beta, a 16-bit W as the UT transform
-/// rounds it, f32 U, gates per row or none, within shared memory.
-bool canLowerWYGrad(ChunkGradOp op, const GPUTargetInfo &target);
+/// Why the WY kernel does not take `op`, or "" if it does: it takes beta,
+/// a 16-bit W as the UT transform rounds it, f32 U, gates per row or none,
+/// within shared memory.
+std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io);
 
-/// Whether the key kernel takes `op`: 16-bit q, k and dO, gates per row or
-/// none, K and V at most 128.
-bool canLowerKeyGrad(ChunkGradOp op, const GPUTargetInfo &target);
+/// Why the key kernel does not take `op`, or "" if it does: it takes
+/// 16-bit q, k and dO, gates per row or none, K and V at most 128.
+std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
 

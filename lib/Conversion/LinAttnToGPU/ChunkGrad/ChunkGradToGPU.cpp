@@ -25,12 +25,12 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
 }
 
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
-  if (!canLowerKeyGrad(op, target))
+  if (!whyNoKeyGradKernel(op, target).empty())
     return; // the loop lowering takes the whole op
   auto keyKernel = [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
     emitKeyGradKernel(b, op, target, io);
   };
-  if (!op.getBeta() || !canLowerWYGrad(op, target))
+  if (!op.getBeta() || !whyNoWYGradKernel(op, target).empty())
     return lowerChunkGrad(op, keyKernel);
 
   ImplicitLocOpBuilder b(op.getLoc(), op);

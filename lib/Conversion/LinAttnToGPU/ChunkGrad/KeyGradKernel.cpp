@@ -41,7 +41,8 @@ namespace {
 /// The key-gradient kernel, decided: shapes and shared-memory layout.
 struct KeyGradPlan {
   static std::optional<KeyGradPlan> build(ChunkGradOp op,
-                                          const GPUTargetInfo &target);
+                                          const GPUTargetInfo &target,
+                                          std::string *whyNot = nullptr);
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
@@ -61,7 +62,8 @@ struct KeyGradPlan {
 };
 
 std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
-                                              const GPUTargetInfo &target) {
+                                              const GPUTargetInfo &target,
+                                              std::string *whyNot) {
   KeyGradPlan p;
   p.numQKHeads = dimOf(op.getQ(), 2);
   p.K = dimOf(op.getQ(), 3);
@@ -69,11 +71,16 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   p.V = dimOf(op.getV(), 3);
   std::optional<Type> elem =
       backwardOperandType({op.getQ(), op.getK(), op.getGradOutput()},
-                          op.getGates(), op.getChunkSize(), p.K, p.V);
+                          op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
+  if (!elem)
+    return std::nullopt;
   // Its dq and dk accumulators hold 16 rows x 64 keys, S's and H's key
   // blocks [64][V + 8] split: up to K = V = 128 in one block's memory.
-  if (!elem || p.K > 128 || p.V > 128)
+  if (p.K > 128 || p.V > 128) {
+    if (whyNot)
+      *whyNot = "it takes K and V up to 128";
     return std::nullopt;
+  }
   p.mmaElem = *elem;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.wy = bool(op.getBeta());
@@ -114,8 +121,11 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   if (p.wy)
     p.cOff = take(kChunk * 4);
   p.sharedBytes = layout.size();
-  if (p.sharedBytes > target.maxSharedBytesPerBlock())
+  if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
+    if (whyNot)
+      *whyNot = sharedBytesReason(p.sharedBytes, target);
     return std::nullopt;
+  }
   return p;
 }
 
@@ -588,8 +598,9 @@ void KeyGradKernel::emit() {
 
 } // namespace
 
-bool canLowerKeyGrad(ChunkGradOp op, const GPUTargetInfo &target) {
-  return KeyGradPlan::build(op, target).has_value();
+std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  std::string why;
+  return KeyGradPlan::build(op, target, &why) ? "" : why;
 }
 
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,

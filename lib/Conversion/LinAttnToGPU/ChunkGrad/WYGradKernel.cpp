@@ -38,7 +38,8 @@ namespace {
 /// The WY kernel, decided: shapes and shared-memory layout.
 struct WYGradPlan {
   static std::optional<WYGradPlan> build(ChunkGradOp op,
-                                         const GPUTargetInfo &target);
+                                         const GPUTargetInfo &target,
+                                         std::string *whyNot = nullptr);
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0, keyBlock = 0;
@@ -61,16 +62,20 @@ struct WYGradPlan {
 enum RowTerm : int64_t { kThroughW = 0, kThroughU = 4, kThroughL = 8, kRowTerms = 12 };
 
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
-                                            const GPUTargetInfo &target) {
+                                            const GPUTargetInfo &target,
+                                            std::string *whyNot) {
   WYGradPlan p;
   p.numQKHeads = dimOf(op.getK(), 2);
   p.K = dimOf(op.getK(), 3);
   p.numVHeads = dimOf(op.getV(), 2);
   p.V = dimOf(op.getV(), 3);
-  if (!op.getBeta() || !op.getW() || !op.getU())
+  if (!op.getBeta() || !op.getW() || !op.getU()) {
+    if (whyNot)
+      *whyNot = "it has no WY factors";
     return std::nullopt;
+  }
   std::optional<Type> elem = backwardOperandType(
-      {op.getK(), op.getW()}, op.getGates(), op.getChunkSize(), p.K, p.V);
+      {op.getK(), op.getW()}, op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
   if (!elem)
     return std::nullopt;
   p.mmaElem = *elem;
@@ -108,8 +113,11 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.betaOff = take(kChunk * 4);
   p.rowOff = take(kChunk * kRowTerms * 4);
   p.sharedBytes = layout.size();
-  if (p.sharedBytes > target.maxSharedBytesPerBlock())
+  if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
+    if (whyNot)
+      *whyNot = sharedBytesReason(p.sharedBytes, target);
     return std::nullopt;
+  }
   return p;
 }
 
@@ -388,8 +396,9 @@ void WYGradKernel::emit() {
 
 } // namespace
 
-bool canLowerWYGrad(ChunkGradOp op, const GPUTargetInfo &target) {
-  return WYGradPlan::build(op, target).has_value();
+std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  std::string why;
+  return WYGradPlan::build(op, target, &why) ? "" : why;
 }
 
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,

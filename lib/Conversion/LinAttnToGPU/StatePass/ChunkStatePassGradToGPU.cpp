@@ -41,9 +41,10 @@ namespace {
 /// The reverse pass's kernel, decided: its shapes and shared-memory layout.
 struct ReversePassPlan {
   /// The plan for `op`, or nothing where the kernel does not take its
-  /// forms (the op then keeps its loop lowering).
+  /// forms (the op then keeps its loop lowering; `whyNot` gets the reason).
   static std::optional<ReversePassPlan> build(ChunkStatePassGradOp op,
-                                              const GPUTargetInfo &target);
+                                              const GPUTargetInfo &target,
+                                              std::string *whyNot = nullptr);
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
@@ -63,7 +64,8 @@ struct ReversePassPlan {
 };
 
 std::optional<ReversePassPlan>
-ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target) {
+ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
+                       std::string *whyNot) {
   ReversePassPlan p;
   p.numQKHeads = dimOf(op.getQ(), 2);
   p.K = dimOf(op.getQ(), 3);
@@ -71,7 +73,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target) {
   p.V = dimOf(op.getGradOutput(), 3);
   std::optional<Type> elem = backwardOperandType(
       {op.getQ(), op.getK(), op.getGradOutput(), op.getW()}, op.getGates(),
-      op.getChunkSize(), p.K, p.V);
+      op.getChunkSize(), p.K, p.V, whyNot);
   if (!elem)
     return std::nullopt;
   p.mmaElem = *elem;
@@ -100,6 +102,8 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target) {
     if (p.sharedBytes <= limit)
       return p;
   }
+  if (whyNot)
+    *whyNot = sharedBytesReason(p.sharedBytes, target);
   return std::nullopt;
 }
 
@@ -524,6 +528,12 @@ struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
 };
 
 } // namespace
+
+std::string whyNoReversePassKernel(ChunkStatePassGradOp op,
+                                   const GPUTargetInfo &target) {
+  std::string why;
+  return ReversePassPlan::build(op, target, &why) ? "" : why;
+}
 
 void populateChunkStatePassGradToGPUPatterns(
     RewritePatternSet &patterns, const ChunkedLoweringContext &context) {

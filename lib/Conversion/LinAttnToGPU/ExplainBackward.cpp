@@ -1,0 +1,45 @@
+//===- ExplainBackward.cpp - What runs the backward's chunked ops ---------===//
+//
+// For --explain: which of the backward's chunked ops the tensor-core kernels
+// take and which keep (part of) their loop lowering, and why, asked of the
+// same kernel plans the conversion builds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkGrad/ChunkGradKernels.h"
+#include "ChunkedToGPUPatterns.h"
+
+#include "llvm/ADT/StringExtras.h"
+
+namespace mlir::linattn::kernel {
+
+std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target) {
+  SmallVector<std::string> parts;
+  auto add = [&](std::string part) {
+    if (!llvm::is_contained(parts, part)) // dq's and dk's qk_grad alike
+      parts.push_back(std::move(part));
+  };
+  root->walk([&](Operation *op) {
+    if (auto pass = dyn_cast<ChunkStatePassGradOp>(op)) {
+      std::string why = whyNoReversePassKernel(pass, target);
+      add(why.empty() ? "reverse chunk pass: tensor-core kernel"
+                                  : "reverse chunk pass: loops (" + why + ")");
+    } else if (auto grad = dyn_cast<ChunkGradOp>(op)) {
+      std::string key = whyNoKeyGradKernel(grad, target);
+      std::string wy = grad.getBeta() ? whyNoWYGradKernel(grad, target) : "";
+      if (!key.empty())
+        add("chunk_grad: loops (the key kernel: " + key + ")");
+      else if (!wy.empty())
+        add("chunk_grad: loops for the WY share (" + wy +
+                        "), then the key kernel");
+      else
+        add(grad.getBeta() ? "chunk_grad: the WY and key kernels"
+                                       : "chunk_grad: the key kernel");
+    } else if (isa<QKGradOp>(op)) {
+      add("qk_grad: a warp per (b, t, h) row");
+    }
+  });
+  return llvm::join(parts, "; ");
+}
+
+} // namespace mlir::linattn::kernel
