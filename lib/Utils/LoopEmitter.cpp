@@ -37,10 +37,16 @@ ValueRange LoopEmitter::forRangeReduce(
     function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   auto loop = scf::ForOp::create(b, lb, ub, index(1), inits);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToEnd(loop.getBody());
+  // Without carried values the builder has put the (empty) yield already.
+  if (inits.empty())
+    b.setInsertionPoint(loop.getBody()->getTerminator());
+  else
+    b.setInsertionPointToEnd(loop.getBody());
   SmallVector<Value> next =
       body(loop.getInductionVar(), loop.getRegionIterArgs());
-  scf::YieldOp::create(b, next);
+  assert(next.size() == inits.size() && "the body yields one value per init");
+  if (!inits.empty())
+    scf::YieldOp::create(b, next);
   return loop.getResults();
 }
 

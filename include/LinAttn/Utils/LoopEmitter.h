@@ -61,8 +61,8 @@ public:
     forRange(index(0), ub, body);
   }
 
-  /// A loop over [0, ub) carrying `inits`; body(iv, carried) returns the
-  /// next values.
+  /// A loop over [0, ub) carrying `inits` (none is allowed: a plain loop);
+  /// body(iv, carried) returns the next values.
   ValueRange forEachReduce(
       Value ub, ValueRange inits,
       function_ref<SmallVector<Value>(Value, ValueRange)> body) {

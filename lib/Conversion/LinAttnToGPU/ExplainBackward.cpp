@@ -25,16 +25,20 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
       add(why.empty() ? "reverse chunk pass: tensor-core kernel"
                                   : "reverse chunk pass: loops (" + why + ")");
     } else if (auto grad = dyn_cast<ChunkGradOp>(op)) {
-      std::string key = whyNoKeyGradKernel(grad, target);
-      std::string wy = grad.getBeta() ? whyNoWYGradKernel(grad, target) : "";
-      if (!key.empty())
-        add("chunk_grad: loops (the key kernel: " + key + ")");
-      else if (!wy.empty())
-        add("chunk_grad: loops for the WY share (" + wy +
-                        "), then the key kernel");
-      else
-        add(grad.getBeta() ? "chunk_grad: the WY and key kernels"
-                                       : "chunk_grad: the key kernel");
+      ChunkGradLowering lowering = chooseChunkGradLowering(grad, target);
+      switch (lowering.kind) {
+      case ChunkGradLowering::Kind::Loops:
+        add("chunk_grad: loops (the key kernel: " + lowering.why + ")");
+        break;
+      case ChunkGradLowering::Kind::KeyKernel:
+        add(lowering.why.empty() ? "chunk_grad: the key kernel"
+                                 : "chunk_grad: loops for the WY share (" +
+                                       lowering.why + "), then the key kernel");
+        break;
+      case ChunkGradLowering::Kind::WYAndKeyKernels:
+        add("chunk_grad: the WY and key kernels");
+        break;
+      }
     } else if (isa<QKGradOp>(op)) {
       add("qk_grad: a warp per (b, t, h) row");
     }

@@ -48,6 +48,21 @@ std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
 
+/// How linattn.chunk_grad lowers on the GPU: decided once, read by the
+/// conversion and by --explain.
+struct ChunkGradLowering {
+  enum class Kind {
+    Loops,          ///< the loop lowering alone (`why`: the key kernel's reason)
+    KeyKernel,      ///< the WY share (if any) as loops, then the key kernel
+                    ///< (`why`: the WY kernel's reason, "" without beta)
+    WYAndKeyKernels ///< both kernels, no loops
+  };
+  Kind kind;
+  std::string why;
+};
+ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
+                                          const GPUTargetInfo &target);
+
 } // namespace mlir::linattn::kernel
 
 #endif // LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_CHUNKGRADKERNELS_H

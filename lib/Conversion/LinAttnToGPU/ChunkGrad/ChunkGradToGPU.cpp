@@ -24,13 +24,26 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
   emitLaunch(b, {numChunks, e.index(numVHeads), batch}, smemBytes, mmaElem, body);
 }
 
+ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
+                                          const GPUTargetInfo &target) {
+  using Kind = ChunkGradLowering::Kind;
+  if (std::string why = whyNoKeyGradKernel(op, target); !why.empty())
+    return {Kind::Loops, why};
+  if (!op.getBeta())
+    return {Kind::KeyKernel, ""};
+  if (std::string why = whyNoWYGradKernel(op, target); !why.empty())
+    return {Kind::KeyKernel, why};
+  return {Kind::WYAndKeyKernels, ""};
+}
+
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
-  if (!whyNoKeyGradKernel(op, target).empty())
+  ChunkGradLowering lowering = chooseChunkGradLowering(op, target);
+  if (lowering.kind == ChunkGradLowering::Kind::Loops)
     return; // the loop lowering takes the whole op
   auto keyKernel = [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
     emitKeyGradKernel(b, op, target, io);
   };
-  if (!op.getBeta() || !whyNoWYGradKernel(op, target).empty())
+  if (lowering.kind == ChunkGradLowering::Kind::KeyKernel)
     return lowerChunkGrad(op, keyKernel);
 
   ImplicitLocOpBuilder b(op.getLoc(), op);

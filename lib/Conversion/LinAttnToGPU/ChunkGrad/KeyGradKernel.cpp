@@ -511,39 +511,28 @@ void KeyGradKernel::gateGradient() {
 // keyBlockGradients over the key blocks, a run-time loop; the f64 sums
 // the blocks add to (with gates) are its carried values.
 void KeyGradKernel::keyBlocks() {
-  SmallVector<Value> sums;
-  if (p.gates)
-    sums = {rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]};
-  if (shDot)
-    sums.push_back(shDot);
-  Value numKeyBlocks = e.index(p.K / p.keyBlock);
-  if (sums.empty()) {
-    e.forEach(numKeyBlocks, [&](Value kb) {
-      keyBlockGradients(e.mulIndex(kb, e.index(p.keyBlock)));
-    });
-    return;
-  }
-  ValueRange carried = e.forEachReduce(
-      numKeyBlocks, sums,
+  auto sums = [&] {
+    SmallVector<Value> held;
+    if (p.gates)
+      held = {rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]};
+    if (shDot)
+      held.push_back(shDot);
+    return held;
+  };
+  auto setSums = [&](ValueRange held) {
+    if (p.gates)
+      std::tie(rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]) =
+          std::tuple{held[0], held[1], held[2], held[3]};
+    if (shDot)
+      shDot = held.back();
+  };
+  setSums(e.forEachReduce(
+      e.index(p.K / p.keyBlock), sums(),
       [&](Value kb, ValueRange in) -> SmallVector<Value> {
-        if (p.gates)
-          std::tie(rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]) =
-              std::tuple{in[0], in[1], in[2], in[3]};
-        if (shDot)
-          shDot = in.back();
+        setSums(in);
         keyBlockGradients(e.mulIndex(kb, e.index(p.keyBlock)));
-        SmallVector<Value> out;
-        if (p.gates)
-          out = {rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]};
-        if (shDot)
-          out.push_back(shDot);
-        return out;
-      });
-  if (p.gates)
-    std::tie(rowAcc[0], rowAcc[1], shareAcc[0], shareAcc[1]) =
-        std::tuple{carried[0], carried[1], carried[2], carried[3]};
-  if (shDot)
-    shDot = carried.back();
+        return sums();
+      }));
 }
 
 void KeyGradKernel::emit() {
