@@ -13,8 +13,7 @@
 // 4 = 16640), the inverse's scratch (3072), gates, c and beta (3 x 256),
 // dbeta's three row terms by quad (3072): 133120.
 //
-// The key kernel's (q and k, dO, D split, dP~ split, F * E + (F * E)^T
-// split, S's and H's rows split: 13 x 9216; M f32 16640; the rows' f64
+// The key kernel's (q and k, dO, D split, dP~ split, L = F * E split, S's and H's rows split: 13 x 9216; M f32 16640; the rows' f64
 // terms 2 x 2048; <S, H>'s partials 1024; gates and c 2 x 256): 142080.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
@@ -28,13 +27,13 @@
 // The WY kernel, 480 products per warp: dD S^T (both split: 8 tiles x 4
 // k-steps x 3 = 96), K K^T (32), T^T dW and T^T dD (all split: 96 each),
 // Y W^T (Y split: 64), Z U^T (both split: 96). The
-// key kernel, 448: dO D^T (D split: 64) and Q K^T (32); then dO S^T (64),
-// dP~ K (64), D H^T (both split: 96), dP~^T Q (64), (F * E + (F * E)^T) K
-// (64).
+// key kernel, 512: dO D^T (D split: 64) and Q K^T (32); then dO S^T (64),
+// dP~ K (64), D H^T (both split: 96), dP~^T Q (64), L K and L^T K (L = F *
+// E strictly lower: 2 x 64).
 // MMA-LABEL: func.func @gated_delta(
 // MMA-COUNT-480: nvvm.mma.sync
 // MMA:           gpu.launch
-// MMA-COUNT-448: nvvm.mma.sync
+// MMA-COUNT-512: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}

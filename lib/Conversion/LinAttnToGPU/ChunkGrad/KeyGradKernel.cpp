@@ -153,7 +153,7 @@ private:
   void stageInputs();
   /// dP~ to shared memory (hi, lo) and, with gates, M = dP~ * (Q K^T).
   void stagePairs();
-  /// F * E + (F * E)^T to shared memory (hi, lo); with gates M += F * P.
+  /// L = F * E to shared memory (hi, lo); with gates M += F * P.
   void stageFactors();
   /// Rows [key0, + keyBlock) of S and H into shared memory split; with
   /// gates each thread's share of <S, H> over them joins shDot (f64).
@@ -263,40 +263,44 @@ void KeyGradKernel::stagePairs() {
   k.barrier();
 }
 
-// Fs = F * E + (F * E)^T (F strictly lower) from the loops' factorPairs,
-// read by rows (coalesced): element (i, j), j < i, to (i, j) and (j, i) of
-// the split tiles, zero on the diagonal; with gates M_ij += F_ij P_ij.
+// L = F * E (F strictly lower, zero on and above the diagonal) from the
+// loops' factorPairs, read by rows four entries at a time and stored split by
+// rows: no branch and no column store, so every load of the loop is issued
+// before the first is used (a store under a branch per element had exposed
+// each load's latency in turn: bench/NOTES.md b9). The key blocks add both L K
+// and L^T K (Fs = L + L^T). With gates M_ij += F_ij P_ij.
 void KeyGradKernel::stageFactors() {
-  Type f32 = b.getF32Type();
-  k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
-    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk));
-    Value j = arith::RemUIOp::create(b, idx, e.index(kChunk));
-    Value keep;
-    Value decay = decayOrZero(i, j, keep);
-    Value strict = arith::AndIOp::create(b, keep, k.ult(j, i));
+  constexpr int64_t kWidth = 4;
+  auto narrowx4 = VectorType::get({kWidth}, p.mmaElem);
+  Value last = e.subIndex(rows.valid, e.index(1));
+  k.forEachOfBlock(kChunk * kChunk / kWidth, [&](Value idx) {
+    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk / kWidth));
+    Value j0 = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / kWidth)),
+                          e.index(kWidth));
     // Rows past valid are read clamped (their value is dropped).
-    Value last = e.subIndex(rows.valid, e.index(1));
-    Value tr = e.addIndex(rows.t0, e.minIndex(i, last));
-    Value fRaw = e.loadF32(io.factorPairs, {bIdx, tr, hv, j});
-    Value pRaw = p.gates ? e.loadF32(io.keyPairs, {bIdx, tr, hv, j}) : Value();
-    Value f = k.select(strict, e.mul(fRaw, decay), e.f32(0.0f));
-    Value hi = arith::TruncFOp::create(b, p.mmaElem, f);
-    Value lo = arith::TruncFOp::create(
-        b, p.mmaElem, e.sub(f, arith::ExtFOp::create(b, f32, hi).getResult()));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, j, i),
-                          false)
-            .thenBlock());
-    for (auto [r, c] : {std::pair{i, j}, std::pair{j, i}}) {
-      memref::StoreOp::create(b, hi, fHi, ValueRange{r, c});
-      memref::StoreOp::create(b, lo, fLo, ValueRange{r, c});
+    SmallVector<Value> at = {bIdx, e.addIndex(rows.t0, e.minIndex(i, last)), hv, j0};
+    Value fRaw = k.loadWidened(io.factorPairs, at, kWidth);
+    Value pRaw = p.gates ? k.loadWidened(io.keyPairs, at, kWidth) : Value();
+    Value f = arith::ConstantOp::create(b, fRaw.getType(),
+                                        b.getZeroAttr(fRaw.getType()));
+    for (int64_t c = 0; c < kWidth; ++c) {
+      Value j = e.addIndex(j0, e.index(c));
+      Value keep;
+      Value decay = decayOrZero(i, j, keep);
+      Value strict = arith::AndIOp::create(b, keep, k.ult(j, i));
+      Value fc = vector::ExtractOp::create(b, fRaw, c);
+      f = vector::InsertOp::create(
+          b, k.select(strict, e.mul(fc, decay), e.f32(0.0f)), f, c);
+      if (p.gates) {
+        Value pc = vector::ExtractOp::create(b, pRaw, c);
+        Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
+        memref::StoreOp::create(b, k.select(strict, e.add(m, e.mul(fc, pc)), m),
+                                mTile, ValueRange{i, j});
+      }
     }
-    if (p.gates) {
-      Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-      memref::StoreOp::create(
-          b, k.select(strict, e.add(m, e.mul(fRaw, pRaw)), m), mTile, ValueRange{i, j});
-    }
+    auto [hi, lo] = k.split(f, narrowx4);
+    for (auto [part, buf] : {std::pair{hi, fHi}, std::pair{lo, fLo}})
+      vector::StoreOp::create(b, part, buf, ValueRange{i, j0}, false, llvm::Align(8));
   });
   k.barrier();
 }
@@ -406,9 +410,10 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
          Operand{TileView{qTile, /*transposed=*/true}, std::nullopt}, kChunk,
          key0);
   if (p.wy) {
-    k.gemm(dk, Operand{TileView{fHi}, TileView{fLo}}, m0,
-           Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
-           key0);
+    for (bool transposed : {false, true})
+      k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
+             Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
+             key0);
     Value last = e.subIndex(rows.valid, e.index(1));
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
