@@ -47,7 +47,9 @@ struct KeyGradPlan {
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
   /// Keys per pass over the state: the warps' dq and dk accumulators hold
-  /// 16 rows x keyBlock keys, and S's and H's rows come keyBlock at a time.
+  /// 16 rows x keyBlock keys, and S's and H's rows come keyBlock at a time:
+  /// each lands f32 by cp.async while the previous one is in use, then
+  /// goes split to the state tiles (S's rows for dq, then H's for dk).
   int64_t keyBlock = 0;
   bool wy = false, gates = false;
   float scale = 0.0f, rank1Scale = 0.0f;
@@ -56,7 +58,7 @@ struct KeyGradPlan {
   // Byte offsets in shared memory.
   int64_t qOff = 0, kOff = 0, dOOff = 0, dHiOff = 0, dLoOff = 0;
   int64_t pHiOff = 0, pLoOff = 0, fHiOff = 0, fLoOff = 0;
-  int64_t sHiOff = 0, sLoOff = 0, hHiOff = 0, hLoOff = 0;
+  int64_t stateHiOff = 0, stateLoOff = 0, landingOff = 0;
   int64_t mOff = 0, rowOff = 0, shareOff = 0, dotOff = 0, gOff = 0, cOff = 0;
   int64_t sharedBytes = 0;
 };
@@ -107,10 +109,9 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
     p.fHiOff = take(pairTile);
     p.fLoOff = take(pairTile);
   }
-  p.sHiOff = take(stateTile);
-  p.sLoOff = take(stateTile);
-  p.hHiOff = take(stateTile);
-  p.hLoOff = take(stateTile);
+  p.stateHiOff = take(stateTile);
+  p.stateLoOff = take(stateTile);
+  p.landingOff = take(p.keyBlock * p.V * 4);
   if (p.gates) {
     p.mOff = take(kChunk * (kChunk + 1) * 4);
     p.rowOff = take(kChunk * 4 * 8);   // [64][4] f64: the quads' row terms
@@ -155,9 +156,13 @@ private:
   void stagePairs();
   /// L = F * E to shared memory (hi, lo); with gates M += F * P.
   void stageFactors();
-  /// Rows [key0, + keyBlock) of S and H into shared memory split; with
-  /// gates each thread's share of <S, H> over them joins shDot (f64).
-  void stageStates(Value key0);
+  /// Rows [key0, + keyBlock) of `src` (S or H, f32) to the landing tile
+  /// by cp.async, as one group.
+  void copyStateRows(Value src, Value key0);
+  /// Waits for the landed rows and splits them into the state tiles. With
+  /// `dotWithHeld` (H's rows over S's) each thread first adds its share of
+  /// <S, H> to shDot (f64; S as held, hi + lo).
+  void splitLanded(bool dotWithHeld);
   void keyBlockGradients(Value key0);
   void keyBlocks();
   void gateGradient();
@@ -172,7 +177,8 @@ private:
   Value n, hv, bIdx, h, m0;
   ChunkRows rows;
   Value gLast;
-  Value qTile, kTile, dOTile, dHi, dLo, pHi, pLo, fHi, fLo, sHi, sLo, hHi, hLo;
+  Value qTile, kTile, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
+  Value stateHi, stateLo, landing;
   Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
   /// Per thread, f64: the row terms of its rows group and group + 8 (q .
   /// throughState + fromW . k - k . dkState), and k . dkState alone.
@@ -191,17 +197,26 @@ Value KeyGradKernel::decayOrZero(Value i, Value j, Value &keep) {
   return k.select(keep, k.exp(e.sub(gateAt(i), gateAt(j))), e.f32(0.0f));
 }
 
+// q, k and dO (16-bit: copied as they are) by cp.async, in flight while D
+// (f32, split on the way) comes through registers; rows past valid zero.
 void KeyGradKernel::stageInputs() {
   Value t0 = rows.t0;
-  auto rowLoad = [&](Value src, Value head) {
-    return [&, src, head](Value r, Value c) {
-      return k.load8(src, {bIdx, e.addIndex(t0, r), head, c});
-    };
-  };
-  k.fillTile(qTile, kChunk, p.K, rows.valid, rowLoad(io.q, h));
-  k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h));
-  k.fillTile(dOTile, kChunk, p.V, rows.valid, rowLoad(io.gradOutput, hv));
-  k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.newValues, hv), dLo);
+  Value zero = e.index(0);
+  for (auto [tile, src, head, cols] :
+       {std::tuple{qTile, io.q, h, p.K}, std::tuple{kTile, io.k, h, p.K},
+        std::tuple{dOTile, io.gradOutput, hv, p.V}}) {
+    Value at = head;
+    k.copyRowsAsync(tile, zero, cols, t0, rows.valid, io.seqLen, src,
+                    [&](Value row, Value c) -> SmallVector<Value> {
+                      return {bIdx, row, at, c};
+                    });
+  }
+  Value copies = k.commitCopies();
+  // The first key block's S rows land while everything before it runs.
+  copyStateRows(io.states, zero);
+  k.fillTile(dHi, kChunk, p.V, rows.valid, [&](Value r, Value c) {
+    return k.load8(io.newValues, {bIdx, e.addIndex(t0, r), hv, c});
+  }, dLo);
   // Row gates and c = rank1_scale beta: 0 at or past valid.
   if (p.gates || p.wy) {
     OpBuilder::InsertionGuard guard(b);
@@ -220,6 +235,7 @@ void KeyGradKernel::stageInputs() {
                    e.f32(0.0f)),
           cTile, ValueRange{k.tid, e.index(0)});
   }
+  k.waitCopies(copies, /*pending=*/1); // S's rows may still be on the way
   k.barrier();
 }
 
@@ -305,12 +321,26 @@ void KeyGradKernel::stageFactors() {
   k.barrier();
 }
 
-void KeyGradKernel::stageStates(Value key0) {
+void KeyGradKernel::copyStateRows(Value src, Value key0) {
+  k.copyRowsAsync(landing, e.index(0), p.V, key0, e.index(p.keyBlock),
+                  e.index(p.K), src, [&](Value row, Value c) -> SmallVector<Value> {
+                    return {bIdx, n, hv, row, c};
+                  }, p.keyBlock);
+  k.commitCopies();
+}
+
+void KeyGradKernel::splitLanded(bool dotWithHeld) {
   constexpr int64_t kWidth = 8;
   int64_t perRow = p.V / kWidth;
+  Type f32 = b.getF32Type(), f64 = b.getF64Type();
+  auto f32x8 = VectorType::get({kWidth}, f32);
   auto narrowx8 = VectorType::get({kWidth}, p.mmaElem);
-  Type f64 = b.getF64Type();
-  SmallVector<Value> init = {shDot ? shDot : Value(e.f32(0.0f))};
+  k.waitCopies(k.commitCopies(), 0);
+  // Landed for every thread; with dotWithHeld, every warp is past its
+  // products with S's tiles.
+  k.barrier();
+  bool dot = dotWithHeld && shDot;
+  SmallVector<Value> init = {dot ? shDot : Value(e.f32(0.0f))};
   ValueRange out = e.forEachReduce(
       e.index(p.keyBlock * perRow / kThreads), init,
       [&](Value it, ValueRange acc) -> SmallVector<Value> {
@@ -318,21 +348,28 @@ void KeyGradKernel::stageStates(Value key0) {
         Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
         Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                              e.index(kWidth));
-        SmallVector<Value> at = {bIdx, n, hv, e.addIndex(key0, r), c};
-        Value sx = k.load8(io.states, at), hx = k.load8(io.gradStates, at);
-        for (auto [x, hi, lo] : {std::tuple{sx, sHi, sLo}, std::tuple{hx, hHi, hLo}}) {
-          auto [xHi, xLo] = k.split(x, narrowx8);
-          vector::StoreOp::create(b, xHi, hi, ValueRange{r, c}, false, llvm::Align(16));
-          vector::StoreOp::create(b, xLo, lo, ValueRange{r, c}, false, llvm::Align(16));
+        auto load = [&](Value buf, Type type) {
+          return vector::LoadOp::create(b, type, buf, ValueRange{r, c}, false,
+                                        llvm::Align(16)).getResult();
+        };
+        Value x = load(landing, f32x8);
+        Value sum = acc[0];
+        if (dot) {
+          Value held = arith::AddFOp::create(
+              b, arith::ExtFOp::create(b, f32x8, load(stateHi, narrowx8)),
+              arith::ExtFOp::create(b, f32x8, load(stateLo, narrowx8)));
+          Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64),
+                                             arith::MulFOp::create(b, held, x).getResult());
+          sum = arith::AddFOp::create(
+              b, sum, vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod));
         }
-        if (!shDot)
-          return {acc[0]};
-        Value prod32 = arith::MulFOp::create(b, sx, hx);
-        Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64), prod32);
-        Value sum = vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod);
-        return {arith::AddFOp::create(b, acc[0], sum)};
+        // This thread read (r, c) of the state tiles and alone writes it.
+        auto [xHi, xLo] = k.split(x, narrowx8);
+        vector::StoreOp::create(b, xHi, stateHi, ValueRange{r, c}, false, llvm::Align(16));
+        vector::StoreOp::create(b, xLo, stateLo, ValueRange{r, c}, false, llvm::Align(16));
+        return {sum};
       });
-  if (shDot)
+  if (dot)
     shDot = out[0];
   k.barrier();
 }
@@ -354,11 +391,13 @@ void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
 }
 
 // Keys [key0, + keyBlock) (a run-time loop's block: its code is emitted
-// once): S's and H's rows staged split, then the warp's dq and dk rows.
+// once): S's rows (landed before the block) split, H's copied during dq's
+// products, then split for dk's; the next block's S rows copied during
+// dk's.
 void KeyGradKernel::keyBlockGradients(Value key0) {
   int64_t tiles = p.keyBlock / 8;
-  stageStates(key0);
-  k.barrier();
+  splitLanded(/*dotWithHeld=*/false);
+  copyStateRows(io.gradStates, key0);
   Type f64 = b.getF64Type();
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
   auto keyAt = [&](Value tileBuf, Value row, Value col) {
@@ -373,7 +412,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   // dq = scale exp(G_i) dO S^T + dP~ K.
   SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
   k.gemm(dq, Operand{TileView{dOTile}, std::nullopt}, m0,
-         Operand{TileView{sHi}, TileView{sLo}}, p.V);
+         Operand{TileView{stateHi}, TileView{stateLo}}, p.V);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       Value factor = e.f32(p.scale);
@@ -391,10 +430,28 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
          key0);
   storeRows(dq, io.dq, key0);
 
-  // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K].
+  // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K]. Y's entries
+  // are loaded first, so that their latency passes under dk's products (a
+  // load after them waited alone: bench/NOTES.md b9).
+  Value last = e.subIndex(rows.valid, e.index(1));
+  SmallVector<Value> y;
+  if (p.wy)
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        y.push_back(e.loadF32(
+            io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(k.accRow(m0, i), last)), hv,
+                    e.addIndex(key0, k.accCol(8 * nt, i))}));
+  splitLanded(/*dotWithHeld=*/true);
+  {
+    Value next = e.addIndex(key0, e.index(p.keyBlock));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(next, e.index(p.K)), false).thenBlock());
+    copyStateRows(io.states, next);
+  }
   SmallVector<SmallVector<Value>> dk = k.zeroAcc(tiles);
   k.gemm(dk, Operand{TileView{dHi}, TileView{dLo}}, m0,
-         Operand{TileView{hHi}, TileView{hLo}}, p.V);
+         Operand{TileView{stateHi}, TileView{stateLo}}, p.V);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       if (p.gates)
@@ -414,17 +471,14 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
              Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
              key0);
-    Value last = e.subIndex(rows.valid, e.index(1));
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value row = k.accRow(m0, i);
-        Value key = e.addIndex(key0, k.accCol(8 * nt, i));
-        Value y = e.loadF32(io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(row, last)),
-                                    hv, key});
         Value coeff = memref::LoadOp::create(b, cTile, ValueRange{row, e.index(0)});
         if (p.gates)
           coeff = e.mul(coeff, k.exp(rowGates[i / 2]));
-        Value fromW = k.select(k.ult(row, rows.valid), e.mul(coeff, y), e.f32(0.0f));
+        Value fromW = k.select(k.ult(row, rows.valid), e.mul(coeff, y[4 * nt + i]),
+                                 e.f32(0.0f));
         dk[nt][i] = e.add(dk[nt][i], fromW);
         if (p.gates)
           rowAcc[i / 2] = arith::AddFOp::create(
@@ -433,7 +487,6 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       }
   }
   storeRows(dk, io.dk, key0);
-  k.barrier(); // S's and H's tiles are free for the next key block
 }
 
 // dL/dG per row (f64): the quads' row terms, M's row sum minus its column
@@ -453,7 +506,7 @@ void KeyGradKernel::gateGradient() {
     memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, k.quad});
     memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, k.quad});
   }
-  // This thread's share of <S, H>, from the state tiles' staging.
+  // This thread's share of <S, H>, from the split of H's rows.
   memref::StoreOp::create(b, shDot, dotTerms, ValueRange{k.tid, e.index(0)});
   k.barrier();
   {
@@ -561,10 +614,9 @@ void KeyGradKernel::emit() {
     fLo = tile16(p.fLoOff, kChunk, p.pairStride);
     cTile = tileOf(p.cOff, kChunk, 1, f32);
   }
-  sHi = tile16(p.sHiOff, p.keyBlock, p.valueStride);
-  sLo = tile16(p.sLoOff, p.keyBlock, p.valueStride);
-  hHi = tile16(p.hHiOff, p.keyBlock, p.valueStride);
-  hLo = tile16(p.hLoOff, p.keyBlock, p.valueStride);
+  stateHi = tile16(p.stateHiOff, p.keyBlock, p.valueStride);
+  stateLo = tile16(p.stateLoOff, p.keyBlock, p.valueStride);
+  landing = tileOf(p.landingOff, p.keyBlock, p.V, f32);
   if (p.gates) {
     Type f64 = b.getF64Type();
     mTile = tileOf(p.mOff, kChunk, kChunk + 1, f32);

@@ -142,6 +142,8 @@ private:
                 {row, col}, Value());
   }
   void stage();
+  /// beta, c = rank1_scale beta and the row gates (0 at or past valid).
+  void stageRowScalars();
   void negatedWGradient();
   void keyPairs();
   void splitInverse();
@@ -162,16 +164,32 @@ private:
   Value pTile, gTile, cTile, betaTile, rowTerms;
 };
 
+// k and W (16-bit: copied as they are) by cp.async, in flight while U and
+// dD (f32, split on the way) come through registers; rows past valid zero.
+// The caller's barrier publishes the tiles.
 void WYGradKernel::stage() {
   auto rowLoad = [&](Value src, Value head) {
     return [&, src, head](Value r, Value c) {
       return k.load8(src, {bIdx, token(r), head, c});
     };
   };
-  k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h));
-  k.fillTile(wTile, kChunk, p.K, rows.valid, rowLoad(io.w, hv));
+  Value zero = e.index(0);
+  for (auto [tile, src, head] :
+       {std::tuple{kTile, io.k, h}, std::tuple{wTile, io.w, hv}}) {
+    Value at = head;
+    k.copyRowsAsync(tile, zero, p.K, rows.t0, rows.valid, io.seqLen, src,
+                    [&](Value row, Value c) -> SmallVector<Value> {
+                      return {bIdx, row, at, c};
+                    });
+  }
+  Value copies = k.commitCopies();
   k.fillTile(uHi, kChunk, p.V, rows.valid, rowLoad(io.u, hv), uLo);
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
+  stageRowScalars();
+  k.waitCopies(copies, 0);
+}
+
+void WYGradKernel::stageRowScalars() {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
