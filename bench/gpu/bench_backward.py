@@ -6,19 +6,25 @@ Two halves, one file:
   bench/gpu/bench_backward.py variants SPEC_DIR
       (on the MLIR machine, as bench/gpu/prepare.sh's LINATTN_VARIANTS)
       writes the specs of the issue's training shapes, bf16, K = V = 128,
-      dynamic B and T: Gated DeltaNet and DeltaNet with H = HV = 8, Gated
-      DeltaNet with 8 q/k and 16 value heads (and Gated DeltaNet compiled
-      with --strategy=recurrent: the adjoint's loop, for comparison); prints
+      dynamic B and T: every family with H = HV = 8, Gated DeltaNet with 8
+      q/k and 16 value heads (and Gated DeltaNet compiled with
+      --strategy=recurrent: the adjoint's loop, for comparison); prints
       `NAME SPEC --backward [OPTIONS]`.
 
   bench/gpu/bench_backward.py run --libdir D --runner R --json OUT [--rows REGEX]
       (on the GPU machine, bench/gpu/device.sh bench-backward) for each row
-      (family, B, T, H, HV): LinAttn's NAME_backward from a CUDA graph
-      (linattn-gpu-run --graph --bench), and fla's backward of its chunk
-      function (chunk_gated_delta_rule / chunk_delta_rule: torch.autograd.grad
-      of the output and final state, CUDA events over repeated calls after a
-      warm-up; fla's gated-backward guard on Hopper with Triton 3.4-3.7.0 is
-      bypassed for timing only) and its forward + backward. With
+      (family, B, T, H, HV): LinAttn's NAME_backward and its forward NAME,
+      each from a CUDA graph (linattn-gpu-run --graph --bench; their sum is
+      LinAttn's forward + backward), and fla's backward of the family's
+      chunk function (chunk_gated_delta_rule, chunk_delta_rule,
+      chunk_simple_gla, chunk_gla, chunk_kda, chunk_linear_attn,
+      chunk_retention: torch.autograd.grad of the output and final state,
+      CUDA events over repeated calls after a warm-up; fla's gated-backward
+      guard on Hopper with Triton 3.4-3.7.0 is bypassed for timing only)
+      and its forward + backward (one autograd pass; also replayed from a
+      CUDA graph where fla's code captures, which drops the host's launch
+      gaps that the events count: the ratio uses the graph's time where
+      there is one). negeig has no fla counterpart. With
       --errors-T, rows of that T also report both backwards' gradient errors
       against torch.autograd through bench/gpu/check.py's float64 loop.
       With --kernel-times, each of LinAttn's kernels is also timed alone in
@@ -38,12 +44,23 @@ SPECS = {  # name: (family kind, H, HV, linattn-compile options)
     "gated_deltanet_h8": ("gated_delta", 8, 8, ""),
     "gated_deltanet_h8_hv16": ("gated_delta", 8, 16, ""),
     "deltanet_h8": ("delta", 8, 8, ""),
+    "deltanet_negeig_h8": ("negeig_delta", 8, 8, ""),
+    "simple_gla_h8": ("scalar_gate", 8, 8, ""),
+    "gla_h8": ("key_gate", 8, 8, ""),
+    "kda_h8": ("kda", 8, 8, ""),
+    "linear_attention_h8": ("identity", 8, 8, ""),
+    "retnet_h8": ("constant_decay", 8, 8, ""),
     # The adjoint's reverse loop (the backward before the chunked form).
     "gated_deltanet_h8_loop": ("gated_delta", 8, 8, "--strategy=recurrent"),
 }
+# Every family at the issue's forward + backward shape (B 4, H 8, T 4096).
+FAMILY_ROWS = [(name, 4, 4096) for name in (
+    "simple_gla_h8", "gla_h8", "kda_h8", "linear_attention_h8", "retnet_h8",
+    "deltanet_negeig_h8")]
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]
-        + [("gated_deltanet_h8_hv16", 1, 32768), ("gated_deltanet_h8_loop", 4, 1024)])
+        + [("gated_deltanet_h8_hv16", 1, 32768), ("gated_deltanet_h8_loop", 4, 1024)]
+        + FAMILY_ROWS)
 
 
 def variants(spec_dir):
@@ -52,30 +69,57 @@ def variants(spec_dir):
     os.makedirs(spec_dir, exist_ok=True)
     for name, (kind, H, HV, options) in SPECS.items():
         path = os.path.join(spec_dir, name + ".mlir")
-        ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V)
+        decay = ref.retnet_decay(HV) if kind == "constant_decay" else None
+        ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, decay=decay)
         print(name, path, "--backward", options)
 
 
 def fla_backward(kind, ins, do, ds, scale):
-    """(forward, backward) closures over fla's chunk function on `ins`."""
+    """(names, backward, forward + backward, forward) over fla's chunk
+    function on `ins`: `names` the inputs whose gradients the closures
+    return, in order."""
     import torch
     import fla.ops.common.chunk_o as chunk_o
     chunk_o.TRITON_ABOVE_3_7_1 = True  # the Hopper guard: timing only
     bf = torch.bfloat16
     q, k, v = (ins[n].to(bf).requires_grad_() for n in ("q", "k", "v"))
     s0 = ins["initial_state"].float().contiguous().requires_grad_()
-    beta = ins["beta"].float().requires_grad_()
-    leaves = [q, k, v, beta, s0]
+    names = ["q", "k", "v"]
+    leaves = [q, k, v]
+    for n in ("gate", "beta"):
+        if n in ins:
+            names.append(n)
+            leaves.append(ins[n].float().requires_grad_())
+    names.append("initial_state")
+    leaves.append(s0)
+    g = leaves[names.index("gate")] if "gate" in names else None
+    beta = leaves[names.index("beta")] if "beta" in names else None
+    common = dict(scale=scale, initial_state=s0, output_final_state=True)
     if kind == "gated_delta":
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
-        g = ins["gate"].float().requires_grad_()
-        leaves.insert(3, g)
-        run = lambda: f(q, k, v, g, beta, scale=scale, initial_state=s0, output_final_state=True)
-    else:
+        run = lambda: f(q, k, v, g, beta, **common)
+    elif kind == "delta":
         from fla.ops.delta_rule import chunk_delta_rule as f
-        run = lambda: f(q, k, v, beta, scale=scale, initial_state=s0, output_final_state=True)
+        run = lambda: f(q, k, v, beta, **common)
+    elif kind == "kda":
+        from fla.ops.kda import chunk_kda as f
+        run = lambda: f(q, k, v, g, beta, **common)
+    elif kind == "scalar_gate":
+        from fla.ops.simple_gla import chunk_simple_gla as f
+        run = lambda: f(q, k, v, g, **common)
+    elif kind == "key_gate":
+        from fla.ops.gla import chunk_gla as f
+        run = lambda: f(q, k, v, g, **common)
+    elif kind == "identity":
+        from fla.ops.linear_attn import chunk_linear_attn as f
+        run = lambda: f(q, k, v, normalize=False, **common)
+    elif kind == "constant_decay":  # fla's fixed gammas 1 - 2^(-5 - h), as the spec's
+        from fla.ops.retention import chunk_retention as f
+        run = lambda: f(q, k, v, **common)
+    else:
+        raise SystemExit(f"{kind}: no fla counterpart")
     rep = v.shape[2] // q.shape[2]
-    if rep > 1 and kind == "delta":
+    if rep > 1 and kind != "gated_delta":
         raise SystemExit("fla's delta rule backward with HV > H faulted here: not timed")
     o, s = run()
     dob = do.to(bf)
@@ -86,7 +130,7 @@ def fla_backward(kind, ins, do, ds, scale):
     def forward_backward():
         o2, s2 = run()
         return torch.autograd.grad((o2, s2), leaves, (dob, ds))
-    return leaves, backward, forward_backward
+    return names, backward, forward_backward, run
 
 
 def time_events(fn, reps=10):
@@ -137,6 +181,14 @@ def run(args):
                 call += ["--output", o]
             cmd = call + ["--graph", "--bench", "10", "--warmup", "2",
                           "--json", os.path.join(work, "t.json")]
+            # The forward alone, on the same inputs (its outputs dropped).
+            fwd_cmd = [args.runner, lib, "--entry", name]
+            for n in names:
+                fwd_cmd += ["--input", os.path.join(work, n + ".npy")]
+            fwd_cmd += ["--output", os.path.join(work, "o.npy"),
+                        "--output", os.path.join(work, "s.npy"),
+                        "--graph", "--bench", "10", "--warmup", "2",
+                        "--json", os.path.join(work, "f.json")]
             row = {"spec": name, "kind": kind, "B": B, "T": T, "H": H, "HV": HV, "K": K, "V": V}
             if args.kernel_times:
                 # One more call, each launch timed alone (the runtime's
@@ -152,33 +204,57 @@ def run(args):
                 with open(os.path.join(work, "t.json")) as f:
                     timing = json.load(f)
                 row["linattn_backward_ms"] = timing.get("median_ms", timing.get("ms"))
+            proc = subprocess.run(fwd_cmd, capture_output=True, text=True, timeout=600)
+            if proc.returncode != 0:
+                row["linattn_forward_error"] = (proc.stderr or proc.stdout)[-300:]
+            else:
+                with open(os.path.join(work, "f.json")) as f:
+                    timing = json.load(f)
+                row["linattn_forward_ms"] = timing.get("median_ms", timing.get("ms"))
+                if "linattn_backward_ms" in row:
+                    row["linattn_forward_backward_ms"] = round(
+                        row["linattn_forward_ms"] + row["linattn_backward_ms"], 4)
             scale = K ** -0.5
             try:
-                leaves, bwd, fwd_bwd = fla_backward(kind, ins, do, ds, scale)
+                fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale)
                 row["fla_backward_ms"] = round(time_events(bwd), 4)
                 row["fla_forward_backward_ms"] = round(time_events(fwd_bwd), 4)
-            except Exception as exc:  # a faulting fla kernel: reported, not fatal
+                # Events around Python calls count the host's launch gaps
+                # too; the forward + backward replayed from a CUDA graph
+                # (as LinAttn's are) does not.
+                try:
+                    from fla_time import time_graph
+                    row["fla_forward_backward_graph_ms"] = round(time_graph(fwd_bwd, reps=10), 4)
+                    # Its forward alone (autograd recording, as in training):
+                    # the backward's share is the difference.
+                    row["fla_forward_graph_ms"] = round(time_graph(fla_forward, reps=10), 4)
+                    row["fla_backward_graph_ms"] = round(
+                        row["fla_forward_backward_graph_ms"] - row["fla_forward_graph_ms"], 4)
+                except Exception as exc:  # not capturable: the events' time stands
+                    row["fla_graph_error"] = str(exc)[:300]
+            except (Exception, SystemExit) as exc:  # no counterpart, or a fault: reported
                 row["fla_error"] = str(exc)[-300:]
             if args.errors_T and T == args.errors_T and "linattn_error" not in row:
                 d = {n: ins[n].double().requires_grad_() for n in names}
+                gammas = fwd.retnet_gammas(HV) if kind == "constant_decay" else None
                 o, s = fwd.reference(kind, d["q"], d["k"], d["v"], d.get("gate"), d.get("beta"),
-                                     d["initial_state"], scale, None)
+                                     d["initial_state"], scale, gammas)
                 loss = (o * do.double()).sum() + (s * ds.double()).sum()
                 ref = torch.autograd.grad(loss, [d[n] for n in names])
                 row["linattn_rel_err"] = {
                     n: fwd.rel_err(torch.from_numpy(np.load(p)).cuda().double(), r)
                     for n, p, r in zip(names, outs, ref)}
                 if "fla_error" not in row:
-                    got = bwd()
-                    order = {"q": 0, "k": 1, "v": 2}
-                    if kind == "gated_delta":
-                        order.update(gate=3, beta=4, initial_state=5)
-                    else:
-                        order.update(beta=3, initial_state=4)
-                    row["fla_rel_err"] = {n: fwd.rel_err(got[order[n]].double(), r)
+                    got = dict(zip(fla_names, bwd()))
+                    row["fla_rel_err"] = {n: fwd.rel_err(got[n].double(), r)
                                           for n, r in zip(names, ref)}
-            if "linattn_backward_ms" in row and "fla_backward_ms" in row:
-                row["fla_over_linattn"] = round(row["fla_backward_ms"] / row["linattn_backward_ms"], 3)
+            fla_b = row.get("fla_backward_graph_ms", row.get("fla_backward_ms"))
+            if "linattn_backward_ms" in row and fla_b:
+                row["fla_over_linattn"] = round(fla_b / row["linattn_backward_ms"], 3)
+            fla_fb = row.get("fla_forward_backward_graph_ms", row.get("fla_forward_backward_ms"))
+            if "linattn_forward_backward_ms" in row and fla_fb:
+                row["fla_over_linattn_forward_backward"] = round(
+                    fla_fb / row["linattn_forward_backward_ms"], 3)
             rows.append(row)
             print(json.dumps(row), flush=True)
     report = {"device": torch.cuda.get_device_name(0), "rows": rows}
