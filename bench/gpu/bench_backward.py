@@ -197,23 +197,19 @@ def run(args):
                                        env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
                 row["kernel_ms"] = [line for line in timed.stderr.splitlines()
                                     if line.startswith("kernel ")]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                row["linattn_error"] = (proc.stderr or proc.stdout)[-300:]
-            else:
-                with open(os.path.join(work, "t.json")) as f:
+            for command, report, key, error in (
+                    (cmd, "t.json", "linattn_backward_ms", "linattn_error"),
+                    (fwd_cmd, "f.json", "linattn_forward_ms", "linattn_forward_error")):
+                proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+                if proc.returncode != 0:
+                    row[error] = (proc.stderr or proc.stdout)[-300:]
+                    continue
+                with open(os.path.join(work, report)) as f:
                     timing = json.load(f)
-                row["linattn_backward_ms"] = timing.get("median_ms", timing.get("ms"))
-            proc = subprocess.run(fwd_cmd, capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                row["linattn_forward_error"] = (proc.stderr or proc.stdout)[-300:]
-            else:
-                with open(os.path.join(work, "f.json")) as f:
-                    timing = json.load(f)
-                row["linattn_forward_ms"] = timing.get("median_ms", timing.get("ms"))
-                if "linattn_backward_ms" in row:
-                    row["linattn_forward_backward_ms"] = round(
-                        row["linattn_forward_ms"] + row["linattn_backward_ms"], 4)
+                row[key] = timing.get("median_ms", timing.get("ms"))
+            if "linattn_backward_ms" in row and "linattn_forward_ms" in row:
+                row["linattn_forward_backward_ms"] = round(
+                    row["linattn_forward_ms"] + row["linattn_backward_ms"], 4)
             scale = K ** -0.5
             try:
                 fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale)
