@@ -76,8 +76,9 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
                           op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
   if (!elem)
     return std::nullopt;
-  // Its dq and dk accumulators hold 16 rows x 64 keys, S's and H's key
-  // blocks [64][V + 8] split: up to K = V = 128 in one block's memory.
+  // Its dq and dk accumulators hold 16 rows x 64 keys, the state tiles
+  // [64][V + 8] split and their f32 landing tile [64][V]: up to K = V =
+  // 128 in one block's memory.
   if (p.K > 128 || p.V > 128) {
     if (whyNot)
       *whyNot = "it takes K and V up to 128";
