@@ -53,16 +53,17 @@ LogicalResult checkSharedBytes(Operation *op, StringRef kernel, int64_t bytes,
                                const GPUTargetInfo &target) {
   if (bytes <= target.maxSharedBytesPerBlock())
     return success();
-  return op->emitOpError() << "GPU " << kernel << " kernel needs " << bytes
-                           << " bytes of shared memory, more than the "
-                           << target.maxSharedBytesPerBlock()
-                           << " a block may have";
+  return op->emitOpError() << "GPU " << kernel << " kernel needs "
+                           << sharedBytesExcess(bytes, target);
+}
+
+std::string sharedBytesExcess(int64_t bytes, const GPUTargetInfo &target) {
+  return std::to_string(bytes) + " bytes of shared memory, more than the " +
+         std::to_string(target.maxSharedBytesPerBlock()) + " a block may have";
 }
 
 std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target) {
-  return "its tiles need " + std::to_string(bytes) +
-         " bytes of shared memory, more than the " +
-         std::to_string(target.maxSharedBytesPerBlock()) + " a block may have";
+  return "its tiles need " + sharedBytesExcess(bytes, target);
 }
 
 std::optional<Type> backwardOperandType(ValueRange operands, Value gates,

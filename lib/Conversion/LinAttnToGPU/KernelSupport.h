@@ -37,8 +37,11 @@ LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,
                                  ArrayRef<std::pair<StringRef, int64_t>> dims,
                                  StringRef whyNotLong = "");
 
-/// "its tiles need N bytes of shared memory, more than the M a block may
-/// have": why a kernel plan does not fit, for --explain.
+/// "N bytes of shared memory, more than the M a block may have": the tail
+/// of every message about a kernel plan that does not fit `target`.
+std::string sharedBytesExcess(int64_t bytes, const GPUTargetInfo &target);
+/// "its tiles need " + sharedBytesExcess: why a kernel plan does not fit,
+/// for --explain.
 std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target);
 
 /// The 16-bit type the backward's tensor-core kernels (the reverse chunk

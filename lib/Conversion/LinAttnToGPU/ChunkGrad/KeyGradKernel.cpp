@@ -203,15 +203,9 @@ Value KeyGradKernel::decayOrZero(Value i, Value j, Value &keep) {
 void KeyGradKernel::stageInputs() {
   Value t0 = rows.t0;
   Value zero = e.index(0);
-  for (auto [tile, src, head, cols] :
-       {std::tuple{qTile, io.q, h, p.K}, std::tuple{kTile, io.k, h, p.K},
-        std::tuple{dOTile, io.gradOutput, hv, p.V}}) {
-    Value at = head;
-    k.copyRowsAsync(tile, zero, cols, t0, rows.valid, io.seqLen, src,
-                    [&](Value row, Value c) -> SmallVector<Value> {
-                      return {bIdx, row, at, c};
-                    });
-  }
+  k.copyTokenRowsAsync(qTile, p.K, rows, io.seqLen, io.q, bIdx, h);
+  k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
+  k.copyTokenRowsAsync(dOTile, p.V, rows, io.seqLen, io.gradOutput, bIdx, hv);
   Value copies = k.commitCopies();
   // The first key block's S rows land while everything before it runs.
   copyStateRows(io.states, zero);

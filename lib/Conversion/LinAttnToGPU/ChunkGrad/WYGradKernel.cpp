@@ -173,15 +173,8 @@ void WYGradKernel::stage() {
       return k.load8(src, {bIdx, token(r), head, c});
     };
   };
-  Value zero = e.index(0);
-  for (auto [tile, src, head] :
-       {std::tuple{kTile, io.k, h}, std::tuple{wTile, io.w, hv}}) {
-    Value at = head;
-    k.copyRowsAsync(tile, zero, p.K, rows.t0, rows.valid, io.seqLen, src,
-                    [&](Value row, Value c) -> SmallVector<Value> {
-                      return {bIdx, row, at, c};
-                    });
-  }
+  k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
+  k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
   Value copies = k.commitCopies();
   k.fillTile(uHi, kChunk, p.V, rows.valid, rowLoad(io.u, hv), uLo);
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);

@@ -172,6 +172,15 @@ void KernelEmitter::copyRowsAsync(
   }
 }
 
+void KernelEmitter::copyTokenRowsAsync(Value dst, int64_t cols, ChunkRows rows,
+                                       Value seqLen, Value src, Value batch,
+                                       Value head, bool narrowRows) {
+  copyRowsAsync(dst, e.index(0), cols, rows.t0, rows.valid, seqLen, src,
+                [&](Value t, Value c) -> SmallVector<Value> {
+                  return {batch, t, head, c};
+                }, kChunk, narrowRows);
+}
+
 Value KernelEmitter::commitCopies() {
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});

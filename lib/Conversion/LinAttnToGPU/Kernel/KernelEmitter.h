@@ -95,6 +95,11 @@ public:
                      Value valid, Value seqLen, Value src,
                      function_ref<SmallVector<Value>(Value, Value)> srcIndices,
                      int64_t rows = kChunk, bool narrowRows = false);
+  /// copyRowsAsync of chunk `rows`' tokens of a [B, T, heads, cols] input,
+  /// src[batch, t, head, :], to dst's rows from 0.
+  void copyTokenRowsAsync(Value dst, int64_t cols, ChunkRows rows, Value seqLen,
+                          Value src, Value batch, Value head,
+                          bool narrowRows = false);
 
   /// Closes the group of the copies this thread started since the last
   /// commit (cp.async.commit_group).

@@ -206,10 +206,8 @@ Value ReversePassKernel::prefetch(Value j) {
   ReverseStage st = stageAt(j);
   Value zero = e.index(0);
   auto keyRows = [&](Value dst, Value src, Value head) {
-    k.copyRowsAsync(dst, zero, p.K, t0, valid, io.seqLen, src,
-                    [&](Value t, Value c) -> SmallVector<Value> {
-      return {bIdx, t, head, c};
-    }, kChunk, /*narrowRows=*/true);
+    k.copyTokenRowsAsync(dst, p.K, rows, io.seqLen, src, bIdx, head,
+                         /*narrowRows=*/true);
   };
   keyRows(st.q, io.q, h);
   keyRows(st.k, io.k, h);

@@ -116,9 +116,8 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   p.exchangeOffset = p.stages * s.bytes();
   p.outOffset = p.exchangeOffset + p.exchangeBytes;
   if (p.sharedBytes() > limit)
-    return op.emitOpError() << "GPU state pass needs " << p.sharedBytes()
-                            << " bytes of shared memory, more than the "
-                            << limit << " a block may have";
+    return op.emitOpError() << "GPU state pass needs "
+                            << sharedBytesExcess(p.sharedBytes(), target);
   return p;
 }
 
