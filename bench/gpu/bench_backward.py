@@ -6,8 +6,9 @@ Two halves, one file:
   bench/gpu/bench_backward.py variants SPEC_DIR
       (on the MLIR machine, as bench/gpu/prepare.sh's LINATTN_VARIANTS)
       writes the specs of the issue's training shapes, bf16, K = V = 128,
-      dynamic B and T: every family with H = HV = 8, Gated DeltaNet with 8
-      q/k and 16 value heads (and Gated DeltaNet compiled with
+      dynamic B and T: every family with H = HV = 8, Gated DeltaNet with
+      {qk_l2norm} (fla: use_qk_l2norm_in_kernel), with 8 q/k and 16 value
+      heads (and Gated DeltaNet compiled with
       --strategy=recurrent: the adjoint's loop, for comparison); prints
       `NAME SPEC --backward [OPTIONS]`.
 
@@ -42,6 +43,9 @@ import tempfile
 K = V = 128
 SPECS = {  # name: (family kind, H, HV, linattn-compile options)
     "gated_deltanet_h8": ("gated_delta", 8, 8, ""),
+    # {qk_l2norm}: q and k normalised inside the op, as fla's Gated
+    # DeltaNet layer calls it (use_qk_l2norm_in_kernel=True).
+    "gated_deltanet_h8_l2norm": ("gated_delta", 8, 8, ""),
     "gated_deltanet_h8_hv16": ("gated_delta", 8, 16, ""),
     "deltanet_h8": ("delta", 8, 8, ""),
     "deltanet_negeig_h8": ("negeig_delta", 8, 8, ""),
@@ -59,8 +63,13 @@ FAMILY_ROWS = [(name, 4, 4096) for name in (
     "deltanet_negeig_h8")]
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]
+        + [("gated_deltanet_h8_l2norm", 4, T) for T in (1024, 4096, 16384)]
         + [("gated_deltanet_h8_hv16", 1, 32768), ("gated_deltanet_h8_loop", 4, 1024)]
         + FAMILY_ROWS)
+
+
+def is_l2norm(name):
+    return name.endswith("_l2norm")
 
 
 def variants(spec_dir):
@@ -70,14 +79,16 @@ def variants(spec_dir):
     for name, (kind, H, HV, options) in SPECS.items():
         path = os.path.join(spec_dir, name + ".mlir")
         decay = ref.retnet_decay(HV) if kind == "constant_decay" else None
-        ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, decay=decay)
+        ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, decay=decay,
+                       qk_l2norm=is_l2norm(name))
         print(name, path, "--backward", options)
 
 
-def fla_backward(kind, ins, do, ds, scale):
+def fla_backward(kind, ins, do, ds, scale, qk_l2norm=False):
     """(names, backward, forward + backward, forward) over fla's chunk
     function on `ins`: `names` the inputs whose gradients the closures
-    return, in order."""
+    return, in order. With qk_l2norm, fla normalises q and k in its kernels
+    (use_qk_l2norm_in_kernel, Gated DeltaNet only)."""
     import torch
     import fla.ops.common.chunk_o as chunk_o
     chunk_o.TRITON_ABOVE_3_7_1 = True  # the Hopper guard: timing only
@@ -97,7 +108,7 @@ def fla_backward(kind, ins, do, ds, scale):
     common = dict(scale=scale, initial_state=s0, output_final_state=True)
     if kind == "gated_delta":
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
-        run = lambda: f(q, k, v, g, beta, **common)
+        run = lambda: f(q, k, v, g, beta, use_qk_l2norm_in_kernel=qk_l2norm, **common)
     elif kind == "delta":
         from fla.ops.delta_rule import chunk_delta_rule as f
         run = lambda: f(q, k, v, beta, **common)
@@ -118,6 +129,8 @@ def fla_backward(kind, ins, do, ds, scale):
         run = lambda: f(q, k, v, **common)
     else:
         raise SystemExit(f"{kind}: no fla counterpart")
+    if qk_l2norm and kind != "gated_delta":
+        raise SystemExit(f"{kind}: fla's in-kernel l2 norm not wired here")
     rep = v.shape[2] // q.shape[2]
     if rep > 1 and kind != "gated_delta":
         raise SystemExit("fla's delta rule backward with HV > H faulted here: not timed")
@@ -163,9 +176,11 @@ def run(args):
             if args.rows and not re.search(args.rows, f"{name} {B} {T}"):
                 continue
             kind, H, HV, _ = SPECS[name]
-            ins = fwd.make_inputs(kind, B, T, K, V, "bf16", False, gen, False, H, HV)
-            # q, k normalised by the caller, as the fla functions' users do.
-            ins["q"], ins["k"] = fwd.l2norm(ins["q"]), fwd.l2norm(ins["k"])
+            qk_l2norm = is_l2norm(name)
+            ins = fwd.make_inputs(kind, B, T, K, V, "bf16", False, gen, qk_l2norm, H, HV)
+            if not qk_l2norm:
+                # q, k normalised by the caller, as the fla functions' users do.
+                ins["q"], ins["k"] = fwd.l2norm(ins["q"]), fwd.l2norm(ins["k"])
             ins["q"], ins["k"] = ins["q"].bfloat16().float(), ins["k"].bfloat16().float()
             do = torch.randn(B, T, HV, V, generator=gen, device="cuda").bfloat16().float()
             ds = 0.1 * torch.randn(B, HV, K, V, generator=gen, device="cuda")
@@ -212,7 +227,7 @@ def run(args):
                     row["linattn_forward_ms"] + row["linattn_backward_ms"], 4)
             scale = K ** -0.5
             try:
-                fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale)
+                fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale, qk_l2norm)
                 row["fla_backward_ms"] = round(time_events(bwd), 4)
                 row["fla_forward_backward_ms"] = round(time_events(fwd_bwd), 4)
                 # Events around Python calls count the host's launch gaps
@@ -233,7 +248,10 @@ def run(args):
             if args.errors_T and T == args.errors_T and "linattn_error" not in row:
                 d = {n: ins[n].double().requires_grad_() for n in names}
                 gammas = fwd.retnet_gammas(HV) if kind == "constant_decay" else None
-                o, s = fwd.reference(kind, d["q"], d["k"], d["v"], d.get("gate"), d.get("beta"),
+                q, k = d["q"], d["k"]
+                if qk_l2norm:
+                    q, k = fwd.l2norm(q), fwd.l2norm(k)
+                o, s = fwd.reference(kind, q, k, d["v"], d.get("gate"), d.get("beta"),
                                      d["initial_state"], scale, gammas)
                 loss = (o * do.double()).sum() + (s * ds.double()).sum()
                 ref = torch.autograd.grad(loss, [d[n] for n in names])

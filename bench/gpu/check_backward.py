@@ -8,7 +8,8 @@ Two halves, one file:
       writes one spec per kind x {f32, bf16} (and Gated DeltaNet with
       {qk_l2norm}), H = 2, HV = 4 (shared q/k heads), K = V = 32, dynamic B
       and T, plus bf16 specs at other head sizes (NAME_k<K>v<V>: the
-      tensor-core backward's key blocks of 64 and 32 and its largest tiles),
+      tensor-core backward's key blocks of 64 and 32 and its largest tiles;
+      with {qk_l2norm} too, whose f32 normalised keys the kernels split),
       and prints `NAME SPEC --backward`: each object then exports NAME and
       NAME_backward.
 
@@ -41,6 +42,10 @@ KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
 # the delta rules, whose chunk_grad keys are a tensor-core kernel.
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128)), "deltanet": ((128, 128),),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),)}
+# bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
+# take the normalised keys in f32, split (the key kernel's 32-key blocks at
+# K = V = 128).
+L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64, 64),)}
 FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
             "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
             "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -59,11 +64,12 @@ def variants(spec_dir):
                 ref.write_spec(path, kind, name, dtype, 1, 1, H, HV, KDIM, VDIM, decay=decay,
                                qk_l2norm=l2norm)
                 print(name, path, "--backward")
-        for K, V in HEAD_SIZES.get(family, ()):
-            name = f"{family}_bf16_k{K}v{V}"
-            path = os.path.join(spec_dir, name + ".mlir")
-            ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V)
-            print(name, path, "--backward")
+        for l2norm, sizes in ((False, HEAD_SIZES), (True, L2NORM_HEAD_SIZES)):
+            for K, V in sizes.get(family, ()):
+                name = f"{family}{'_l2norm' if l2norm else ''}_bf16_k{K}v{V}"
+                path = os.path.join(spec_dir, name + ".mlir")
+                ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, qk_l2norm=l2norm)
+                print(name, path, "--backward")
 
 
 def scratch_bytes(kind, B, T, HV, K, V):

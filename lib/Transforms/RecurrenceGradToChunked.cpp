@@ -59,10 +59,11 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
                   .getResult();
 
     // The forward, recomputed: W and U (delta kinds), then D and S_n. W in
-    // f32, or as the forward's chunked form stores it; D and S_n in f32
-    // (the gradients multiply them: bf16 copies gave dq 7e-3 and dgate 2e-2
-    // relative error on hard inputs at T = 1000, bench/NOTES.md b1).
-    auto keyType = cast<RankedTensorType>(k.getType());
+    // f32, or as the forward's chunked form stores it (in the inputs' type,
+    // normalised keys too); D and S_n in f32 (the gradients multiply them:
+    // bf16 copies gave dq 7e-3 and dgate 2e-2 relative error on hard inputs
+    // at T = 1000, bench/NOTES.md b1).
+    auto keyType = cast<RankedTensorType>(op.getK().getType());
     Value beta, w, u = op.getV();
     FloatAttr rank1Scale;
     if (kind.hasRank1()) {

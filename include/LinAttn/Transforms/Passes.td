@@ -238,7 +238,7 @@ def LinAttnRecurrenceGradToChunked
     the form the forward's chunked pipeline gives it (rounded or split as
     `linattn-lower-rank1-to-wy` makes it), so that the forward's kernels
     compute it; the chunk states and new values stay f32 (the gradients
-    multiply them), and the backward's own ops read W in fp32.
+    multiply them), and the backward's own ops read W as it is stored.
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
@@ -246,7 +246,7 @@ def LinAttnRecurrenceGradToChunked
     Option<"forwardWForm", "forward-w-form", "bool",
            /*default=*/"false",
            "Recompute W as the forward's chunked form stores it (16-bit "
-           "or split where the keys are 16-bit)">,
+           "or split where the input keys are 16-bit, normalised or not)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

@@ -66,36 +66,50 @@ std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target) {
   return "its tiles need " + sharedBytesExcess(bytes, target);
 }
 
-std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
-                                        int64_t chunkSize, int64_t K, int64_t V,
-                                        std::string *whyNot) {
-  auto no = [&](std::string why) -> std::optional<Type> {
+std::optional<BackwardOperandForms>
+backwardOperandForms(ValueRange keys, ValueRange others, Value gates,
+                     int64_t chunkSize, int64_t K, int64_t V,
+                     std::string *whyNot) {
+  auto no = [&](std::string why) -> std::optional<BackwardOperandForms> {
     if (whyNot)
       *whyNot = std::move(why);
     return std::nullopt;
   };
-  Type elem = elementOf(operands.front());
-  if (!chunked_kernels::checkOperandType(elem).empty()) {
-    std::string type;
-    llvm::raw_string_ostream(type) << elem;
-    return no("its operands are " + type +
-              ", not 16-bit (f32 inputs, or qk_l2norm's normalised q and k)");
-  }
+  auto typeName = [](Type t) {
+    std::string text;
+    llvm::raw_string_ostream(text) << t;
+    return text;
+  };
+  BackwardOperandForms forms;
+  forms.mmaElem = elementOf(others.front());
+  if (!chunked_kernels::checkOperandType(forms.mmaElem).empty())
+    return no("its operands are " + typeName(forms.mmaElem) +
+              ", not 16-bit (f32 inputs)");
   if (chunkSize != kChunk)
     return no("chunk_size " + std::to_string(chunkSize) + ", not " +
               std::to_string(kChunk));
   for (auto [name, size] : {std::pair{"K", K}, std::pair{"V", V}})
     if (std::string why = chunked_kernels::checkHeadDim(name, size); !why.empty())
       return no(why);
-  for (Value v : operands) {
+  for (Value v : others) {
     if (v && isSplitW(v.getType()))
       return no("W is split into hi and lo parts");
-    if (v && elementOf(v) != elem)
-      return no("its operands are not all of one 16-bit type (f32 keys, say)");
+    if (v && elementOf(v) != forms.mmaElem)
+      return no("its operands are not all of one 16-bit type (" +
+                typeName(elementOf(v)) + " beside " + typeName(forms.mmaElem) +
+                ")");
   }
+  Type keyElem = elementOf(keys.front());
+  forms.splitKeys = keyElem.isF32();
+  if (keyElem != forms.mmaElem && !forms.splitKeys)
+    return no("its keys are " + typeName(keyElem) + ", neither f32 nor " +
+              typeName(forms.mmaElem));
+  for (Value v : keys)
+    if (v && elementOf(v) != keyElem)
+      return no("its q and k differ in element type");
   if (gates && cast<ShapedType>(gates.getType()).getRank() == 4)
     return no("its gates are per key");
-  return elem;
+  return forms;
 }
 
 } // namespace mlir::linattn::kernel

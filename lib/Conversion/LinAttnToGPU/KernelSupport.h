@@ -44,16 +44,30 @@ std::string sharedBytesExcess(int64_t bytes, const GPUTargetInfo &target);
 /// for --explain.
 std::string sharedBytesReason(int64_t bytes, const GPUTargetInfo &target);
 
-/// The 16-bit type the backward's tensor-core kernels (the reverse chunk
-/// pass, chunk_grad's two kernels) run in, or none where they do not take
-/// an op: every non-null operand of `operands` in one 16-bit type (a split
-/// W does not count as one), gates per row or none, 64-token chunks, and
-/// head sizes K and V the chunked kernels take. Those ops then keep their
-/// loop lowering, so this is a choice, not an error; `whyNot` (when given)
-/// gets the reason, for --explain.
-std::optional<Type> backwardOperandType(ValueRange operands, Value gates,
-                                        int64_t chunkSize, int64_t K, int64_t V,
-                                        std::string *whyNot = nullptr);
+/// How the backward's tensor-core kernels (the reverse chunk pass,
+/// chunk_grad's two kernels) take an op's operands.
+struct BackwardOperandForms {
+  /// The 16-bit type the tensor cores run in: the type of every operand
+  /// but the keys (dO, W).
+  Type mmaElem;
+  /// q and k come f32 (qk_l2norm's normalised keys) beside 16-bit others:
+  /// the kernels hold them split, x ~= hi + lo, as every f32 operand (in
+  /// bf16 the normalised keys moved dgate by 3e-2 on hard inputs,
+  /// bench/NOTES.md b6).
+  bool splitKeys = false;
+};
+
+/// The forms the backward's kernels take an op's operands in, or none
+/// where they do not take it: the non-null `others` in one 16-bit type (a
+/// split W does not count as one), the non-null `keys` (q, k) in that type
+/// or all f32, gates per row or none, 64-token chunks, and head sizes K
+/// and V the chunked kernels take. Those ops then keep their loop
+/// lowering, so this is a choice, not an error; `whyNot` (when given) gets
+/// the reason, for --explain.
+std::optional<BackwardOperandForms>
+backwardOperandForms(ValueRange keys, ValueRange others, Value gates,
+                     int64_t chunkSize, int64_t K, int64_t V,
+                     std::string *whyNot = nullptr);
 
 /// Errors unless `bytes` of shared memory fit one block on `target`: the
 /// check of a kernel whose tiles grow with K and V.

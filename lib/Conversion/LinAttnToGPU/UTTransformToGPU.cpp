@@ -124,7 +124,12 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   int64_t gKeyStride = K + 4;
   int64_t gKeyOffset = mOffset + kInverseScratchBytes;
   int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
-  int64_t sharedBytes = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
+  // f32 keys (the backward's normalised ones) are held split: their lo
+  // part in a tile of its own, so that W is the keys' own (the state pass
+  // and the gradients take them split too).
+  bool splitKeys = elementOf(op.getK()).isF32() && !perKey;
+  int64_t keyLoOffset = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
+  int64_t sharedBytes = keyLoOffset + (splitKeys ? kChunk * (K + kPad) * 2 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
     return failure();
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
@@ -147,11 +152,18 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value mTile = k.tile(mOffset, 16, kChunk - 16, f32);
     Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
     Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
+    Value keyLo = splitKeys ? k.tile(keyLoOffset, kChunk, K + kPad, elem) : Value();
+    auto keys = [&](bool transposed) {
+      Operand operand{TileView{keyTile, transposed}, std::nullopt};
+      if (keyLo)
+        operand.lo = TileView{keyLo, transposed};
+      return operand;
+    };
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
       return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
-    });
+    }, keyLo);
     if (rawGates) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
@@ -178,7 +190,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
     SmallVector<SmallVector<Value>> acc = k.zeroAcc(perKey ? 0 : kChunk / 8);
     if (!perKey)
-      k.gemm(acc, {{keyTile}}, m0, {{keyTile}}, K);
+      k.gemm(acc, keys(false), m0, keys(false), K);
     for (int64_t nt = 0; nt < (perKey ? 0 : kChunk / 8); ++nt) {
       for (int64_t i = 0; i < 4; ++i) {
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
@@ -212,7 +224,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     //    scattered pairs). W's tile overlays the T hi/lo tiles (T's fp32
     //    copy is still needed for U); U's the fp32 T as well, which is
     //    dead by then.
-    auto product = [&](int64_t cols, Value tile,
+    auto product = [&](int64_t cols, Operand right,
                        function_ref<Value(Value)> columnScale) {
       k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
         SmallVector<Value> scales;
@@ -224,7 +236,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       }, tLo);
       k.barrier();
       SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
-      k.gemm(out, {{tHi}, TileView{tLo}}, m0, {{tile, /*transposed=*/true}}, kChunk);
+      k.gemm(out, {{tHi}, TileView{tLo}}, m0, right, kChunk);
       return out;
     };
     // Stores a product's rows [t0, t0 + valid) to dst: [B, T, HV, cols],
@@ -271,7 +283,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       k.barrier();
     }
     SmallVector<SmallVector<Value>> wOut =
-        product(K, perKey ? kdTile : keyTile, [&](Value c) {
+        product(K, perKey ? Operand{TileView{kdTile, true}, std::nullopt} : keys(true),
+                [&](Value c) {
           Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
           Value betaC = memref::LoadOp::create(b, betaShared, c);
           if (perKey)
@@ -293,7 +306,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
     });
-    storeResult(product(V, valueTile, [&](Value c) {
+    storeResult(product(V, Operand{TileView{valueTile, true}, std::nullopt}, [&](Value c) {
                   return memref::LoadOp::create(b, betaShared, c).getResult();
                 }),
                 V, u, uStage, std::nullopt);

@@ -101,3 +101,37 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
       -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %db : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
 }
+
+// -----
+
+// f32 q and k (qk_l2norm's normalised keys) beside 16-bit dO and W: both
+// kernels stage them split (hi + lo) through registers. The WY kernel's
+// shared memory gains k's lo part (198656 + 17408 = 216064 at K = V = 128
+// with gates); the key kernel's q's and k's (2 x 17408), which its 64-key
+// state tiles leave no room for (248576 bytes), so its key blocks are of
+// 32 (four trips; state tiles 2 x 8704, landing tile 16384): 214784.
+// CHECK-LABEL: func.func @gated_delta_f32_keys(
+// CHECK:         arith.constant 216064 : i32
+// CHECK:         gpu.launch
+// CHECK:         arith.constant 214784 : i32
+// CHECK:         gpu.launch
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c4{{[_0-9]*}} step
+// CHECK-NOT:     scf.parallel
+// CHECK-NOT:     linattn.chunk_grad
+//
+// The WY kernel, 1088 products per warp: K K^T with both split (8 tiles x
+// 8 k-steps x 3 = 192, was 64), the rest as at 16-bit keys (dD S^T 192,
+// T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192). The key kernel, 672: dO
+// D^T (128), Q K^T both split (192); per 32-key block dO S^T (64), dP~ K
+// (48), D H^T (96), dP~^T Q (48), L K and L^T K (2 x 48).
+// MMA-LABEL: func.func @gated_delta_f32_keys(
+// MMA-COUNT-1088: nvvm.mma.sync
+// MMA:            gpu.launch
+// MMA-COUNT-672:  nvvm.mma.sync
+// MMA-NOT:        nvvm.mma.sync
+func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
+      -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}

@@ -75,7 +75,7 @@ func.func @no_w_no_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // -----
 
 // Forms the kernel does not take stay for their loop lowering
-// (convert-linattn-to-loops): per-key gates, f32 keys (qk_l2norm's).
+// (convert-linattn-to-loops): per-key gates.
 // CHECK-LABEL: func.func @per_key_gates(
 // CHECK-NOT:     gpu.launch
 // CHECK:         linattn.chunk_state_pass_grad
@@ -88,9 +88,20 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
+// f32 q and k (qk_l2norm's normalised keys) beside a 16-bit dO: staged
+// split, hi + lo, through registers. Shared memory at K = V = 64: three
+// stages of q, k and their lo parts (4 x 64 x 72 x 2 = 36864), dO's columns
+// (5120) and the row gates (256), the scores (18432) and the exchange
+// (16384): 161536 bytes. 224 products a warp and chunk: K Q^T with both
+// split (3 x 32), H^T Kd^T and dO'^T Q with split keys (3 x 16 each, was
+// 2 x 16), dO^T A as before (32).
 // CHECK-LABEL: func.func @f32_keys(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linattn.chunk_state_pass_grad
+// CHECK:         arith.constant 161536 : i32
+// CHECK:         gpu.launch
+// CHECK-NOT:     linattn.chunk_state_pass_grad
+// MMA-LABEL:     func.func @f32_keys(
+// MMA-COUNT-224: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 func.func @f32_keys(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %g: tensor<?x?x2xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
   %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)

@@ -303,3 +303,24 @@ func.func @split_w(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: te
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x2x128xbf16>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
   return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
 }
+
+// -----
+
+// f32 keys (normalised from bf16 inputs: the backward's recomputed forward)
+// are staged f32 (64 x (64 + 8) x 4 bytes a stage, 27648 more than bf16
+// keys over three stages: 127744) and split as their fragments load, so
+// that the recomputed states are those of the keys the gradients take: 64
+// products a warp and chunk against 48 with bf16 keys, the update's
+// products with the keys' lo part added.
+// CHECK-LABEL: func.func @f32_keys(
+// CHECK:         gpu.launch
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c127744_i32
+// CHECK-COUNT-64: nvvm.mma.sync
+// CHECK-NOT:     nvvm.mma.sync
+// CHECK:         return
+func.func @f32_keys(%kin: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xf32>, %w: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %k = linattn.l2norm %kin : tensor<?x?x2x64xbf16> -> tensor<?x?x2x64xf32>
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%g) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %d, %states, %final : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}

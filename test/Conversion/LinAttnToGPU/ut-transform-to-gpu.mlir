@@ -228,3 +228,24 @@ func.func @per_key_gates(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>,
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>)
   return %w, %u : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>
 }
+
+// -----
+
+// f32 keys (normalised from bf16 inputs, as the backward recomputes the
+// forward with them): the keys are staged split, their lo part in a tile
+// after the rest (48640 + 64 x 72 x 2 = 57856 bytes at K = V = 64), and
+// both products with the keys take it: 256 products a warp against 160
+// for bf16 keys (K K^T 3 x 32, W = T' K 3 x 32, U = T' V 64), so that W is
+// the one of the keys the state pass and the gradients take.
+// CHECK-LABEL: func.func @f32_keys(
+// CHECK:         gpu.launch
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c57856_i32
+// CHECK-COUNT-256: nvvm.mma.sync
+// CHECK-NOT:     nvvm.mma.sync
+// CHECK:         return
+func.func @f32_keys(%kin: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
+  %k = linattn.l2norm %kin : tensor<?x?x2x64xbf16> -> tensor<?x?x2x64xf32>
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
+}

@@ -54,6 +54,21 @@ func.func @split_w(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %beta: 
   return %d, %states, %final : tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>
 }
 
+// f32 keys (normalised from 16-bit inputs, as the backward keeps them)
+// with W in a 16-bit type, rounded or split.
+// CHECK-LABEL: func.func @f32_keys_narrow_w
+// CHECK:   linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK-SAME: -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>)
+// CHECK:   linattn.ut_transform k(%arg0) v(%arg1) beta(%arg2) {chunk_size = 16 : i64, rank1_scale = 2.000000e+00 : f32}
+// CHECK-SAME: -> (tensor<?x?x4x2x16xbf16>, tensor<?x?x4x32xf32>)
+func.func @f32_keys_narrow_w(%k: tensor<?x?x2x16xf32>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x2x16xbf16>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>)
+  %ws, %us = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 16 : i64, rank1_scale = 2.0 : f32}
+      : (tensor<?x?x2x16xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>) -> (tensor<?x?x4x2x16xbf16>, tensor<?x?x4x32xf32>)
+  return %w, %ws : tensor<?x?x4x16xbf16>, tensor<?x?x4x2x16xbf16>
+}
+
 // The fused forms linattn-fuse-chunk-cumsum makes: a UT transform that sums
 // its raw gates and returns G; a per-key cumsum that also returns the keys
 // decayed to their chunk's end and the chunk totals, for a state pass with

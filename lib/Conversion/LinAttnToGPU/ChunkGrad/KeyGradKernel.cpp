@@ -18,13 +18,15 @@
 //   dgate = the reverse cumulative sum of dL/dG inside the chunk
 //
 // (dkState = diag(exp(G_C - G)) D H^T). Every f32 operand (D, S, H, dP~,
-// F * E) enters the tensor cores split into hi + lo parts; the 16-bit
-// inputs exactly. M's row and column sums are taken in f64 from the same
+// F * E, and q and k where they come f32: qk_l2norm's normalised keys)
+// enters the tensor cores split into hi + lo parts; the 16-bit inputs
+// exactly. M's row and column sums are taken in f64 from the same
 // f32 entries, so the pairs that cancel in the suffix sums cancel (the
 // loop lowering's reason for its f64 dL/dG).
 //
-// The kernel takes 16-bit q, k and dO, gates per row or none, K and V up
-// to 128; the loops keep the rest (per-key gates, f32 keys, larger heads).
+// The kernel takes 16-bit dO, q and k of its type or f32, gates per row or
+// none, K and V up to 128; the loops keep the rest (per-key gates, f32
+// inputs, larger heads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,15 +54,22 @@ struct KeyGradPlan {
   /// goes split to the state tiles (S's rows for dq, then H's for dk).
   int64_t keyBlock = 0;
   bool wy = false, gates = false;
+  /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
+  bool splitKeys = false;
   float scale = 0.0f, rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0, pairStride = 0;
   // Byte offsets in shared memory.
-  int64_t qOff = 0, kOff = 0, dOOff = 0, dHiOff = 0, dLoOff = 0;
+  int64_t qOff = 0, kOff = 0, qLoOff = 0, kLoOff = 0;
+  int64_t dOOff = 0, dHiOff = 0, dLoOff = 0;
   int64_t pHiOff = 0, pLoOff = 0, fHiOff = 0, fLoOff = 0;
   int64_t stateHiOff = 0, stateLoOff = 0, landingOff = 0;
   int64_t mOff = 0, rowOff = 0, shareOff = 0, dotOff = 0, gOff = 0, cOff = 0;
   int64_t sharedBytes = 0;
+
+private:
+  /// The offsets and sharedBytes for keyBlock.
+  void layOut();
 };
 
 std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
@@ -71,10 +80,10 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getV(), 2);
   p.V = dimOf(op.getV(), 3);
-  std::optional<Type> elem =
-      backwardOperandType({op.getQ(), op.getK(), op.getGradOutput()},
-                          op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
-  if (!elem)
+  std::optional<BackwardOperandForms> forms = backwardOperandForms(
+      {op.getQ(), op.getK()}, {op.getGradOutput()}, op.getGates(),
+      op.getChunkSize(), p.K, p.V, whyNot);
+  if (!forms)
     return std::nullopt;
   // Its dq and dk accumulators hold 16 rows x 64 keys, the state tiles
   // [64][V + 8] split and their f32 landing tile [64][V]: up to K = V =
@@ -84,8 +93,8 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
       *whyNot = "it takes K and V up to 128";
     return std::nullopt;
   }
-  p.mmaElem = *elem;
-  p.keyBlock = p.K % 64 == 0 ? 64 : 32;
+  p.mmaElem = forms->mmaElem;
+  p.splitKeys = forms->splitKeys;
   p.wy = bool(op.getBeta());
   p.gates = bool(op.getGates());
   p.scale = op.getScale().convertToFloat();
@@ -94,41 +103,55 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
   p.pairStride = kChunk + kPad;
+  // Key blocks of 64 where K allows and the tiles fit, else 32 (split keys
+  // at K = V = 128 take 34 KB more than 64-key state tiles leave room for).
+  for (int64_t keyBlock : {int64_t(64), int64_t(32)}) {
+    if (p.K % keyBlock != 0)
+      continue;
+    p.keyBlock = keyBlock;
+    p.layOut();
+    if (p.sharedBytes <= target.maxSharedBytesPerBlock())
+      return p;
+  }
+  if (whyNot)
+    *whyNot = sharedBytesReason(p.sharedBytes, target);
+  return std::nullopt;
+}
+
+void KeyGradPlan::layOut() {
   SharedLayout layout;
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
-  int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
-  int64_t pairTile = kChunk * p.pairStride * 2;
-  int64_t stateTile = p.keyBlock * p.valueStride * 2;
-  p.qOff = take(keyTile);
-  p.kOff = take(keyTile);
-  p.dOOff = take(valueTile);
-  p.dHiOff = take(valueTile);
-  p.dLoOff = take(valueTile);
-  p.pHiOff = take(pairTile);
-  p.pLoOff = take(pairTile);
-  if (p.wy) {
-    p.fHiOff = take(pairTile);
-    p.fLoOff = take(pairTile);
+  int64_t keyTile = kChunk * keyStride * 2, valueTile = kChunk * valueStride * 2;
+  int64_t pairTile = kChunk * pairStride * 2;
+  int64_t stateTile = keyBlock * valueStride * 2;
+  qOff = take(keyTile);
+  kOff = take(keyTile);
+  if (splitKeys) {
+    qLoOff = take(keyTile);
+    kLoOff = take(keyTile);
   }
-  p.stateHiOff = take(stateTile);
-  p.stateLoOff = take(stateTile);
-  p.landingOff = take(p.keyBlock * p.V * 4);
-  if (p.gates) {
-    p.mOff = take(kChunk * (kChunk + 1) * 4);
-    p.rowOff = take(kChunk * 4 * 8);   // [64][4] f64: the quads' row terms
-    p.shareOff = take(kChunk * 4 * 8); // [64][4] f64: k_i . dkState_i
-    p.dotOff = take(kThreads * 8);     // [128] f64: <S, H> partials
-    p.gOff = take(kChunk * 4);
+  dOOff = take(valueTile);
+  dHiOff = take(valueTile);
+  dLoOff = take(valueTile);
+  pHiOff = take(pairTile);
+  pLoOff = take(pairTile);
+  if (wy) {
+    fHiOff = take(pairTile);
+    fLoOff = take(pairTile);
   }
-  if (p.wy)
-    p.cOff = take(kChunk * 4);
-  p.sharedBytes = layout.size();
-  if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
-    if (whyNot)
-      *whyNot = sharedBytesReason(p.sharedBytes, target);
-    return std::nullopt;
+  stateHiOff = take(stateTile);
+  stateLoOff = take(stateTile);
+  landingOff = take(keyBlock * V * 4);
+  if (gates) {
+    mOff = take(kChunk * (kChunk + 1) * 4);
+    rowOff = take(kChunk * 4 * 8);   // [64][4] f64: the quads' row terms
+    shareOff = take(kChunk * 4 * 8); // [64][4] f64: k_i . dkState_i
+    dotOff = take(kThreads * 8);     // [128] f64: <S, H> partials
+    gOff = take(kChunk * 4);
   }
-  return p;
+  if (wy)
+    cOff = take(kChunk * 4);
+  sharedBytes = layout.size();
 }
 
 class KeyGradKernel {
@@ -142,6 +165,12 @@ public:
 private:
   Value tile16(int64_t offset, int64_t rows, int64_t stride) {
     return k.tile(offset, rows, stride, p.mmaElem);
+  }
+  /// q or k as an operand: its staged tile, and its lo part where split.
+  Operand keys(Value hi, Value lo, bool transposed = false) {
+    if (!lo)
+      return Operand{TileView{hi, transposed}, std::nullopt};
+    return Operand{TileView{hi, transposed}, TileView{lo, transposed}};
   }
   /// A [rows][cols] f32 (or f64) view at `offset`.
   Value tileOf(int64_t offset, int64_t rows, int64_t cols, Type elem) {
@@ -178,7 +207,7 @@ private:
   Value n, hv, bIdx, h, m0;
   ChunkRows rows;
   Value gLast;
-  Value qTile, kTile, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
+  Value qTile, kTile, qLo, kLo, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
   Value stateHi, stateLo, landing;
   Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
   /// Per thread, f64: the row terms of its rows group and group + 8 (q .
@@ -199,12 +228,15 @@ Value KeyGradKernel::decayOrZero(Value i, Value j, Value &keep) {
 }
 
 // q, k and dO (16-bit: copied as they are) by cp.async, in flight while D
-// (f32, split on the way) comes through registers; rows past valid zero.
+// (f32, split on the way) comes through registers, and f32 q and k after
+// it; rows past valid zero.
 void KeyGradKernel::stageInputs() {
   Value t0 = rows.t0;
   Value zero = e.index(0);
-  k.copyTokenRowsAsync(qTile, p.K, rows, io.seqLen, io.q, bIdx, h);
-  k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
+  if (!p.splitKeys) {
+    k.copyTokenRowsAsync(qTile, p.K, rows, io.seqLen, io.q, bIdx, h);
+    k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
+  }
   k.copyTokenRowsAsync(dOTile, p.V, rows, io.seqLen, io.gradOutput, bIdx, hv);
   Value copies = k.commitCopies();
   // The first key block's S rows land while everything before it runs.
@@ -212,6 +244,13 @@ void KeyGradKernel::stageInputs() {
   k.fillTile(dHi, kChunk, p.V, rows.valid, [&](Value r, Value c) {
     return k.load8(io.newValues, {bIdx, e.addIndex(t0, r), hv, c});
   }, dLo);
+  if (p.splitKeys)
+    for (auto [hi, lo, src] : {std::tuple{qTile, qLo, io.q}, std::tuple{kTile, kLo, io.k}}) {
+      Value from = src;
+      k.fillTile(hi, kChunk, p.K, rows.valid, [&](Value r, Value c) {
+        return k.load8(from, {bIdx, e.addIndex(t0, r), h, c});
+      }, lo);
+    }
   // Row gates and c = rank1_scale beta: 0 at or past valid.
   if (p.gates || p.wy) {
     OpBuilder::InsertionGuard guard(b);
@@ -244,8 +283,7 @@ void KeyGradKernel::stagePairs() {
   SmallVector<SmallVector<Value>> scores;
   if (p.gates) {
     scores = k.zeroAcc(kChunk / 8);
-    k.gemm(scores, Operand{TileView{qTile}, std::nullopt}, m0,
-           Operand{TileView{kTile}, std::nullopt}, p.K);
+    k.gemm(scores, keys(qTile, qLo), m0, keys(kTile, kLo), p.K);
   }
   Type f32 = b.getF32Type();
   SmallVector<SmallVector<Value>> lo;
@@ -395,10 +433,13 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   copyStateRows(io.gradStates, key0);
   Type f64 = b.getF64Type();
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
-  auto keyAt = [&](Value tileBuf, Value row, Value col) {
-    Value x = memref::LoadOp::create(
-        b, tileBuf, ValueRange{row, e.addIndex(key0, col)});
-    return arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
+  // Element (row, key0 + col) of q or k, f32 (hi + lo where split).
+  auto keyAt = [&](Value hiBuf, Value loBuf, Value row, Value col) {
+    auto part = [&](Value buf) {
+      Value x = memref::LoadOp::create(b, buf, ValueRange{row, e.addIndex(key0, col)});
+      return arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
+    };
+    return loBuf ? e.add(part(hiBuf), part(loBuf)) : part(hiBuf);
   };
   Value rowGates[2];
   for (int64_t half = 0; half < 2; ++half)
@@ -417,12 +458,11 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       if (p.gates)
         rowAcc[i / 2] = arith::AddFOp::create(
             b, rowAcc[i / 2],
-            wide(e.mul(keyAt(qTile, k.accRow(m0, i), k.accCol(8 * nt, i)),
+            wide(e.mul(keyAt(qTile, qLo, k.accRow(m0, i), k.accCol(8 * nt, i)),
                        dq[nt][i])));
     }
   k.gemm(dq, Operand{TileView{pHi}, TileView{pLo}}, m0,
-         Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
-         key0);
+         keys(kTile, kLo, /*transposed=*/true), kChunk, key0);
   storeRows(dq, io.dq, key0);
 
   // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K]. Y's entries
@@ -454,18 +494,16 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       if (!p.gates)
         continue;
       Value share = wide(
-          e.mul(keyAt(kTile, k.accRow(m0, i), k.accCol(8 * nt, i)), dk[nt][i]));
+          e.mul(keyAt(kTile, kLo, k.accRow(m0, i), k.accCol(8 * nt, i)), dk[nt][i]));
       shareAcc[i / 2] = arith::AddFOp::create(b, shareAcc[i / 2], share);
       rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
     }
   k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
-         Operand{TileView{qTile, /*transposed=*/true}, std::nullopt}, kChunk,
-         key0);
+         keys(qTile, qLo, /*transposed=*/true), kChunk, key0);
   if (p.wy) {
     for (bool transposed : {false, true})
       k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
-             Operand{TileView{kTile, /*transposed=*/true}, std::nullopt}, kChunk,
-             key0);
+             keys(kTile, kLo, /*transposed=*/true), kChunk, key0);
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value row = k.accRow(m0, i);
@@ -478,7 +516,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
         if (p.gates)
           rowAcc[i / 2] = arith::AddFOp::create(
               b, rowAcc[i / 2],
-              wide(e.mul(fromW, keyAt(kTile, row, k.accCol(8 * nt, i)))));
+              wide(e.mul(fromW, keyAt(kTile, kLo, row, k.accCol(8 * nt, i)))));
       }
   }
   storeRows(dk, io.dk, key0);
@@ -599,6 +637,10 @@ void KeyGradKernel::emit() {
   Type f32 = b.getF32Type();
   qTile = tile16(p.qOff, kChunk, p.keyStride);
   kTile = tile16(p.kOff, kChunk, p.keyStride);
+  if (p.splitKeys) {
+    qLo = tile16(p.qLoOff, kChunk, p.keyStride);
+    kLo = tile16(p.kLoOff, kChunk, p.keyStride);
+  }
   dOTile = tile16(p.dOOff, kChunk, p.valueStride);
   dHi = tile16(p.dHiOff, kChunk, p.valueStride);
   dLo = tile16(p.dLoOff, kChunk, p.valueStride);

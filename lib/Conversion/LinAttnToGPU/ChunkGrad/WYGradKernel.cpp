@@ -14,8 +14,9 @@
 //   dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j dL_ij P_ij) + Z_i . v_i
 //
 // P, F and Y leave as the key-gradient kernel reads them ([B, T, HV, *]
-// f32, chunk-local columns). The f32 operands (dD, S, T, dW, Y, Z, U)
-// enter the tensor cores split into hi + lo. [Y Z] as a product with the
+// f32, chunk-local columns). The f32 operands (dD, S, T, dW, Y, Z, U, and
+// k where it comes f32: qk_l2norm's normalised keys) enter the tensor
+// cores split into hi + lo. [Y Z] as a product with the
 // inverse (the UT kernel's) rather than a back substitution a thread per
 // column: the substitution's 2016 products per column unrolled were more
 // code than the instruction cache holds (bench/NOTES.md b7).
@@ -44,13 +45,15 @@ struct WYGradPlan {
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0, keyBlock = 0;
   bool gates = false;
+  /// k f32, staged split (kLoOff beside kOff).
+  bool splitKeys = false;
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
   // Byte offsets. dD's split tiles later hold Z's, dW's later Y's; S's
   // split tiles (a key block) are dead when T (fp32), L (fp32) and T's
   // split tiles (over L) take their place.
-  int64_t kOff = 0, wOff = 0, uHiOff = 0, uLoOff = 0;
+  int64_t kOff = 0, kLoOff = 0, wOff = 0, uHiOff = 0, uLoOff = 0;
   int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
   int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
   int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
@@ -74,11 +77,13 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
       *whyNot = "it has no WY factors";
     return std::nullopt;
   }
-  std::optional<Type> elem = backwardOperandType(
-      {op.getK(), op.getW()}, op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
-  if (!elem)
+  std::optional<BackwardOperandForms> forms =
+      backwardOperandForms({op.getK()}, {op.getW()}, op.getGates(),
+                           op.getChunkSize(), p.K, p.V, whyNot);
+  if (!forms)
     return std::nullopt;
-  p.mmaElem = *elem;
+  p.mmaElem = forms->mmaElem;
+  p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.gates = bool(op.getGates());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
@@ -89,6 +94,8 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
   int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
   p.kOff = take(keyTile);
+  if (p.splitKeys)
+    p.kLoOff = take(keyTile);
   p.wOff = take(keyTile);
   p.uHiOff = take(valueTile);
   p.uLoOff = take(valueTile);
@@ -159,25 +166,28 @@ private:
 
   Value n, hv, bIdx, h, m0;
   ChunkRows rows;
-  Value kTile, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
+  Value kTile, kLo, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
   Value tF32, lTile, tHi, tLo, mTile;
   Value pTile, gTile, cTile, betaTile, rowTerms;
 };
 
 // k and W (16-bit: copied as they are) by cp.async, in flight while U and
-// dD (f32, split on the way) come through registers; rows past valid zero.
-// The caller's barrier publishes the tiles.
+// dD (f32, split on the way) come through registers, and an f32 k after
+// them; rows past valid zero. The caller's barrier publishes the tiles.
 void WYGradKernel::stage() {
   auto rowLoad = [&](Value src, Value head) {
     return [&, src, head](Value r, Value c) {
       return k.load8(src, {bIdx, token(r), head, c});
     };
   };
-  k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
+  if (!p.splitKeys)
+    k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
   k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
   Value copies = k.commitCopies();
   k.fillTile(uHi, kChunk, p.V, rows.valid, rowLoad(io.u, hv), uLo);
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
+  if (p.splitKeys)
+    k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h), kLo);
   stageRowScalars();
   k.waitCopies(copies, 0);
 }
@@ -226,8 +236,10 @@ void WYGradKernel::negatedWGradient() {
 // upper blocks of T this zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  k.gemm(acc, Operand{TileView{kTile}, std::nullopt}, m0,
-         Operand{TileView{kTile}, std::nullopt}, p.K);
+  Operand keys{TileView{kTile}, std::nullopt};
+  if (kLo)
+    keys.lo = TileView{kLo};
+  k.gemm(acc, keys, m0, keys, p.K);
   for (int64_t nt = 0; nt < kChunk / 8; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
@@ -276,10 +288,17 @@ void WYGradKernel::solve(bool keys) {
       Value in = k.ult(row, rows.valid);
       Value with0, with1; // k_i or v_i at the pair's columns
       if (keys) {
-        with0 = arith::ExtFOp::create(
-            b, f32, memref::LoadOp::create(b, kTile, ValueRange{row, col}).getResult());
-        with1 = arith::ExtFOp::create(
-            b, f32, memref::LoadOp::create(b, kTile, ValueRange{row, col1}).getResult());
+        // k_i's entry, hi + lo where split.
+        auto key = [&](Value c) {
+          auto part = [&](Value buf) {
+            return arith::ExtFOp::create(
+                b, f32, memref::LoadOp::create(b, buf, ValueRange{row, c}).getResult())
+                .getResult();
+          };
+          return kLo ? e.add(part(kTile), part(kLo)) : part(kTile);
+        };
+        with0 = key(col);
+        with1 = key(col1);
         k.storePair(x0, x1, io.yW, {bIdx, token(row), hv, col}, in);
       } else {
         auto value = [&](Value c) {
@@ -370,6 +389,8 @@ void WYGradKernel::emit() {
   rows = chunkRows(e, n, io.seqLen);
   Type f32 = b.getF32Type();
   kTile = tile16(p.kOff, kChunk, p.keyStride);
+  if (p.splitKeys)
+    kLo = tile16(p.kLoOff, kChunk, p.keyStride);
   wTile = tile16(p.wOff, kChunk, p.keyStride);
   uHi = tile16(p.uHiOff, kChunk, p.valueStride);
   uLo = tile16(p.uLoOff, kChunk, p.valueStride);

@@ -118,7 +118,8 @@ MmaEmitter::FragmentA MmaEmitter::fragmentAFromAcc(ArrayRef<Value> tile0,
 }
 
 SmallVector<Value> MmaEmitter::fragB2FromF32Columns(Value buf, Value base,
-                                                    int64_t n0, int64_t k0) {
+                                                    int64_t n0, int64_t k0,
+                                                    SmallVector<Value> &lo) {
   SmallVector<Value> regs;
   auto f32x2 = VectorType::get({2}, b.getF32Type());
   for (int64_t j = 0; j < 2; ++j) {
@@ -128,8 +129,9 @@ SmallVector<Value> MmaEmitter::fragB2FromF32Columns(Value buf, Value base,
       Value x0 = e.loadF32(buf, {k, n});
       Value x1 = e.loadF32(buf, {e.addIndex(k, e.index(1)), n});
       Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{x0, x1});
-      regs.push_back(mmaRegister(
-          arith::TruncFOp::create(b, VectorType::get({2}, mmaElem), pair)));
+      auto [hi, rest] = splitRegister(pair);
+      regs.push_back(hi);
+      lo.push_back(rest);
     }
   }
   return regs;

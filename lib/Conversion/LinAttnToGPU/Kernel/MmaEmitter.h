@@ -99,9 +99,10 @@ public:
                              bool negate, bool split = true);
 
   /// fragB2 for B = buf (element (k, n) = buf[k][n]) held in fp32, which
-  /// ldmatrix cannot read: each element loaded and rounded to mmaElem.
+  /// ldmatrix cannot read: each element loaded and split, its hi part
+  /// returned and its lo part appended to `lo`.
   SmallVector<Value> fragB2FromF32Columns(Value buf, Value base, int64_t n0,
-                                          int64_t k0);
+                                          int64_t k0, SmallVector<Value> &lo);
 
   /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of an
   /// operand computed in fp32 and rounded once: pair(r, c) is the

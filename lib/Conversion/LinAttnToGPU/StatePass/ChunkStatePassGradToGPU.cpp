@@ -17,12 +17,14 @@
 // so nothing but the inputs is read and nothing but the results written
 // (the loop lowering stages the scores, Kd, Qg and the H-independent
 // shares of dD and H through global scratch). Every product runs on the
-// tensor cores; the f32 operands (H, dD, the scores, dO exp(G)) enter
-// split into hi + lo parts, the 16-bit inputs exactly.
+// tensor cores; the f32 operands (H, dD, the scores, dO exp(G), and q and
+// k where they come f32: qk_l2norm's normalised keys) enter split into hi
+// + lo parts, the 16-bit inputs exactly.
 //
-// The kernel takes 16-bit q, k and W (the WY form as the UT transform
-// rounds it, or no W) with gates per row or none; other forms (f32 keys
-// after qk_l2norm, a split W, per-key gates) keep the loop lowering.
+// The kernel takes 16-bit dO and W (the WY form as the UT transform rounds
+// it, or no W), q and k of their type or f32, with gates per row or none;
+// other forms (a split W, per-key gates, f32 inputs) keep the loop
+// lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,15 +51,19 @@ struct ReversePassPlan {
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
   bool hasW = false, hasGates = false;
+  /// q and k f32: staged split (their lo parts beside them), through
+  /// registers rather than cp.async.
+  bool splitKeys = false;
   int64_t keysPerWarp = 0, keyTiles = 0;
   static constexpr int64_t rowTiles = kChunk / 8;
 
-  // Shared memory: `stages` stages of q, k, W ([64][K + pad] 16-bit), the
-  // block's dO columns ([64][32 + pad]) and the row gates ([64] f32); then
-  // the scores' hi and lo parts ([64][64 + pad]); then the key parts'
-  // exchange.
+  // Shared memory: `stages` stages of q, k (and their lo parts where
+  // split), W ([64][K + pad] 16-bit), the block's dO columns ([64][32 +
+  // pad]) and the row gates ([64] f32); then the scores' hi and lo parts
+  // ([64][64 + pad]); then the key parts' exchange.
   int64_t keyStride = 0, gradStride = 0, scoreStride = 0;
-  int64_t qOffset = 0, kOffset = 0, wOffset = 0, dOffset = 0, gOffset = 0;
+  int64_t qOffset = 0, kOffset = 0, qLoOffset = 0, kLoOffset = 0;
+  int64_t wOffset = 0, dOffset = 0, gOffset = 0;
   int64_t stageBytes = 0, stages = 0;
   int64_t scoreOffset = 0, scoreBytes = 0, exchangeOffset = 0;
   int64_t sharedBytes = 0;
@@ -71,12 +77,13 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getGradOutput(), 2);
   p.V = dimOf(op.getGradOutput(), 3);
-  std::optional<Type> elem = backwardOperandType(
-      {op.getQ(), op.getK(), op.getGradOutput(), op.getW()}, op.getGates(),
+  std::optional<BackwardOperandForms> forms = backwardOperandForms(
+      {op.getQ(), op.getK()}, {op.getGradOutput(), op.getW()}, op.getGates(),
       op.getChunkSize(), p.K, p.V, whyNot);
-  if (!elem)
+  if (!forms)
     return std::nullopt;
-  p.mmaElem = *elem;
+  p.mmaElem = forms->mmaElem;
+  p.splitKeys = forms->splitKeys;
   p.hasW = bool(op.getW());
   p.hasGates = bool(op.getGates());
   p.keysPerWarp = p.K / kStateKeySplit;
@@ -89,6 +96,11 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.qOffset = 0;
   p.kOffset = keyBytes;
   p.wOffset = 2 * keyBytes;
+  if (p.splitKeys) {
+    p.qLoOffset = p.wOffset;
+    p.kLoOffset = p.wOffset + keyBytes;
+    p.wOffset += 2 * keyBytes;
+  }
   p.dOffset = p.wOffset + (p.hasW ? keyBytes : 0);
   p.gOffset = p.dOffset + kChunk * p.gradStride * 2;
   p.stageBytes = p.gOffset + (p.hasGates ? kChunk * 4 : 0);
@@ -117,6 +129,7 @@ struct ReversePassOperands {
 /// A chunk's staged inputs.
 struct ReverseStage {
   Value q, k, w, dO, g;
+  Value qLo, kLo; ///< q's and k's lo parts where split
 };
 
 class ReversePassKernel {
@@ -192,6 +205,10 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
   ReverseStage st;
   st.q = k.tile(at(p.qOffset), kChunk, p.keyStride, p.mmaElem);
   st.k = k.tile(at(p.kOffset), kChunk, p.keyStride, p.mmaElem);
+  if (p.splitKeys) {
+    st.qLo = k.tile(at(p.qLoOffset), kChunk, p.keyStride, p.mmaElem);
+    st.kLo = k.tile(at(p.kLoOffset), kChunk, p.keyStride, p.mmaElem);
+  }
   if (p.hasW)
     st.w = k.tile(at(p.wOffset), kChunk, p.keyStride, p.mmaElem);
   st.dO = k.tile(at(p.dOffset), kChunk, p.gradStride, p.mmaElem);
@@ -209,8 +226,23 @@ Value ReversePassKernel::prefetch(Value j) {
     k.copyTokenRowsAsync(dst, p.K, rows, io.seqLen, src, bIdx, head,
                          /*narrowRows=*/true);
   };
-  keyRows(st.q, io.q, h);
-  keyRows(st.k, io.k, h);
+  if (!p.splitKeys) {
+    keyRows(st.q, io.q, h);
+    keyRows(st.k, io.k, h);
+  } else {
+    // f32 q and k split through registers (cp.async copies as it reads),
+    // for a chunk with rows: a step past the last has none to read.
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(zero, valid), false).thenBlock());
+    for (auto [hi, lo, src] : {std::tuple{st.q, st.qLo, io.q},
+                               std::tuple{st.k, st.kLo, io.k}}) {
+      Value from = src;
+      k.fillTile(hi, kChunk, p.K, valid, [&](Value r, Value c) {
+        return k.load8(from, {bIdx, e.addIndex(t0, r), h, c});
+      }, lo);
+    }
+  }
   if (p.hasW)
     keyRows(st.w, io.w, hv);
   k.copyRowsAsync(st.dO, zero, kStateColumns, t0, valid, io.seqLen,
@@ -261,8 +293,11 @@ void ReversePassKernel::storeState(ValueRange flat, Value dst,
 void ReversePassKernel::stageScores(const ReverseStage &st, ChunkRows rows) {
   Value m0 = e.mulIndex(k.warp, e.index(16));
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  k.gemm(acc, Operand{TileView{st.k}, std::nullopt}, m0,
-         Operand{TileView{st.q}, std::nullopt}, p.K);
+  auto keys = [](Value hi, Value lo) {
+    return lo ? Operand{TileView{hi}, TileView{lo}}
+              : Operand{TileView{hi}, std::nullopt};
+  };
+  k.gemm(acc, keys(st.k, st.kLo), m0, keys(st.q, st.qLo), p.K);
   Value scaleF = e.f32(scale);
   SmallVector<Value> rowGates;
   for (int64_t half : {0, 2})
@@ -317,10 +352,14 @@ ReversePassKernel::gradValuesPartial(const ReverseStage &st, ValueRange flat,
     auto [aHi, aLo] = k.fragmentAFromAcc(tile0, tile1, /*negate=*/false);
     Value k0 = e.addIndex(key0, e.index(16 * ks));
     for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; rt += 2) {
-      SmallVector<Value> bFrag = k.fragB2({st.k}, 8 * rt, k0);
+      SmallVector<Value> bFrag = k.fragB2({st.k}, 8 * rt, k0), bLo;
+      if (st.kLo)
+        bLo = k.fragB2({st.kLo}, 8 * rt, k0);
       for (int64_t j = 0; j < 2; ++j)
         d[rt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
-                               /*bLo=*/{}, d[rt + j]);
+                               st.kLo ? ArrayRef(bLo).slice(2 * j, 2)
+                                      : ArrayRef<Value>(),
+                               d[rt + j]);
     }
   }
   if (gLast)
@@ -419,10 +458,14 @@ SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
     }
     for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
       SmallVector<Value> bFrag =
-          k.fragB2({st.q, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
+          k.fragB2({st.q, /*transposed=*/true}, key0, 8 * kt, 16 * ks), bLo;
+      if (st.qLo)
+        bLo = k.fragB2({st.qLo, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
       for (int64_t j = 0; j < 2; ++j)
         acc[kt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
-                                 /*bLo=*/{}, acc[kt + j]);
+                                 st.qLo ? ArrayRef(bLo).slice(2 * j, 2)
+                                        : ArrayRef<Value>(),
+                                 acc[kt + j]);
     }
     if (!p.hasW)
       continue;

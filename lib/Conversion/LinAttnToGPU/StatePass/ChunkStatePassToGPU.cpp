@@ -508,14 +508,19 @@ SmallVector<Value> StatePassKernel::updateState(
                   : k.fragmentAFromAcc(d[2 * ks], d[2 * ks + 1],
                                        /*negate=*/false, p.splitUpdate);
     for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
-      // B = K (k = row, n = key): two key tiles per fragment load.
+      // B = K (k = row, n = key): two key tiles per fragment load; f32
+      // keys (the backward's normalised ones) split, so that the states
+      // it recomputes are those of the keys its gradients take.
+      SmallVector<Value> bLo;
       SmallVector<Value> bFrag =
           p.keysAreOperands
               ? k.fragB2({st.k, /*transposed=*/true}, key0, 8 * kt, 16 * ks)
-              : k.fragB2FromF32Columns(st.k, key0, 8 * kt, 16 * ks);
+              : k.fragB2FromF32Columns(st.k, key0, 8 * kt, 16 * ks, bLo);
       for (int64_t j = 0; j < 2; ++j)
         acc[kt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
-                                 /*bLo=*/{}, acc[kt + j]);
+                                 bLo.empty() ? ArrayRef<Value>()
+                                             : ArrayRef(bLo).slice(2 * j, 2),
+                                 acc[kt + j]);
     }
   }
   SmallVector<Value> next;

@@ -70,8 +70,8 @@ struct StatePassPlan {
   Decay decay = Decay::None;
 
   // The variant.
-  /// 16-bit keys go to the tensor cores by ldmatrix; f32 keys (an l2norm
-  /// result) are rounded as their fragments are loaded.
+  /// 16-bit keys go to the tensor cores by ldmatrix; f32 keys (the
+  /// backward's normalised keys) are split as their fragments are loaded.
   bool keysAreOperands = true;
   /// Without W, D is U: where their types agree the new values are u
   /// itself, and the kernel writes no copy of it.

@@ -614,21 +614,20 @@ const SmallVector<StringRef> kChunkTotalsLayout = {"B", "NC", "HV", "K"};
 
 /// W as `linattn.ut_transform` makes it and `linattn.chunk_state_pass` takes
 /// it: [B, T, HV, K] in f32 or rounded once to the keys' 16-bit type, or
-/// split, [B, T, HV, 2, K] in the keys' 16-bit type (hi and lo parts).
+/// split, [B, T, HV, 2, K] in the keys' 16-bit type (hi and lo parts). f32
+/// keys (normalised from 16-bit inputs, as the backward keeps them) may
+/// meet W in either 16-bit type, rounded or split.
 LogicalResult checkW(Operation *op, LayoutChecker &checker, Value w, Value k) {
   Type wType = w.getType();
   Type wElem = getElementTypeOrSelf(wType);
   Type kElem = getElementTypeOrSelf(k.getType());
+  bool anyNarrow = kElem.isF32();
   if (!isSplitW(wType)) {
     if (failed(checker.check(wType, "w", kWLayout, Elem::AnyFloat)))
       return failure();
-    if (!wElem.isF32() && wElem != kElem) {
-      InFlightDiagnostic diag = op->emitOpError()
-                                << "'w' must have element type f32";
-      if (!kElem.isF32())
-        diag << " or the keys' " << kElem;
-      return diag << ", got " << wElem;
-    }
+    if (!wElem.isF32() && wElem != kElem && !anyNarrow)
+      return op->emitOpError() << "'w' must have element type f32 or the keys' "
+                               << kElem << ", got " << wElem;
     return success();
   }
   if (failed(checker.check(wType, "w", kSplitWLayout, Elem::AnyFloat)))
@@ -638,9 +637,12 @@ LogicalResult checkW(Operation *op, LayoutChecker &checker, Value w, Value k) {
     return op->emitOpError() << "a split 'w' [B, T, HV, 2, K] holds two parts "
                                 "(hi, lo) in dimension 3, got "
                              << wType;
-  if (kElem.isF32() || wElem != kElem)
+  if (wElem.isF32())
+    return op->emitOpError() << "a split 'w' must have a 16-bit element type, "
+                                "got f32";
+  if (wElem != kElem && !anyNarrow)
     return op->emitOpError() << "a split 'w' must have the keys' 16-bit "
-                                "element type (bf16 or f16 keys), got "
+                                "element type, got "
                              << wElem << " with " << kElem << " keys";
   return success();
 }

@@ -432,8 +432,10 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
     U is [B, T, HV, V]. U is f32; W is f32 or the keys' element type, rounded
     once from its fp32 value (it only ever multiplies states, so its bf16
     rounding costs about as much accuracy as the inputs' own; U's would not:
-    D = U - W S cancels). W may also be split, [B, T, HV, 2, K] in the keys'
-    16-bit type: `w[..., 0, :]` is the fp32 W rounded, `w[..., 1, :]` the
+    D = U - W S cancels); with f32 keys (normalised from 16-bit inputs, as
+    the backward takes them) either 16-bit type. W may also be split, [B,
+    T, HV, 2, K] in the keys' 16-bit type (either, with f32 keys):
+    `w[..., 0, :]` is the fp32 W rounded, `w[..., 1, :]` the
     rounding of what that leaves, and W = hi + lo to about 16 significant
     bits. A split W is what 16-bit tensor cores take without converting it
     (the negative-eigenvalue rule, whose reflections do not damp a rounded
