@@ -153,12 +153,6 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
     Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
     Value keyLo = splitKeys ? k.tile(keyLoOffset, kChunk, K + kPad, elem) : Value();
-    auto keys = [&](bool transposed) {
-      Operand operand{TileView{keyTile, transposed}, std::nullopt};
-      if (keyLo)
-        operand.lo = TileView{keyLo, transposed};
-      return operand;
-    };
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
@@ -190,7 +184,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
     SmallVector<SmallVector<Value>> acc = k.zeroAcc(perKey ? 0 : kChunk / 8);
     if (!perKey)
-      k.gemm(acc, keys(false), m0, keys(false), K);
+      k.gemm(acc, Operand::of(keyTile, keyLo), m0, Operand::of(keyTile, keyLo), K);
     for (int64_t nt = 0; nt < (perKey ? 0 : kChunk / 8); ++nt) {
       for (int64_t i = 0; i < 4; ++i) {
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
@@ -283,7 +277,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       k.barrier();
     }
     SmallVector<SmallVector<Value>> wOut =
-        product(K, perKey ? Operand{TileView{kdTile, true}, std::nullopt} : keys(true),
+        product(K, perKey ? Operand::of(kdTile, Value(), true)
+                          : Operand::of(keyTile, keyLo, /*transposed=*/true),
                 [&](Value c) {
           Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
           Value betaC = memref::LoadOp::create(b, betaShared, c);
@@ -306,7 +301,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
     });
-    storeResult(product(V, Operand{TileView{valueTile, true}, std::nullopt}, [&](Value c) {
+    storeResult(product(V, Operand::of(valueTile, Value(), /*transposed=*/true), [&](Value c) {
                   return memref::LoadOp::create(b, betaShared, c).getResult();
                 }),
                 V, u, uStage, std::nullopt);

@@ -166,12 +166,6 @@ private:
   Value tile16(int64_t offset, int64_t rows, int64_t stride) {
     return k.tile(offset, rows, stride, p.mmaElem);
   }
-  /// q or k as an operand: its staged tile, and its lo part where split.
-  Operand keys(Value hi, Value lo, bool transposed = false) {
-    if (!lo)
-      return Operand{TileView{hi, transposed}, std::nullopt};
-    return Operand{TileView{hi, transposed}, TileView{lo, transposed}};
-  }
   /// A [rows][cols] f32 (or f64) view at `offset`.
   Value tileOf(int64_t offset, int64_t rows, int64_t cols, Type elem) {
     return k.tile(offset, rows, cols, elem);
@@ -283,7 +277,7 @@ void KeyGradKernel::stagePairs() {
   SmallVector<SmallVector<Value>> scores;
   if (p.gates) {
     scores = k.zeroAcc(kChunk / 8);
-    k.gemm(scores, keys(qTile, qLo), m0, keys(kTile, kLo), p.K);
+    k.gemm(scores, Operand::of(qTile, qLo), m0, Operand::of(kTile, kLo), p.K);
   }
   Type f32 = b.getF32Type();
   SmallVector<SmallVector<Value>> lo;
@@ -435,11 +429,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
   // Element (row, key0 + col) of q or k, f32 (hi + lo where split).
   auto keyAt = [&](Value hiBuf, Value loBuf, Value row, Value col) {
-    auto part = [&](Value buf) {
-      Value x = memref::LoadOp::create(b, buf, ValueRange{row, e.addIndex(key0, col)});
-      return arith::ExtFOp::create(b, b.getF32Type(), x).getResult();
-    };
-    return loBuf ? e.add(part(hiBuf), part(loBuf)) : part(hiBuf);
+    return k.loadJoined(hiBuf, loBuf, {row, e.addIndex(key0, col)});
   };
   Value rowGates[2];
   for (int64_t half = 0; half < 2; ++half)
@@ -462,7 +452,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
                        dq[nt][i])));
     }
   k.gemm(dq, Operand{TileView{pHi}, TileView{pLo}}, m0,
-         keys(kTile, kLo, /*transposed=*/true), kChunk, key0);
+         Operand::of(kTile, kLo, /*transposed=*/true), kChunk, key0);
   storeRows(dq, io.dq, key0);
 
   // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K]. Y's entries
@@ -499,11 +489,11 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
     }
   k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
-         keys(qTile, qLo, /*transposed=*/true), kChunk, key0);
+         Operand::of(qTile, qLo, /*transposed=*/true), kChunk, key0);
   if (p.wy) {
     for (bool transposed : {false, true})
       k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
-             keys(kTile, kLo, /*transposed=*/true), kChunk, key0);
+             Operand::of(kTile, kLo, /*transposed=*/true), kChunk, key0);
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value row = k.accRow(m0, i);

@@ -236,10 +236,7 @@ void WYGradKernel::negatedWGradient() {
 // upper blocks of T this zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  Operand keys{TileView{kTile}, std::nullopt};
-  if (kLo)
-    keys.lo = TileView{kLo};
-  k.gemm(acc, keys, m0, keys, p.K);
+  k.gemm(acc, Operand::of(kTile, kLo), m0, Operand::of(kTile, kLo), p.K);
   for (int64_t nt = 0; nt < kChunk / 8; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
@@ -288,17 +285,9 @@ void WYGradKernel::solve(bool keys) {
       Value in = k.ult(row, rows.valid);
       Value with0, with1; // k_i or v_i at the pair's columns
       if (keys) {
-        // k_i's entry, hi + lo where split.
-        auto key = [&](Value c) {
-          auto part = [&](Value buf) {
-            return arith::ExtFOp::create(
-                b, f32, memref::LoadOp::create(b, buf, ValueRange{row, c}).getResult())
-                .getResult();
-          };
-          return kLo ? e.add(part(kTile), part(kLo)) : part(kTile);
-        };
-        with0 = key(col);
-        with1 = key(col1);
+        // k_i's entries, hi + lo where split.
+        with0 = k.loadJoined(kTile, kLo, {row, col});
+        with1 = k.loadJoined(kTile, kLo, {row, col1});
         k.storePair(x0, x1, io.yW, {bIdx, token(row), hv, col}, in);
       } else {
         auto value = [&](Value c) {

@@ -195,6 +195,14 @@ std::pair<Value, Value> KernelEmitter::split(Value x, Type narrow) {
           arith::TruncFOp::create(b, narrow, e.roundingRest(x, narrow))};
 }
 
+Value KernelEmitter::loadJoined(Value hi, Value lo, ValueRange indices) {
+  auto part = [&](Value buf) -> Value {
+    Value x = memref::LoadOp::create(b, buf, indices);
+    return arith::ExtFOp::create(b, b.getF32Type(), x);
+  };
+  return lo ? e.add(part(hi), part(lo)) : part(hi);
+}
+
 Value KernelEmitter::loadWidened(Value memref, ValueRange indices, int64_t width) {
   auto type = cast<MemRefType>(memref.getType());
   auto vecType = VectorType::get({width}, type.getElementType());

@@ -111,6 +111,9 @@ public:
   /// (hi, lo) = (round(x), round(x - hi)) in `narrow` (16-bit scalar or
   /// vector type).
   std::pair<Value, Value> split(Value x, Type narrow);
+  /// Element `indices` of a 16-bit tile as f32, plus the same element of
+  /// its lo tile where it is split (`lo` non-null): the value hi + lo.
+  Value loadJoined(Value hi, Value lo, ValueRange indices);
 
   /// vector<width x f32> of memref[indices..., c .. c + width - 1]
   /// (widened).

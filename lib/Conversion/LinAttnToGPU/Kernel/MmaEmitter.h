@@ -41,6 +41,15 @@ struct TileView {
 struct Operand {
   TileView hi;
   std::optional<TileView> lo;
+
+  /// The operand held in tile `hi` and, where it is split, tile `lo` (null:
+  /// exact), read transposed or not.
+  static Operand of(Value hi, Value lo, bool transposed = false) {
+    Operand operand{TileView{hi, transposed}, std::nullopt};
+    if (lo)
+      operand.lo = TileView{lo, transposed};
+    return operand;
+  }
 };
 
 /// A kernel body whose products run on tensor cores in `mmaElem` (bf16 or

@@ -293,11 +293,7 @@ void ReversePassKernel::storeState(ValueRange flat, Value dst,
 void ReversePassKernel::stageScores(const ReverseStage &st, ChunkRows rows) {
   Value m0 = e.mulIndex(k.warp, e.index(16));
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  auto keys = [](Value hi, Value lo) {
-    return lo ? Operand{TileView{hi}, TileView{lo}}
-              : Operand{TileView{hi}, std::nullopt};
-  };
-  k.gemm(acc, keys(st.k, st.kLo), m0, keys(st.q, st.qLo), p.K);
+  k.gemm(acc, Operand::of(st.k, st.kLo), m0, Operand::of(st.q, st.qLo), p.K);
   Value scaleF = e.f32(scale);
   SmallVector<Value> rowGates;
   for (int64_t half : {0, 2})
