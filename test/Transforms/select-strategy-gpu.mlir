@@ -47,12 +47,38 @@ func.func @decode_f16(%q: tensor<2x1x4x64xf16>, %v: tensor<2x1x4x128xf16>, %g: t
 
 // -----
 
+// f32 inputs take the chunked kernels too (split into bf16 hi + lo).
 // CHECK-LABEL: func.func @delta_f32
-// CHECK: linattn.recurrence delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for delta: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels run bf16/f16 inputs on tensor cores; 'f32' inputs have no chunked GPU mapping)
+// CHECK: linattn.recurrence delta {{.*}} {linattn.seq_len_range = array<i64: 1, [[F32LIMIT:[0-9]+]]>, linattn.strategy = "recurrent"}
+// CHECK: linattn.recurrence delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: {{[0-9]+}}, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for delta: T is dynamic: recurrent for T <= {{[0-9]+}} (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
 func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Nor for negeig, whose reflections carry the split's error past 1e-4.
+// CHECK-LABEL: func.func @negeig_f32
+// CHECK: linattn.recurrence negeig_delta {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for negeig_delta: recurrent ({{.*}}) (no chunked kernels: f32 inputs of a kind whose transitions reflect ('negeig_delta'): the split operands' error accumulates past 1e-4)
+func.func @negeig_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Not with per-key gates: their kernels decay 16-bit keys.
+// CHECK-LABEL: func.func @gla_f32
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent ({{.*}}) (no chunked kernels: GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates ('key_gate') decay 16-bit keys)
+func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
   return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
 }
 

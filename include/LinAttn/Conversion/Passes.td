@@ -102,8 +102,10 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     carried state, and W or chunk states when f32) are split in two 16-bit parts, `x ~= hi + lo`, and multiplied as
     `hi*hi + hi*lo + lo*hi`, which keeps the chunked algorithm within 5e-3
     of an fp64 reference on hard inputs (nearly parallel keys, beta ~ 1)
-    where plain bf16 operands do not. The f32 result of `linattn.l2norm`
-    (qk_l2norm) is rounded to its input's 16-bit type:
+    where plain bf16 operands do not. An f32 spec's q, k and v are split
+    the same way (bf16 parts; within 1e-4 of fp64; not beside per-key
+    gates, an error). The f32 result of `linattn.l2norm` (qk_l2norm) is
+    rounded to its input's 16-bit type:
 
     - `ut_transform`, one block per (chunk, value head, sequence):
       `A = K K^T` on tensor cores, `L = StrictLower(diag(c) A * exp(G_i -

@@ -74,13 +74,17 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                             << elementOf(op.getChunkStates());
 
   // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
-  // keys K' [64][K]), then S [K][cols] and D [C][cols]
+  // keys K' [64][K]; f32 q and k, an f32 spec's: their lo parts), then
+  // S [K][cols] and D [C][cols]
   // (each split if f32; 16-bit ones are operands as they are; both read
   // transposed by ldmatrix .trans); C row gates, or per key [64][K].
   // Everything is loaded at once, so the block waits on global memory
   // once; P stays in registers.
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
   bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
+  // An f32 spec's q and k are split like S and D: rounded, Q K^T and Q S
+  // would cost it its 1e-4 (per-key gates take 16-bit keys: mmaTypeOf).
+  bool splitQK = elementOf(op.getQ()).isF32() && !perKey;
   // With two units, each has its own S and D tiles and an output tile
   // (the Q tile's rows, which unit 0 stages its output in, are read by
   // unit 1 until it is done).
@@ -89,7 +93,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   int64_t dBytes = chunk * (cols + kPad) * 2;
   int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
   int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
-  int64_t sOffset = (perKey ? 3 : 2) * qBytes;
+  int64_t sOffset = (perKey ? 3 : splitQK ? 4 : 2) * qBytes;
   // Per-key gate rows are padded by 16 bytes: the score operands read
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
@@ -165,6 +169,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, chunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, chunk, K + kPad, elem);
+    Value qLo = splitQK ? k.tile(2 * qBytes, chunk, K + kPad, elem) : Value();
+    Value kLo = splitQK ? k.tile(3 * qBytes, chunk, K + kPad, elem) : Value();
+    Operand qOperand = Operand::of(qTile, qLo);
     // Unit u's S and D tiles (hi, then lo where they are f32), and the
     // calling warp's.
     auto sTile = [&](Value u, int64_t part) {
@@ -199,10 +206,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         return k.load8(src, at(e.addIndex(rows.t0, r), c));
       }, dstLo);
     };
-    chunkTile(qTile, Value(), K, qBuf, [&](Value t, Value c) -> SmallVector<Value> {
+    chunkTile(qTile, qLo, K, qBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, h, c};
     });
-    chunkTile(kTile, Value(), K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
+    chunkTile(kTile, kLo, K, kBuf, [&](Value t, Value c) -> SmallVector<Value> {
       return {bIdx, t, h, c};
     });
     // Unit u's columns of a [B, N, HV, K, V] state (chunk states, or
@@ -261,7 +268,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     auto segmentScores = [&](int64_t segment) {
       int64_t c0 = segment * kChunk;
       SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
-      k.gemm(p, {{qTile}}, m0, {{kTile}}, K, c0);
+      k.gemm(p, qOperand, m0, Operand::of(kTile, kLo), K, c0);
       for (int64_t nt = 0; nt < kChunk / 8; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
@@ -317,7 +324,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         }), {}};
       }, sOperand, K);
     } else {
-      k.gemm(o, {{qTile}}, m0, sOperand, K);
+      k.gemm(o, qOperand, m0, sOperand, K);
       for (int64_t nt = 0; nt < nTiles; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value g = memref::LoadOp::create(b, gShared, k.accRow(m0, i));
@@ -419,7 +426,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         k.waitCopies(k.commitCopies(), 0);
         k.barrier();
         SmallVector<SmallVector<Value>> qc = k.zeroAcc(nTiles);
-        k.gemm(qc, {{qTile}}, m0, sOperand, K);
+        k.gemm(qc, qOperand, m0, sOperand, K);
         SmallVector<SmallVector<Value>> sums = o;
         for (int64_t nt = 0; nt < nTiles; ++nt)
           for (int64_t i = 0; i < 4; ++i) {

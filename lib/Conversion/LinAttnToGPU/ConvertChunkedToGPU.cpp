@@ -40,9 +40,15 @@ ChunkedLoweringContext::build(Operation *root, const GPUTargetInfo &target) {
   WalkResult walk = root->walk([&](Operation *op) {
     FailureOr<Type> type =
         llvm::TypeSwitch<Operation *, FailureOr<Type>>(op)
-            .Case([](UTTransformOp o) { return mmaTypeOf(o, {o.getK(), o.getV()}); })
-            .Case([](ChunkStatePassOp o) { return mmaTypeOf(o, {o.getK()}); })
-            .Case([](ChunkOutputOp o) { return mmaTypeOf(o, {o.getQ(), o.getK()}); })
+            .Case([](UTTransformOp o) {
+              return mmaTypeOf(o, {o.getK(), o.getV()}, o.getGates());
+            })
+            .Case([](ChunkStatePassOp o) {
+              return mmaTypeOf(o, {o.getK()}, o.getGates());
+            })
+            .Case([](ChunkOutputOp o) {
+              return mmaTypeOf(o, {o.getQ(), o.getK()}, o.getGates());
+            })
             .Default([](Operation *) { return Type(); });
     if (failed(type))
       return WalkResult::interrupt();

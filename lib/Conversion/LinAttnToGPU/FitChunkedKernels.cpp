@@ -83,7 +83,12 @@ struct LinAttnFitChunkedKernels
     for (RecurrenceGradOp op : adjoints) {
       ++numTried;
       std::string kernels;
-      why = whyKernelsDoNotFit(op, /*backward=*/true, &kernels);
+      why = whyChunkedBackwardIsNotTaken(op);
+      if (why.empty()) {
+        why = whyKernelsDoNotFit(op, /*backward=*/true, &kernels);
+        if (!why.empty())
+          why = "the chunked kernels do not fit: " + why;
+      }
       if (why.empty()) {
         record(op, Strategy::Chunked);
         if (explain)
@@ -97,9 +102,20 @@ struct LinAttnFitChunkedKernels
       if (explain)
         op.emitRemark() << "linattn GPU strategy for the backward of "
                         << stringifyTransitionKind(op.getKind())
-                        << ": recurrent (the chunked kernels do not fit: "
-                        << why << ")";
+                        << ": recurrent (" << why << ")";
     }
+  }
+
+  /// Why the backward of `op` keeps the adjoint's loop although its
+  /// chunked kernels would fit, or "": an f32 spec's backward has no
+  /// tensor-core kernels (they take 16-bit dO and W), and its chunked form
+  /// would run chunk_grad and the reverse pass as loops beside the
+  /// recomputed forward, a path never measured against the adjoint's loop.
+  static std::string whyChunkedBackwardIsNotTaken(RecurrenceGradOp op) {
+    if (cast<ShapedType>(op.getV().getType()).getElementType().isF32())
+      return "f32 inputs: the backward's tensor-core kernels take 16-bit "
+             "operands";
+    return "";
   }
 
   /// Records `strategy` as the op's choice (a recurrent one without a

@@ -23,7 +23,7 @@ Type operandTypeOf(Value v) {
   return elementOf(v);
 }
 
-FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
+FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs, Value gates) {
   Type elem = operandTypeOf(inputs.front());
   for (Value v : inputs)
     if (operandTypeOf(v) != elem)
@@ -32,7 +32,11 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs) {
                                << operandTypeOf(v) << " and " << elem;
   if (std::string why = chunked_kernels::checkOperandType(elem); !why.empty())
     return op->emitOpError() << why << " (use strategy=recurrent)";
-  return elem;
+  if (elem.isF32() && gates && cast<ShapedType>(gates.getType()).getRank() == 4)
+    return op->emitOpError()
+           << "GPU chunked kernels take f32 inputs with scalar or no gates; "
+              "per-key gates decay 16-bit keys (use strategy=recurrent)";
+  return chunked_kernels::mmaTypeFor(elem);
 }
 
 LogicalResult checkChunkGeometry(Operation *op, int64_t chunkSize,

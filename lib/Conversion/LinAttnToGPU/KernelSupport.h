@@ -25,9 +25,11 @@ Type elementOf(Value v);
 /// decayed those keys).
 Type operandTypeOf(Value v);
 
-/// The tensor-core operand type of an op's 16-bit inputs, or an error.
-/// Called before any op is rewritten, while l2norm results are visible.
-FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs);
+/// The tensor-core operand type of an op's inputs, or an error: their
+/// 16-bit type, or bf16 where they are f32 (the kernels split each f32
+/// operand into bf16 hi + lo; not beside per-key `gates`). Called before
+/// any op is rewritten, while l2norm results are visible.
+FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs, Value gates = {});
 
 /// Errors unless `op`'s kernels take `chunkSize` and every named dimension:
 /// chunks of kChunk tokens, or kLongChunk where `whyNotLong` is empty (it

@@ -48,13 +48,18 @@ std::string checkHeadDim(StringRef name, int64_t size) {
 }
 
 std::string checkOperandType(Type elem) {
-  if (elem.isBF16() || elem.isF16())
+  if (elem.isBF16() || elem.isF16() || elem.isF32())
     return "";
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "GPU chunked kernels run bf16/f16 inputs on tensor cores; '" << elem << "'"
-     << " inputs have no chunked GPU mapping";
+  os << "GPU chunked kernels run bf16/f16 inputs on tensor cores, f32 ones "
+        "split into bf16 hi + lo parts; '"
+     << elem << "' inputs have no chunked GPU mapping";
   return text;
+}
+
+Type mmaTypeFor(Type elem) {
+  return elem.isF32() ? BFloat16Type::get(elem.getContext()) : elem;
 }
 
 std::string whyNoKernels(RecurrenceOp op) {
@@ -62,6 +67,23 @@ std::string whyNoKernels(RecurrenceOp op) {
     Type elem = cast<ShapedType>(operand.getType()).getElementType();
     if (std::string why = checkOperandType(elem); !why.empty())
       return why;
+    if (!elem.isF32())
+      continue;
+    // The per-key kernels decay their staged keys in place, rounded.
+    const TransitionKindInfo &info = op.getKindInfo();
+    if (info.decay == DecayForm::PerKey)
+      return "GPU chunked kernels take f32 inputs with scalar or no gates; "
+             "per-key gates ('" +
+             stringifyTransitionKind(op.getKind()).str() +
+             "') decay 16-bit keys";
+    // The split's error (about 2^-17 of each product) is not damped by
+    // reflections (eigenvalues down to -1): on hard inputs (beta near 1,
+    // nearly parallel keys) negeig's o came 1.5-1.9e-4 from fp64 on the
+    // H200, past f32's 1e-4 (bench/NOTES.md f2; DeltaNet 4.7e-5).
+    if (info.rank1Scale > 1.0f)
+      return "f32 inputs of a kind whose transitions reflect ('" +
+             stringifyTransitionKind(op.getKind()).str() +
+             "'): the split operands' error accumulates past 1e-4";
   }
   for (auto [name, size] : {std::pair<StringRef, int64_t>{"K", op.getKeyDim()},
                             {"V", op.getValueDim()}})

@@ -124,12 +124,15 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   int64_t gKeyStride = K + 4;
   int64_t gKeyOffset = mOffset + kInverseScratchBytes;
   int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
-  // f32 keys (the backward's normalised ones) are held split: their lo
-  // part in a tile of its own, so that W is the keys' own (the state pass
-  // and the gradients take them split too).
+  // f32 keys (an f32 spec's, or the backward's normalised ones) are held
+  // split: their lo part in a tile of its own, so that W is the keys' own
+  // (the state pass and the gradients take them split too). So are f32
+  // values (an f32 spec's), in the same tile once W is out.
   bool splitKeys = elementOf(op.getK()).isF32() && !perKey;
-  int64_t keyLoOffset = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
-  int64_t sharedBytes = keyLoOffset + (splitKeys ? kChunk * (K + kPad) * 2 : 0);
+  bool splitValues = elementOf(op.getV()).isF32();
+  int64_t loOffset = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
+  int64_t loCols = std::max(splitKeys ? K : 0, splitValues ? V : 0);
+  int64_t sharedBytes = loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
     return failure();
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
@@ -152,7 +155,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value mTile = k.tile(mOffset, 16, kChunk - 16, f32);
     Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
     Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
-    Value keyLo = splitKeys ? k.tile(keyLoOffset, kChunk, K + kPad, elem) : Value();
+    Value keyLo = splitKeys ? k.tile(loOffset, kChunk, K + kPad, elem) : Value();
+    Value valueLo = splitValues ? k.tile(loOffset, kChunk, V + kPad, elem) : Value();
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
@@ -300,8 +304,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     }
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
-    });
-    storeResult(product(V, Operand::of(valueTile, Value(), /*transposed=*/true), [&](Value c) {
+    }, valueLo);
+    storeResult(product(V, Operand::of(valueTile, valueLo, /*transposed=*/true), [&](Value c) {
                   return memref::LoadOp::create(b, betaShared, c).getResult();
                 }),
                 V, u, uStage, std::nullopt);

@@ -86,6 +86,28 @@ func.func @head_dim_64(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %d:
 
 // -----
 
+// An f32 spec (K = V = 64): q, k, the states and the new values are all
+// held split, hi + lo bf16 tiles: Q, K and their lo parts 4 x 9216, S 2 x
+// 9216, D 2 x 9216, 256 bytes of gates = 73984 bytes; every product takes
+// three MMAs (Q K^T, Q S and P D each 3 x 32 a warp: 288 against the bf16
+// kernel's 128), and o leaves by direct f32 stores.
+
+// CHECK-LABEL: func.func @f32_inputs(
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c73984_i32
+// CHECK-NOT:       nvgpu.device_async_copy
+// CHECK-COUNT-288: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK-NOT:       nvvm.stmatrix
+// CHECK:           gpu.terminator
+// CHECK:         return
+func.func @f32_inputs(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x64xf32> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2x64xf32>
+  return %o : tensor<?x?x2x64xf32>
+}
+
+// -----
+
 // Per-key gates (GLA), K = V = 64: Q, K, K' 3 x 9216, S 9216, v 9216,
 // gates 64 (64 + 4) 4 = 17408: 63488 bytes. A warp votes whether its
 // diagonal block factors, runs 32 products for (Q exp(G)) S, then a loop

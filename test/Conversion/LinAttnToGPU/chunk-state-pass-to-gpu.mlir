@@ -324,3 +324,22 @@ func.func @f32_keys(%kin: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xf32>, %w: t
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %d, %states, %final : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
 }
+
+// -----
+
+// An f32 spec without W (simple GLA, K = V = 64): keys and values staged
+// f32 (four stages of 64 x 72 x 4 + 64 x 36 x 4 + 256 = 27904 bytes), the
+// states and new values stored directly. The update S^T += D'^T K takes D'
+// split (rounded, v would cost the spec its 1e-4) and the keys split as
+// their fragments load: 3 x 16 = 48 products a warp and chunk.
+// CHECK-LABEL: func.func @f32_row_gates(
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c111616_i32
+// CHECK-NOT:       nvvm.stmatrix
+// CHECK-COUNT-48:  nvvm.mma.sync
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:         return
+func.func @f32_row_gates(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %d, %states, %final : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}

@@ -69,11 +69,12 @@ func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xb
 
 // -----
 
-// f32 inputs: the forward's chunked kernels take 16-bit operands, so the
-// backward stays the adjoint's loop.
+// f32 inputs: the forward's chunked kernels take them (split), the
+// backward's take 16-bit operands only, so the backward stays the
+// adjoint's loop.
 // CHECK-LABEL: func.func @delta_backward_f32
 // CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of delta: recurrent (the chunked kernels do not fit: {{.*}})
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: recurrent (f32 inputs: the backward's tensor-core kernels take 16-bit operands)
 func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x32x32xf32>, %do: tensor<?x?x2x32xf32>, %ds: tensor<?x2x32x32xf32>)
     -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>) {

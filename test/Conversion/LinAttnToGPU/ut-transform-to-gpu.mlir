@@ -249,3 +249,21 @@ func.func @f32_keys(%kin: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %bet
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>)
   return %w, %u : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// An f32 spec (K = V = 64): keys and values both f32, each staged split;
+// the values' lo part takes the keys' lo tile once W is out (57856 bytes,
+// as for f32 keys alone). Every product takes three MMAs: K K^T, W = T' K
+// and U = T' V 3 x 32 each, 288 a warp. W is f32 (the state pass splits
+// it as it loads it).
+// CHECK-LABEL: func.func @f32_inputs(
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %c57856_i32
+// CHECK-COUNT-288: nvvm.mma.sync
+// CHECK-NOT:     nvvm.mma.sync
+// CHECK:         return
+func.func @f32_inputs(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+}

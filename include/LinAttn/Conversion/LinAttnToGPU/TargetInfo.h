@@ -90,8 +90,13 @@ std::string checkChip(StringRef chip);
 /// or "" if they can.
 std::string checkHeadDim(StringRef name, int64_t size);
 /// Why the kernels cannot run inputs of element type `elem` on tensor
-/// cores, or "" if they can.
+/// cores, or "" if they can: bf16 and f16 as they are, f32 split into two
+/// bf16 parts, x ~= hi + lo (about 16 significant bits; each product of
+/// two split operands is three MMAs, hi hi + hi lo + lo hi).
 std::string checkOperandType(Type elem);
+/// The tensor-core operand type of inputs of element type `elem` (one
+/// checkOperandType takes): its own, or bf16 for f32 (the split's parts).
+Type mmaTypeFor(Type elem);
 /// Why a recurrence's chunked form (chunks of kChunk) has no tensor-core
 /// kernels, or "" if it has: the checks the conversion makes of the
 /// algorithm ops it becomes, asked of the spec.

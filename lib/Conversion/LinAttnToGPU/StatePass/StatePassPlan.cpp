@@ -61,8 +61,9 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   // rows of bench/model/bf16_intermediates.py), for half of the update's
   // products. The delta rule's D keeps its lo: rounded, o's error on
   // nearly parallel keys grows toward the bound (3.2 -> 3.9e-3 in the
-  // model, 1.1e-2 for negeig).
-  p.splitUpdate = p.hasW();
+  // model, 1.1e-2 for negeig). An f32 U (an f32 spec's values) is split
+  // too: rounded, it would cost an f32 spec its 1e-4.
+  p.splitUpdate = p.hasW() || p.uElem.isF32();
   auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
   p.stageStates = target.hasStMatrix() && is16Bit(p.stateElem);
   p.stageValues = target.hasStMatrix() && !p.forwardValues && is16Bit(p.valueElem);

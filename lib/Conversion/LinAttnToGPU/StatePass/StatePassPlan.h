@@ -80,7 +80,7 @@ struct StatePassPlan {
   /// per row pair in fp32 and rounded once (bench/NOTES.md c31).
   bool directD = false;
   /// D' enters the update split (hi + lo): it came out of the delta rule's
-  /// cancellation D = U - W S.
+  /// cancellation D = U - W S, or is an f32 spec's values.
   bool splitUpdate = false;
   /// 16-bit chunk states and new values leave through shared memory by
   /// stmatrix (sm_90), copied out in 16-byte rows one step later.
