@@ -7,7 +7,7 @@
 #   NAME SPEC [linattn-compile options...]
 # One spec per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32
 # K=V=64, bf16 K=V=32, 96, 192 and 256 (the head sizes the chunked kernels
-# take besides)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
+# take besides), bf16 K=V=48 and 80 (run zero-padded to 64 and 96)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
 # recurrent for all; scan (the token scan, one thread per state element) for
 # the families with diagonal transitions; chunked (tensor cores) and
 # segment-scan (the chunk states by a scan, the chunk kernels around it) for
@@ -29,7 +29,7 @@ families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla
 for pair in $families; do
   kind=${pair%%:*} name=${pair##*:}
   cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
-  for variant in bf16:64 f32:64 bf16:32 bf16:96 bf16:192 bf16:256; do
+  for variant in bf16:64 f32:64 bf16:32 bf16:96 bf16:192 bf16:256 bf16:48 bf16:80; do
     dtype=${variant%%:*} size=${variant##*:}
     /usr/bin/python3 - "$kind" "$name" "$dtype" "$size" "$specs/${name}_${dtype}_${size}.mlir" <<'PY'
 import sys

@@ -79,6 +79,10 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
     break;
   case linattn::Strategy::Chunked:
   case linattn::Strategy::SegmentScan:
+    if (gpuKernels)
+      pm.addNestedPass<func::FuncOp>(linattn::createLinAttnPadHeadDims(
+          linattn::LinAttnPadHeadDimsOptions{
+              linattn::chunked_kernels::kHeadDimMultiple}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
         linattn::LinAttnRecurrenceToChunkedOptions{
             chunkSize,
@@ -109,7 +113,9 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
       pm.addPass(linattn::createLinAttnFitChunkedKernels(
           linattn::LinAttnFitChunkedKernelsOptions{chip.str(), chunkSize}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
-    linattn::addChunkedFormPasses(pm.nest<func::FuncOp>(), chunkSize);
+    linattn::addChunkedFormPasses(
+        pm.nest<func::FuncOp>(), chunkSize,
+        gpuKernels ? linattn::chunked_kernels::kHeadDimMultiple : 0);
     // On the GPU the backward is chunked where the fit pass found the
     // forward's kernels fit (it records recurrent elsewhere); the CPU keeps
     // the adjoint's loop.

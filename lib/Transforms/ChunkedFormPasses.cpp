@@ -6,7 +6,11 @@
 
 namespace mlir::linattn {
 
-void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize) {
+void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize,
+                          int64_t headDimMultiple) {
+  if (headDimMultiple > 0)
+    funcPm.addPass(createLinAttnPadHeadDims(
+        LinAttnPadHeadDimsOptions{headDimMultiple}));
   funcPm.addPass(createLinAttnRecurrenceToChunked(
       LinAttnRecurrenceToChunkedOptions{chunkSize,
                                         /*narrowIntermediates=*/true}));

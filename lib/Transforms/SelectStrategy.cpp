@@ -309,6 +309,14 @@ struct LinAttnSelectStrategy
             text = describe(choice);
           text += why.empty() ? " (tensor-core kernels apply)"
                               : " (no chunked kernels: " + why + ")";
+          int64_t K = op.getKeyDim(), V = op.getValueDim();
+          int64_t paddedK = chunked_kernels::paddedHeadDim(K);
+          int64_t paddedV = chunked_kernels::paddedHeadDim(V);
+          if (why.empty() && (paddedK != K || paddedV != V))
+            text += "\n  chunked at K = " + std::to_string(paddedK) +
+                    ", V = " + std::to_string(paddedV) +
+                    " (zero-padded from " + std::to_string(K) + ", " +
+                    std::to_string(V) + ": linattn-pad-head-dims)";
           if (why.empty()) {
             bool dynamicB = ShapedType::isDynamic(op.getBatchSize());
             text += "\n  recurrent while the fitted model has it faster: up "

@@ -84,13 +84,27 @@ func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tenso
 
 // -----
 
+// K = 48, a multiple of 16: chunked, at K = 64 (linattn-pad-head-dims).
 // CHECK-LABEL: func.func @identity_k48
-// CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels need {{[KV]}} = a multiple of 32 up to 256, got {{[0-9]+}})
+// CHECK: linattn.recurrence identity {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: {{[0-9]+}}, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for identity: T is dynamic: recurrent for T <= {{[0-9]+}} (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN-NEXT:  chunked at K = 64, V = 64 (zero-padded from 48, 64: linattn-pad-head-dims)
 func.func @identity_k48(%q: tensor<?x?x2x48xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) {
   %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
       : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>)
   return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>
+}
+
+// -----
+
+// K = 40 is no multiple of 16: recurrent.
+// CHECK-LABEL: func.func @identity_k40
+// CHECK: linattn.recurrence identity {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for identity: recurrent (split-key kernel) (no chunked kernels: GPU chunked kernels need K = a multiple of 16 from 32 up to 256, got 40)
+func.func @identity_k40(%q: tensor<?x?x2x40xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x40x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x40x64xf32>) {
+  %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
+      : (tensor<?x?x2x40xbf16>, tensor<?x?x2x40xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x40x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x40x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x40x64xf32>
 }
 
 // -----

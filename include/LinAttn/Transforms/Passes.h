@@ -20,11 +20,14 @@ constexpr llvm::StringLiteral kRoleAttrName = "linattn.role";
 #include "LinAttn/Transforms/Passes.h.inc"
 
 /// The chunked forms of the recurrences selected for them, as the default
-/// pipelines make them (`funcPm` nests on func.func): chunks of `chunkSize`
-/// with narrow intermediates (linattn-recurrence-to-chunked), the rank-1
-/// products in WY form with W split for 16-bit operands
-/// (linattn-lower-rank1-to-wy). linattn-fit-chunked-kernels tries the same.
-void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize);
+/// pipelines make them (`funcPm` nests on func.func): head sizes padded to
+/// `headDimMultiple` where it is non-zero (linattn-pad-head-dims; the GPU
+/// kernels' multiple), chunks of `chunkSize` with narrow intermediates
+/// (linattn-recurrence-to-chunked), the rank-1 products in WY form with W
+/// split for 16-bit operands (linattn-lower-rank1-to-wy).
+/// linattn-fit-chunked-kernels tries the same.
+void addChunkedFormPasses(OpPassManager &funcPm, int64_t chunkSize,
+                          int64_t headDimMultiple = 0);
 
 } // namespace mlir::linattn
 

@@ -306,6 +306,41 @@ def LinAttnRecurrenceToScan
   ];
 }
 
+def LinAttnPadHeadDims : Pass<"linattn-pad-head-dims"> {
+  let summary = "Pad a chunked recurrence's head sizes to the kernels' multiple";
+  let description = [{
+    The chunked GPU kernels take K and V in multiples of `multiple` (32: a
+    state-pass block's value columns, a warp's keys in 16-key k-steps).
+    A recurrence given to the chunked strategies (or to every one, without
+    a recorded choice) whose K or V is a multiple of 16 but not of
+    `multiple` is computed at the sizes rounded up: q, k, per-key gates, v
+    and the initial state are copied into zero-padded tensors (a
+    `linalg.generic` each), the recurrence runs on them with its scale
+    made explicit (`1 / sqrt(K)` of the unpadded K unless given), and o
+    and the final state are sliced back. The padding is exact: a zero key
+    column leaves its state row at zero (its updates are `k_i d^T` and its
+    log gate is 0), a zero value column its state column; `{qk_l2norm}`'s
+    norms do not see zeros.
+
+        %o, %s = linattn.recurrence gated_delta q(%q) ... : (tensor<?x?x8x80xbf16>, ...)
+          -> q, k, v, s0 padded to 96, the recurrence at 96 with
+             scale = 0.1118, o and s sliced to 80
+  }];
+  let options = [
+    Option<"multiple", "multiple", "int64_t", /*default=*/"32",
+           "The multiple K and V are rounded up to">,
+  ];
+  let dependentDialects = [
+    "mlir::arith::ArithDialect",
+    "mlir::bufferization::BufferizationDialect",
+    "mlir::linalg::LinalgDialect",
+    "mlir::tensor::TensorDialect",
+  ];
+  let statistics = [
+    Statistic<"numPadded", "num-padded", "Number of recurrences padded">,
+  ];
+}
+
 def LinAttnRecurrenceToChunked
     : Pass<"linattn-recurrence-to-chunked"> {
   let summary = "Rewrite linattn.recurrence into the chunkwise two-pass form";

@@ -152,7 +152,7 @@ struct LinAttnFitChunkedKernels
     // can be read off the forms in between).
     PassManager forms(context), conversion(context);
     OpPassManager &formsPm = forms.nest<func::FuncOp>();
-    addChunkedFormPasses(formsPm, chunkSize);
+    addChunkedFormPasses(formsPm, chunkSize, chunked_kernels::kHeadDimMultiple);
     if (backward)
       formsPm.addPass(createLinAttnRecurrenceGradToChunked(
           LinAttnRecurrenceGradToChunkedOptions{chunkSize,

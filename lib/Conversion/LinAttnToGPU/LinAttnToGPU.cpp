@@ -30,76 +30,120 @@ namespace mlir::linattn {
 
 namespace {
 
-/// Frees host-allocated buffers that the function does not return: a
-/// `memref.dealloc` after the last op of the allocation's block that uses
-/// the buffer or a view of it (a kernel using it counts as one use, at its
-/// launch). Upstream's ownership-based deallocation cannot run here: it
-/// refuses the kernels' barriers and async copies, which declare no memory
-/// effects. The host code of a lowered recurrence keeps each buffer in the
-/// block that allocates it, or yields it out of an `scf.if` (a choice made
-/// at run time, as linattn-segment-chunk-states makes) for the function to
-/// return; a buffer that leaves its block any other way is an error rather
-/// than a leak.
-LogicalResult freeTemporaries(func::FuncOp func) {
-  SmallVector<memref::AllocOp> allocs;
-  func.walk([&](memref::AllocOp alloc) {
-    if (!insideKernel(alloc))
-      allocs.push_back(alloc);
-  });
-  for (memref::AllocOp alloc : allocs) {
-    Block *block = alloc->getBlock();
-    Operation *last = alloc;
-    bool returned = false;
-    // Yielded out of an scf.if: the buffer then lives on as the if's
-    // result, which only the function's return may take.
-    Operation *yield = nullptr;
-    SmallVector<Value> aliases = {alloc.getResult()};
-    while (!aliases.empty()) {
-      Value alias = aliases.pop_back_val();
-      for (OpOperand &use : alias.getUses()) {
-        Operation *user = use.getOwner();
-        if (isa<func::ReturnOp>(user) && user->getParentOp() == func &&
-            (user->getBlock() == block || yield)) {
-          returned = true;
-          continue;
-        }
-        if (isa<scf::YieldOp>(user) && isa<scf::IfOp>(user->getParentOp()) &&
-            !insideKernel(user)) {
-          yield = user;
-          aliases.push_back(user->getParentOp()->getResult(use.getOperandNumber()));
-          continue;
-        }
-        if (user->hasTrait<OpTrait::IsTerminator>() && !insideKernel(user))
-          return user->emitOpError()
-                 << "passes a device buffer out of its region: "
-                    "convert-linattn-to-gpu frees only buffers that stay in "
-                    "the block that allocates them";
-        auto view = dyn_cast<ViewLikeOpInterface>(user);
-        if (view && view.getViewSource() == alias)
-          llvm::append_range(aliases, user->getResults());
-        else if (!insideKernel(user) &&
-                 llvm::any_of(user->getResultTypes(),
-                              llvm::IsaPred<BaseMemRefType>))
-          return user->emitOpError()
-                 << "returns a buffer that may alias a device buffer: "
-                    "convert-linattn-to-gpu cannot tell when that buffer "
-                    "is last used";
-        Operation *ancestor = block->findAncestorOpInBlock(*user);
-        if (ancestor && last->isBeforeInBlock(ancestor))
-          last = ancestor;
-      }
-    }
-    if (returned)
-      continue; // The caller owns it.
-    if (yield)
-      return yield->emitOpError()
-             << "passes a device buffer out of its scf.if that the function "
-                "does not return: convert-linattn-to-gpu cannot tell which "
-                "branch's buffer to free";
-    OpBuilder b(func.getContext());
-    b.setInsertionPointAfter(last);
-    memref::DeallocOp::create(b, alloc.getLoc(), alloc.getResult());
+/// Whether result `i` of `ifOp` owns its buffer: every branch yields there
+/// a buffer allocated in that branch (or an owning result of an scf.if of
+/// that branch), so that freeing the result frees whichever ran.
+bool ownsBuffer(scf::IfOp ifOp, unsigned i) {
+  for (Region *region : {&ifOp.getThenRegion(), &ifOp.getElseRegion()}) {
+    if (region->empty())
+      return false;
+    Block &branch = region->front();
+    Value v = branch.getTerminator()->getOperand(i);
+    Operation *def = v.getDefiningOp();
+    if (!def || def->getBlock() != &branch)
+      return false;
+    if (isa<memref::AllocOp>(def))
+      continue;
+    auto inner = dyn_cast<scf::IfOp>(def);
+    if (!inner || !ownsBuffer(inner, cast<OpResult>(v).getResultNumber()))
+      return false;
   }
+  return true;
+}
+
+/// Frees `owner` (an allocation, or an scf.if result that owns its
+/// buffer) unless the function returns it: a `memref.dealloc` after the
+/// last op of its block that uses it or a view of it (a kernel using it
+/// counts as one use, at its launch). Yielded out of an scf.if whose
+/// result owns it, the result is freed instead (the caller's walk reaches
+/// it); yielded out of one that does not, it must be returned.
+LogicalResult freeUnlessReturned(func::FuncOp func, Value owner) {
+  Block *block = owner.getParentBlock();
+  Operation *last = owner.getDefiningOp();
+  bool returned = false, handedOver = false;
+  // Yielded out of an scf.if that does not own it: the buffer then lives
+  // on as the if's result, which only the function's return may take.
+  Operation *yield = nullptr;
+  SmallVector<Value> aliases = {owner};
+  while (!aliases.empty()) {
+    Value alias = aliases.pop_back_val();
+    for (OpOperand &use : alias.getUses()) {
+      Operation *user = use.getOwner();
+      if (isa<func::ReturnOp>(user) && user->getParentOp() == func &&
+          (user->getBlock() == block || yield)) {
+        returned = true;
+        continue;
+      }
+      if (auto ifOp = dyn_cast<scf::IfOp>(user->getParentOp());
+          ifOp && isa<scf::YieldOp>(user) && !insideKernel(user)) {
+        if (alias == owner && user->getBlock() == block &&
+            ownsBuffer(ifOp, use.getOperandNumber())) {
+          handedOver = true; // freed (or returned) as the if's result
+          continue;
+        }
+        yield = user;
+        aliases.push_back(ifOp.getResult(use.getOperandNumber()));
+        continue;
+      }
+      if (user->hasTrait<OpTrait::IsTerminator>() && !insideKernel(user))
+        return user->emitOpError()
+               << "passes a device buffer out of its region: "
+                  "convert-linattn-to-gpu frees only buffers that stay in "
+                  "the block that allocates them";
+      auto view = dyn_cast<ViewLikeOpInterface>(user);
+      if (view && view.getViewSource() == alias)
+        llvm::append_range(aliases, user->getResults());
+      else if (!insideKernel(user) &&
+               llvm::any_of(user->getResultTypes(),
+                            llvm::IsaPred<BaseMemRefType>))
+        return user->emitOpError()
+               << "returns a buffer that may alias a device buffer: "
+                  "convert-linattn-to-gpu cannot tell when that buffer "
+                  "is last used";
+      Operation *ancestor = block->findAncestorOpInBlock(*user);
+      if (ancestor && last->isBeforeInBlock(ancestor))
+        last = ancestor;
+    }
+  }
+  if (returned || handedOver)
+    return success(); // The caller owns it, or the if's result does.
+  if (yield)
+    return yield->emitOpError()
+           << "passes a device buffer out of an scf.if that the function "
+              "does not return and whose other branch yields a buffer it "
+              "did not allocate: convert-linattn-to-gpu cannot tell "
+              "whether to free it";
+  OpBuilder b(func.getContext());
+  b.setInsertionPointAfter(last);
+  memref::DeallocOp::create(b, owner.getLoc(), owner);
+  return success();
+}
+
+/// Frees host-allocated buffers that the function does not return, each
+/// after its last use (freeUnlessReturned). Upstream's ownership-based
+/// deallocation cannot run here: it refuses the kernels' barriers and
+/// async copies, which declare no memory effects. The host code of a
+/// lowered recurrence keeps each buffer in the block that allocates it, or
+/// yields it out of an `scf.if` (a choice made at run time: the dispatch
+/// on T, linattn-segment-chunk-states' segments) whose result owns it; a
+/// buffer that leaves its block any other way is an error rather than a
+/// leak.
+LogicalResult freeTemporaries(func::FuncOp func) {
+  SmallVector<Value> owners;
+  func.walk([&](Operation *op) {
+    if (insideKernel(op))
+      return;
+    if (auto alloc = dyn_cast<memref::AllocOp>(op))
+      owners.push_back(alloc.getResult());
+    else if (auto ifOp = dyn_cast<scf::IfOp>(op))
+      for (OpResult result : ifOp->getResults())
+        if (isa<BaseMemRefType>(result.getType()) &&
+            ownsBuffer(ifOp, result.getResultNumber()))
+          owners.push_back(result);
+  });
+  for (Value owner : owners)
+    if (failed(freeUnlessReturned(func, owner)))
+      return failure();
   return success();
 }
 

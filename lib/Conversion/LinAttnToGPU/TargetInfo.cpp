@@ -5,6 +5,7 @@
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 
 namespace mlir::linattn {
 
@@ -87,9 +88,18 @@ std::string whyNoKernels(RecurrenceOp op) {
   }
   for (auto [name, size] : {std::pair<StringRef, int64_t>{"K", op.getKeyDim()},
                             {"V", op.getValueDim()}})
-    if (std::string why = checkHeadDim(name, size); !why.empty())
-      return why;
+    if (size % kPaddedHeadDimMultiple != 0 ||
+        !checkHeadDim(name, paddedHeadDim(size)).empty())
+      return ("GPU chunked kernels need " + name + " = a multiple of " +
+              llvm::itostr(kPaddedHeadDimMultiple) + " from " +
+              llvm::itostr(kHeadDimMultiple) + " up to " +
+              llvm::itostr(kMaxHeadDim) + ", got " + llvm::itostr(size))
+          .str();
   return "";
+}
+
+int64_t paddedHeadDim(int64_t size) {
+  return llvm::alignTo(size, kHeadDimMultiple);
 }
 
 } // namespace chunked_kernels

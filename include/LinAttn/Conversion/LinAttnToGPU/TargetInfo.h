@@ -80,6 +80,12 @@ constexpr int64_t kStateColumns = 32;
 /// to the chunked form.
 constexpr int64_t kHeadDimMultiple = 32;
 constexpr int64_t kMaxHeadDim = 256;
+/// A recurrence's head sizes may be multiples of kPaddedHeadDimMultiple
+/// from kHeadDimMultiple up: linattn-pad-head-dims computes it at the
+/// sizes rounded up to kHeadDimMultiple (zero padding is exact).
+constexpr int64_t kPaddedHeadDimMultiple = 16;
+/// The head size the kernels run a recurrence's `size` at.
+int64_t paddedHeadDim(int64_t size);
 
 /// Why the GPU code cannot target `chip`, or "" if it can: a CUDA chip
 /// name (sm_XY or sm_XYa) from sm_80 (cp.async, bf16 tensor cores) to
@@ -99,7 +105,7 @@ std::string checkOperandType(Type elem);
 Type mmaTypeFor(Type elem);
 /// Why a recurrence's chunked form (chunks of kChunk) has no tensor-core
 /// kernels, or "" if it has: the checks the conversion makes of the
-/// algorithm ops it becomes, asked of the spec.
+/// algorithm ops it becomes, asked of the spec (its head sizes padded).
 std::string whyNoKernels(RecurrenceOp op);
 } // namespace chunked_kernels
 

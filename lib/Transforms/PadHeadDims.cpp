@@ -1,0 +1,178 @@
+//===- PadHeadDims.cpp - Head sizes padded to the kernels' multiple -------===//
+//
+// A recurrence whose K or V the chunked GPU kernels do not take (multiples
+// of 32) but a multiple of 16 is computed at the sizes rounded up: its
+// inputs copied into zero-padded tensors, its results sliced back. Zeros
+// are exact: a zero key column keeps its state row at zero, a zero value
+// column its state column, and neither changes o's other entries.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LinAttn/Transforms/Passes.h"
+
+#include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Transforms/Strategy.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::linattn {
+#define GEN_PASS_DEF_LINATTNPADHEADDIMS
+#include "LinAttn/Transforms/Passes.h.inc"
+
+namespace {
+
+/// A copy of `value` in the shape `shape` (static sizes at least
+/// `value`'s, dynamic ones the same): out[i] = value[i] where i is inside
+/// `value`, else 0 (a padding), or the leading part of `value` (a slice).
+/// One linalg.generic, its element read by tensor.extract at the index
+/// clamped into `value`.
+Value copyReshaped(OpBuilder &b, Location loc, Value value,
+                   ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Type elem = type.getElementType();
+  SmallVector<Value> dynamicSizes;
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (ShapedType::isDynamic(size))
+      dynamicSizes.push_back(tensor::DimOp::create(b, loc, value, d));
+  auto outType = RankedTensorType::get(shape, elem);
+  // alloc_tensor, not tensor.empty: its buffer has the identity layout, as
+  // the kernels' results have, so that an scf.if of the dispatch on T
+  // yields one buffer type from both branches (no copy at the return).
+  Value init =
+      bufferization::AllocTensorOp::create(b, loc, outType, dynamicSizes);
+  int64_t rank = type.getRank();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{outType}, ValueRange{}, ValueRange{init},
+      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
+      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location l, ValueRange) {
+        Value inside;
+        SmallVector<Value> indices;
+        for (int64_t d = 0; d < rank; ++d) {
+          Value i = linalg::IndexOp::create(nb, l, d);
+          int64_t size = type.getDimSize(d);
+          if (!ShapedType::isDynamic(size) && shape[d] > size) {
+            Value limit = arith::ConstantIndexOp::create(nb, l, size);
+            Value in = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
+                                             i, limit);
+            inside = inside ? arith::AndIOp::create(nb, l, inside, in).getResult()
+                            : in;
+            i = arith::MinUIOp::create(
+                nb, l, i, arith::ConstantIndexOp::create(nb, l, size - 1));
+          }
+          indices.push_back(i);
+        }
+        Value x = tensor::ExtractOp::create(nb, l, value, indices);
+        if (inside)
+          x = arith::SelectOp::create(
+              nb, l, inside, x,
+              arith::ConstantOp::create(nb, l, nb.getZeroAttr(elem)));
+        linalg::YieldOp::create(nb, l, x);
+      });
+  return generic.getResult(0);
+}
+
+/// `value`'s shape with dimension d (for each (d, size) of `sizes`) set.
+SmallVector<int64_t> withSizes(Value value,
+                               ArrayRef<std::pair<int64_t, int64_t>> sizes) {
+  SmallVector<int64_t> shape(cast<ShapedType>(value.getType()).getShape());
+  for (auto [d, size] : sizes)
+    shape[d] = size;
+  return shape;
+}
+
+/// Whether the kernels need `op`'s head sizes padded to `multiple`: they
+/// are multiples of 16 but one is not of `multiple`.
+bool needsPadding(RecurrenceOp op, int64_t multiple) {
+  int64_t K = op.getKeyDim(), V = op.getValueDim();
+  return (K % multiple != 0 || V % multiple != 0) && K % 16 == 0 && V % 16 == 0;
+}
+
+/// `op` computed at K and V rounded up to `multiple`: its inputs padded
+/// with zeros, its scale made explicit, its results sliced back.
+void padRecurrence(RewriterBase &rewriter, RecurrenceOp op, int64_t multiple) {
+  int64_t paddedK = llvm::alignTo(op.getKeyDim(), multiple);
+  int64_t paddedV = llvm::alignTo(op.getValueDim(), multiple);
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  // One copy per distinct value (q and k are often one), none where the
+  // sizes are the kernels' already.
+  DenseMap<Value, Value> padded;
+  auto pad = [&](Value v, ArrayRef<std::pair<int64_t, int64_t>> sizes) {
+    SmallVector<int64_t> shape = withSizes(v, sizes);
+    if (ArrayRef(shape) == cast<ShapedType>(v.getType()).getShape())
+      return v;
+    Value &copy = padded[v];
+    if (!copy)
+      copy = copyReshaped(rewriter, loc, v, shape);
+    return copy;
+  };
+  Value gate = op.getGate();
+  bool perKeyGate = gate && cast<ShapedType>(gate.getType()).getRank() == 4;
+  SmallVector<Value> operands;
+  for (Value v : op->getOperands()) {
+    if (v == op.getQ() || v == op.getK())
+      operands.push_back(pad(v, {{3, paddedK}}));
+    else if (v == op.getV())
+      operands.push_back(pad(v, {{3, paddedV}}));
+    else if (v == op.getInitialState())
+      operands.push_back(pad(v, {{2, paddedK}, {3, paddedV}}));
+    else if (perKeyGate && v == gate)
+      operands.push_back(pad(v, {{3, paddedK}})); // log gate 0: no decay
+    else
+      operands.push_back(v);
+  }
+  auto outputType = RankedTensorType::get(
+      withSizes(op.getOutput(), {{3, paddedV}}),
+      op.getOutput().getType().getElementType());
+  auto stateType = RankedTensorType::get(
+      withSizes(op.getFinalState(), {{2, paddedK}, {3, paddedV}}),
+      op.getFinalState().getType().getElementType());
+  OperationState state(loc, op->getName().getStringRef(), operands,
+                       TypeRange{outputType, stateType}, op->getAttrs());
+  auto wide = cast<RecurrenceOp>(rewriter.create(state));
+  // The scale of the unpadded K (1 / sqrt(K) unless the spec gave one).
+  wide.setScaleAttr(rewriter.getF32FloatAttr(op.getEffectiveScale()));
+  auto slice = [&](Value v, Value like) {
+    ArrayRef<int64_t> shape = cast<ShapedType>(like.getType()).getShape();
+    if (shape == cast<ShapedType>(v.getType()).getShape())
+      return v;
+    return copyReshaped(rewriter, loc, v, shape);
+  };
+  rewriter.replaceOp(op, {slice(wide.getOutput(), op.getOutput()),
+                          slice(wide.getFinalState(), op.getFinalState())});
+}
+
+struct LinAttnPadHeadDims
+    : impl::LinAttnPadHeadDimsBase<LinAttnPadHeadDims> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (multiple < 16 || multiple % 16 != 0) {
+      getOperation()->emitError()
+          << "linattn-pad-head-dims: multiple must be a positive multiple "
+             "of 16, got "
+          << multiple.getValue();
+      return signalPassFailure();
+    }
+    SmallVector<RecurrenceOp> ops;
+    getOperation()->walk([&](RecurrenceOp op) {
+      if (isSelectedFor(op, {Strategy::Chunked, Strategy::SegmentScan}) &&
+          needsPadding(op, multiple))
+        ops.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (RecurrenceOp op : ops) {
+      padRecurrence(rewriter, op, multiple);
+      ++numPadded;
+    }
+  }
+};
+
+} // namespace
+} // namespace mlir::linattn
