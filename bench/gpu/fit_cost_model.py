@@ -16,16 +16,24 @@ The model (per call, seconds; docs/gpu-strategy.md derives it):
       elements per SM, the step's throughput (r2), and the norms of q and
       k where the spec says {qk_l2norm} (l2 = 1); the f32 state read and
       written once (r3 per byte).
-  chunked    t = c0 + c1 * B T (2 H K + 2 HV V) e + c2 * 8 B HV K V
-                 + c3 * ceil(T / 64) * ceil(B HV V / 32 / SMs) * K / 128
+  chunked    t = c0 + c1 * B T (2 H K' + 2 HV V') e + c2 * 8 B HV K' V'
+                 + c3 * ceil(T / 64) * ceil(B HV V' / 32 / SMs) * K' / 128
+                 + p0 + p1 * (the padding copies' bytes)
       the launches; the streamed q, k, v, o and the intermediates they
       carry (per byte of e-byte inputs); the state; the state pass's chain
-      of chunks, one 32-column block per SM (per chunk and wave).
+      of chunks, one 32-column block per SM (per chunk and wave). K' and V'
+      are the sizes the kernels run (K and V rounded up to 32: linattn-pad-
+      head-dims); where they differ from K and V the padded copies of q, k,
+      v, per-key gates and the states and the slices of o and the final
+      state are read and written once each (p0 their launches, p1 per
+      byte).
 
 Each kernel family (recurrent and chunked, each with and without the delta
-rule's rank-1 term, with row gates or per-key ones) gets its own constants, by least squares on the relative error
-(every row weighs alike), constrained to be >= 0. Standard library and numpy
-only (/usr/bin/python3 here).
+rule's rank-1 term, with row gates or per-key ones, 16-bit or f32 inputs)
+gets its own constants, by least squares on the relative error (every row
+weighs alike), constrained to be >= 0, on the rows without padding; p0 and
+p1 are one pair for all, fitted next on the padded rows' chunked times less
+their family's terms. Standard library and numpy only (/usr/bin/python3 here).
 """
 import argparse
 import json
@@ -39,24 +47,59 @@ DELTA_KINDS = ("delta", "gated_delta", "negeig_delta", "kda")
 KEY_GATE_KINDS = ("key_gate", "kda")
 
 
+HEAD_DIM_MULTIPLE = 32   # chunked_kernels::kHeadDimMultiple (TargetInfo.h)
+PADDING = "padding"      # the shared constant's name, a family of its own
+
+
+def kernel_dim(size):
+    """The head size the chunked kernels run `size` at (paddedHeadDim)."""
+    return -(-size // HEAD_DIM_MULTIPLE) * HEAD_DIM_MULTIPLE
+
+
+def family_of(row):
+    return row["strategy"] + ("_delta" if row["kind"] in DELTA_KINDS else "") + (
+        "_keygates" if row["kind"] in KEY_GATE_KINDS else "") + (
+        "_f32" if row["dtype"] == "f32" else "")
+
+
+def padding_bytes(row):
+    """Bytes the chunked path's padding copies read and write (0 unpadded):
+    q and k, per-key gates (f32) and v to the kernels' sizes, o back, the
+    initial and final states (f32) both ways."""
+    B, T, H, HV, K, V = (row[k] for k in ("B", "T", "H", "HV", "K", "V"))
+    Kp, Vp = kernel_dim(K), kernel_dim(V)
+    if (Kp, Vp) == (K, V):
+        return 0
+    e = 4 if row["dtype"] == "f32" else 2
+    total = 2 * B * HV * (K * V + Kp * Vp) * 4
+    if Kp != K:
+        total += 2 * B * T * H * (K + Kp) * e
+        if row["kind"] in KEY_GATE_KINDS:
+            total += B * T * HV * (K + Kp) * 4
+    if Vp != V:
+        total += 2 * B * T * HV * (V + Vp) * e
+    return total
+
+
 def features(row):
-    """The model's terms for one measured row, and the family it belongs to."""
+    """The model's terms for one measured row, and the family it belongs to
+    (the padding bytes are apart: padding_bytes)."""
     B, T, H, HV, K, V = (row[k] for k in ("B", "T", "H", "HV", "K", "V"))
     e = 4 if row["dtype"] == "f32" else 2
-    state_bytes = 8 * B * HV * K * V
-    family = row["strategy"] + ("_delta" if row["kind"] in DELTA_KINDS else "") + (
-        "_keygates" if row["kind"] in KEY_GATE_KINDS else "")
+    family = family_of(row)
     if row["strategy"] == "recurrent":
-        return family, [1.0, T, T * B * HV * K * V / SMS, state_bytes,
+        return family, [1.0, T, T * B * HV * K * V / SMS, 8 * B * HV * K * V,
                         T * bool(row["qk_l2norm"])]
+    K, V = kernel_dim(K), kernel_dim(V)
     waves = math.ceil(B * HV * V / 32 / SMS)
-    return family, [1.0, B * T * (2 * H * K + 2 * HV * V) * e, state_bytes,
+    return family, [1.0, B * T * (2 * H * K + 2 * HV * V) * e, 8 * B * HV * K * V,
                     math.ceil(T / 64) * waves * K / 128]
 
 
 RECURRENT_TERMS = ("launch", "token step", "token step per state element / SM", "state byte",
                    "token step's in-kernel L2 norm")
 CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave")
+PADDING_TERMS = ("padding copies' launches", "padding copies' byte")
 
 
 def nnls(A, b, iters=200):
@@ -73,27 +116,52 @@ def nnls(A, b, iters=200):
     return x
 
 
+def solve(items):
+    """nnls on the relative error of [(features, seconds)]."""
+    A = np.array([f for f, _ in items])
+    t = np.array([t for _, t in items])
+    # Relative error: each row divided by its time. Columns scaled to unit
+    # size first so that the solve is well conditioned.
+    scale = np.abs(A).max(axis=0)
+    scale[scale == 0] = 1
+    return nnls(A / scale / t[:, None], np.ones(len(t))) / scale
+
+
 def fit(rows):
     groups = {}
     for r in rows:
+        if r["strategy"] == "chunked" and padding_bytes(r):
+            continue
         family, f = features(r)
-        groups.setdefault(family, []).append((f, r["ms"] * 1e-3, r))
-    constants = {}
-    for family, items in groups.items():
-        A = np.array([f for f, _, _ in items])
-        t = np.array([t for _, t, _ in items])
-        # Relative error: each row divided by its time. Columns scaled to
-        # unit size first so that the solve is well conditioned.
+        groups.setdefault(family, []).append((f, r["ms"] * 1e-3))
+    constants = {family: solve(items).tolist() for family, items in groups.items()}
+    # The padding copies' byte: what the padded rows' chunked times have
+    # beyond their family's terms at the kernels' sizes.
+    padded = []
+    for r in rows:
+        if r["strategy"] == "chunked" and padding_bytes(r):
+            family, f = features(r)
+            rest = r["ms"] * 1e-3 - float(np.dot(constants[family], f))
+            padded.append(([padding_bytes(r)], rest, r["ms"] * 1e-3))
+    if padded:
+        # Relative to the row's whole time, as the families are fitted:
+        # the copies' launches and their bytes.
+        A = np.array([[1.0 / t, f[0] / t] for f, _, t in padded])
+        b = np.array([rest / t for _, rest, t in padded])
         scale = np.abs(A).max(axis=0)
-        scale[scale == 0] = 1
-        x = nnls(A / scale / t[:, None], np.ones(len(t))) / scale
-        constants[family] = x.tolist()
+        constants[PADDING] = (nnls(A / scale, b) / scale).tolist()
     return constants
 
 
 def predict(constants, row):
     family, f = features(row)
-    return float(np.dot(constants[family], f))
+    seconds = float(np.dot(constants[family], f))
+    if row["strategy"] == "chunked":
+        bytes_ = padding_bytes(row)
+        if bytes_:
+            launches, per_byte = constants.get(PADDING, [0.0, 0.0])
+            seconds += launches + per_byte * bytes_
+    return seconds
 
 
 def main():
@@ -103,20 +171,24 @@ def main():
     p.add_argument("--json")
     p.add_argument("--table", action="store_true", help="print every row")
     p.add_argument("--check-cpp", help="GPUCostModel.cpp whose tables must hold this fit")
+    p.add_argument("--print-cpp", action="store_true",
+                   help="print the fit as GPUCostModel.cpp's tables")
     args = p.parse_args()
     rows = [json.loads(l) for l in open(args.grid) if l.strip()]
     rows = [r for r in rows if "ms" in r]
     constants = fit(rows)
     report = {"constants": {}, "rows": [], "crossovers": []}
     for family, x in constants.items():
-        terms = RECURRENT_TERMS if family.startswith("recurrent") else CHUNKED_TERMS
+        terms = (RECURRENT_TERMS if family.startswith("recurrent") else
+                 PADDING_TERMS if family == PADDING else CHUNKED_TERMS)
         report["constants"][family] = dict(zip(terms, x))
         print(f"{family}: " + ", ".join(f"{n} {v:.4g}" for n, v in zip(terms, x)))
     errs = {}
     for r in rows:
         pred = predict(constants, r) * 1e3
         rel = pred / r["ms"] - 1
-        family, _ = features(r)
+        family = family_of(r) + (" padded" if r["strategy"] == "chunked" and padding_bytes(r)
+                                 else "")
         errs.setdefault(family, []).append(abs(rel))
         report["rows"].append(dict(spec=r["spec"], B=r["B"], T=r["T"], strategy=r["strategy"],
                                    measured_ms=r["ms"], model_ms=round(pred, 5)))
@@ -146,8 +218,28 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=1)
+    if args.print_cpp:
+        print_cpp(constants, len(rows))
     if args.check_cpp:
         return check_cpp(args.check_cpp, constants)
+
+
+def print_cpp(constants, calls):
+    """The tables between GPUCostModel.cpp's FITTED CONSTANTS markers."""
+    def row(family, x):
+        return f'    {{"{family}", ' + ", ".join(f"{v:.4g}" for v in x) + "},"
+    print(f"// from the H200 grid ({calls} calls)")
+    print("constexpr RecurrentFit kRecurrentFits[] = {")
+    for family, x in constants.items():
+        if family.startswith("recurrent"):
+            print(row(family, x))
+    print("};\nconstexpr ChunkedFit kChunkedFits[] = {")
+    for family, x in constants.items():
+        if family.startswith("chunked"):
+            print(row(family, x))
+    print("};")
+    print("constexpr PaddingFit kPaddingFit = " + row(PADDING, constants.get(PADDING, [0.0, 0.0]))
+          .strip().rstrip(",") + ";")
 
 
 def check_cpp(path, constants):

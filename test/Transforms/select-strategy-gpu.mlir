@@ -17,16 +17,16 @@
 
 // CHECK-LABEL: func.func @gated_delta_bf16
 // CHECK:         %[[T:.*]] = tensor.dim %arg0, %c1
-// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c19
+// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c18
 // CHECK:         scf.if %[[SHORT]]
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 19>, linattn.strategy = "recurrent"}
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 18>, linattn.strategy = "recurrent"}
 // CHECK:         } else {
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 20, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 19 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
-// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 19 at B = 64 (B is dynamic: the shortest limit over B in {1, 4, 16, 64, 256})
-// EXPLAIN-NEXT: fitted model at B = 64, T = 19: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 19 token steps x {{.*}} (recurrent_delta)
-// EXPLAIN-NEXT: chunked {{ *}}{{[0-9.]+}} us = launches {{.*}} + 1 chunk steps x 16 wave(s) {{.*}} (chunked_delta)
-// EXPLAIN-NEXT: fitted model at B = 64, T = 20: recurrent
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 19, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 18 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 18 at B = 256 (B is dynamic: the shortest limit over B in {1, 4, 16, 64, 256})
+// EXPLAIN-NEXT: fitted model at B = 256, T = 18: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 18 token steps x {{.*}} (recurrent_delta)
+// EXPLAIN-NEXT: chunked {{ *}}{{[0-9.]+}} us = launches {{.*}} + 1 chunk steps x 63 wave(s) {{.*}} (chunked_delta)
+// EXPLAIN-NEXT: fitted model at B = 256, T = 19: recurrent
 // EXPLAIN-NEXT: chunked
 func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
@@ -52,6 +52,9 @@ func.func @decode_f16(%q: tensor<2x1x4x64xf16>, %v: tensor<2x1x4x128xf16>, %g: t
 // CHECK: linattn.recurrence delta {{.*}} {linattn.seq_len_range = array<i64: 1, [[F32LIMIT:[0-9]+]]>, linattn.strategy = "recurrent"}
 // CHECK: linattn.recurrence delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: {{[0-9]+}}, -1>, linattn.strategy = "chunked"}
 // EXPLAIN: remark: linattn GPU strategy for delta: T is dynamic: recurrent for T <= {{[0-9]+}} (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
+// Both paths' estimates are the f32 families' (fitted on f32 rows).
+// EXPLAIN: (recurrent_delta_f32)
+// EXPLAIN-NEXT: (chunked_delta_f32)
 func.func @delta_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
@@ -75,7 +78,7 @@ func.func @negeig_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: te
 // Not with per-key gates: their kernels decay 16-bit keys.
 // CHECK-LABEL: func.func @gla_f32
 // CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent ({{.*}}) (no chunked kernels: GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates ('key_gate') decay 16-bit keys)
+// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent ({{.*}}) (no chunked kernels: GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates decay 16-bit keys)
 func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
@@ -89,6 +92,8 @@ func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tenso
 // CHECK: linattn.recurrence identity {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: {{[0-9]+}}, -1>, linattn.strategy = "chunked"}
 // EXPLAIN: remark: linattn GPU strategy for identity: T is dynamic: recurrent for T <= {{[0-9]+}} (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
 // EXPLAIN-NEXT:  chunked at K = 64, V = 64 (zero-padded from 48, 64: linattn-pad-head-dims)
+// The chunked estimate is at the padded sizes, with the copies' share.
+// EXPLAIN: chunked {{.*}} + padding to K = 64, V = 64 {{[0-9.]+}} us (chunked)
 func.func @identity_k48(%q: tensor<?x?x2x48xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) {
   %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
       : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>)

@@ -32,10 +32,10 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs, Value gates) {
                                << operandTypeOf(v) << " and " << elem;
   if (std::string why = chunked_kernels::checkOperandType(elem); !why.empty())
     return op->emitOpError() << why << " (use strategy=recurrent)";
-  if (elem.isF32() && gates && cast<ShapedType>(gates.getType()).getRank() == 4)
-    return op->emitOpError()
-           << "GPU chunked kernels take f32 inputs with scalar or no gates; "
-              "per-key gates decay 16-bit keys (use strategy=recurrent)";
+  if (std::string why = chunked_kernels::checkOperandGates(
+          elem, gates && cast<ShapedType>(gates.getType()).getRank() == 4);
+      !why.empty())
+    return op->emitOpError() << why << " (use strategy=recurrent)";
   return chunked_kernels::mmaTypeFor(elem);
 }
 

@@ -10,6 +10,15 @@
 // element; consecutive threads take consecutive elements of the innermost
 // dimension, so their accesses coalesce.
 //
+// Departures from one thread per element, for copies' sake (the padding
+// of head sizes, bench/NOTES.md p3, where these kernels were bound by
+// instruction issue): a leading dimension before a dynamic one (B before
+// T) is the grid's y, so that recovering the other indices from the
+// collapsed one divides by constants (the outermost of the collapsed
+// sizes is never a divisor), not by the run-time T in 64 bits; and a body
+// of loads, stores and arithmetic runs eight elements a thread, 256
+// apart, their loads before their stores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "LinAttn/Conversion/Passes.h"
@@ -20,10 +29,14 @@
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <numeric>
 
@@ -34,30 +47,173 @@ namespace mlir::linattn {
 namespace {
 
 constexpr int64_t kThreadsPerBlock = 256;
+/// The most blocks a grid's y dimension launches (CUDA's limit).
+constexpr int64_t kMaxGridY = 65535;
+/// Elements a thread takes of a straight-line body, kThreadsPerBlock
+/// apart: their loads issue before any of their stores, so each thread
+/// has that many loads in flight (one 2-byte load per thread keeps ~0.5
+/// MB in flight on the whole GPU: ~0.5 TB/s at DRAM's latency).
+constexpr int64_t kElementsPerThread = 8;
 
-/// The parallel loop `op` becomes: collapsed to one dimension, then tiles of
-/// kThreadsPerBlock mapped to blocks, their elements to threads.
+/// Whether `body` is loads, stores and pure ops without regions, so that
+/// several of its iterations can run as all their loads and arithmetic,
+/// then all their stores (a parallel loop's iterations touch disjoint
+/// elements).
+bool isStraightLine(Block &body) {
+  return llvm::all_of(body.without_terminator(), [](Operation &op) {
+    return op.getNumRegions() == 0 &&
+           (isa<memref::LoadOp, memref::StoreOp>(op) ||
+            isMemoryEffectFree(&op));
+  });
+}
+
+/// A thread's elements of a loop body: base + j kThreadsPerBlock for j <
+/// perThread, of the collapsed loop `iv` (and `batchIv` the leading loop
+/// walked by `walkIv`, if any).
+struct ThreadElements {
+  Block &body;
+  Value iv, batchIv, walkIv, base, count;
+  int64_t perThread;
+
+  /// Clones the body for every element at the insertion point, all loads
+  /// and arithmetic first, then the stores: each element's stores only
+  /// below count, and (of several) its loads at the index clamped to
+  /// count - 1, in bounds (the values of an element outside are never
+  /// stored).
+  void emit(RewriterBase &rewriter, Location loc) {
+    SmallVector<IRMapping> mappings(perThread);
+    SmallVector<Value> inside(perThread);
+    Value last;
+    if (perThread > 1)
+      last = arith::SubIOp::create(
+          rewriter, loc, count, arith::ConstantIndexOp::create(rewriter, loc, 1));
+    for (int64_t j = 0; j < perThread; ++j) {
+      Value element =
+          j == 0 ? base
+                 : arith::AddIOp::create(
+                       rewriter, loc, base,
+                       arith::ConstantIndexOp::create(rewriter, loc,
+                                                      j * kThreadsPerBlock))
+                       .getResult();
+      if (batchIv)
+        mappings[j].map(batchIv, walkIv);
+      inside[j] = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ult, element, count);
+      if (perThread == 1) {
+        mappings[j].map(iv, element);
+        continue;
+      }
+      mappings[j].map(iv, arith::MinUIOp::create(rewriter, loc, element, last));
+      for (Operation &op : body.without_terminator())
+        if (!isa<memref::StoreOp>(op))
+          rewriter.clone(op, mappings[j]);
+    }
+    for (int64_t j = 0; j < perThread; ++j) {
+      OpBuilder::InsertionGuard guard(rewriter);
+      auto kept = scf::IfOp::create(rewriter, loc, inside[j]);
+      rewriter.setInsertionPoint(kept.thenBlock()->getTerminator());
+      for (Operation &op : body.without_terminator())
+        if (perThread == 1 || isa<memref::StoreOp>(op))
+          rewriter.clone(op, mappings[j]);
+    }
+  }
+};
+
+/// The parallel loop `op` (loops from 0 by 1, as linalg's are) becomes
+/// blocks of kThreadsPerBlock threads over its loops collapsed into one,
+/// each thread taking kElementsPerThread elements of a straight-line body
+/// (one otherwise).
+/// A first loop followed by one of dynamic bound (B before T) stays
+/// apart, on the grid's y: min(N, kMaxGridY) blocks, block y walking n =
+/// y, y + kMaxGridY, ... < N.
 LogicalResult mapToBlocksAndThreads(RewriterBase &rewriter,
                                     scf::ParallelOp op) {
-  if (op.getNumLoops() > 1) {
+  unsigned numLoops = op.getNumLoops();
+  // The outermost of the collapsed loops is the only one whose bound
+  // recovering the indices does not divide by: a first loop whose
+  // neighbour's bound is dynamic (B before T) stays apart.
+  bool leadingOnGridY =
+      numLoops > 1 && !getConstantIntValue(op.getUpperBound()[1]);
+  unsigned first = leadingOnGridY ? 1 : 0;
+  if (numLoops - first > 1) {
     Operation *after = op->getNextNode();
-    std::vector<unsigned> all(op.getNumLoops());
-    std::iota(all.begin(), all.end(), 0);
+    std::vector<unsigned> collapsed(numLoops - first);
+    std::iota(collapsed.begin(), collapsed.end(), first);
+    SmallVector<std::vector<unsigned>> groups;
+    if (leadingOnGridY)
+      groups.push_back({0});
+    groups.push_back(collapsed);
     rewriter.setInsertionPoint(op);
-    collapseParallelLoops(rewriter, op, {all});
+    collapseParallelLoops(rewriter, op, groups);
     op = cast<scf::ParallelOp>(after->getPrevNode());
   }
-  auto [blocks, threads] =
-      scf::tileParallelLoop(op, {kThreadsPerBlock}, /*noMinMaxBounds=*/true);
-  MLIRContext *ctx = op.getContext();
+  int64_t perThread = isStraightLine(*op.getBody()) ? kElementsPerThread : 1;
+
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto index = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  Value zero = index(0), one = index(1);
+  Value count = op.getUpperBound()[first];
+  Value tile = index(kThreadsPerBlock * perThread);
+  SmallVector<Value> blockBounds, threadBounds;
+  Value batch, maxY;
+  if (leadingOnGridY) {
+    batch = op.getUpperBound()[0];
+    maxY = index(kMaxGridY);
+    blockBounds.push_back(arith::MinUIOp::create(rewriter, loc, batch, maxY));
+    threadBounds.push_back(one);
+  }
+  blockBounds.push_back(arith::CeilDivUIOp::create(rewriter, loc, count, tile));
+  threadBounds.push_back(index(kThreadsPerBlock));
+  SmallVector<Value> zeros(blockBounds.size(), zero),
+      ones(blockBounds.size(), one);
+  auto blocks = scf::ParallelOp::create(rewriter, loc, zeros, blockBounds, ones);
+  rewriter.setInsertionPointToStart(blocks.getBody());
+  auto threads =
+      scf::ParallelOp::create(rewriter, loc, zeros, threadBounds, ones);
+  rewriter.setInsertionPointToStart(threads.getBody());
+  SmallVector<Value> blockIds(blocks.getInductionVars()),
+      threadIds(threads.getInductionVars());
+  Value base = arith::AddIOp::create(
+      rewriter, loc,
+      arith::MulIOp::create(rewriter, loc, blockIds[first], tile),
+      threadIds[first]);
+  Value walkIv;
+  if (leadingOnGridY) {
+    auto walk = scf::ForOp::create(rewriter, loc, blockIds[0], batch, maxY);
+    rewriter.setInsertionPoint(walk.getBody()->getTerminator());
+    walkIv = walk.getInductionVar();
+  }
+
+  Block &body = *op.getBody();
+  SmallVector<Value> ivs(op.getInductionVars());
+  ThreadElements elements{body,
+                          ivs[first],
+                          leadingOnGridY ? ivs[0] : Value(),
+                          walkIv,
+                          base,
+                          count,
+                          perThread};
+  elements.emit(rewriter, loc);
+  rewriter.eraseOp(op);
+
+  MLIRContext *ctx = rewriter.getContext();
   auto identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   auto dimension = [&](gpu::Processor processor) {
     return gpu::ParallelLoopDimMappingAttr::get(ctx, processor, identity,
                                                 identity);
   };
-  if (failed(gpu::setMappingAttr(blocks, {dimension(gpu::Processor::BlockX)})) ||
-      failed(gpu::setMappingAttr(threads,
-                                 {dimension(gpu::Processor::ThreadX)})))
+  SmallVector<gpu::ParallelLoopDimMappingAttr> blockDims, threadDims;
+  if (leadingOnGridY) {
+    blockDims.push_back(dimension(gpu::Processor::BlockY));
+    threadDims.push_back(dimension(gpu::Processor::Sequential));
+  }
+  blockDims.push_back(dimension(gpu::Processor::BlockX));
+  threadDims.push_back(dimension(gpu::Processor::ThreadX));
+  if (failed(gpu::setMappingAttr(blocks, blockDims)) ||
+      failed(gpu::setMappingAttr(threads, threadDims)))
     return failure();
   return success();
 }

@@ -59,6 +59,14 @@ std::string checkOperandType(Type elem) {
   return text;
 }
 
+std::string checkOperandGates(Type elem, bool perKeyGates) {
+  // The per-key kernels decay their staged keys in place, rounded.
+  if (elem.isF32() && perKeyGates)
+    return "GPU chunked kernels take f32 inputs with scalar or no gates; "
+           "per-key gates decay 16-bit keys";
+  return "";
+}
+
 Type mmaTypeFor(Type elem) {
   return elem.isF32() ? BFloat16Type::get(elem.getContext()) : elem;
 }
@@ -70,13 +78,11 @@ std::string whyNoKernels(RecurrenceOp op) {
       return why;
     if (!elem.isF32())
       continue;
-    // The per-key kernels decay their staged keys in place, rounded.
     const TransitionKindInfo &info = op.getKindInfo();
-    if (info.decay == DecayForm::PerKey)
-      return "GPU chunked kernels take f32 inputs with scalar or no gates; "
-             "per-key gates ('" +
-             stringifyTransitionKind(op.getKind()).str() +
-             "') decay 16-bit keys";
+    if (std::string why =
+            checkOperandGates(elem, info.decay == DecayForm::PerKey);
+        !why.empty())
+      return why;
     // The split's error (about 2^-17 of each product) is not damped by
     // reflections (eigenvalues down to -1): on hard inputs (beta near 1,
     // nearly parallel keys) negeig's o came 1.5-1.9e-4 from fp64 on the

@@ -2,28 +2,76 @@
 // RUN: linattn-opt %s --convert-linattn-linalg-to-gpu --convert-linattn-to-gpu | FileCheck %s --check-prefix=KERNEL
 
 // A host linalg op on buffers (the token scan's o_t = S_t^T q_t): its
-// parallel dimensions (b, t, v) collapse into one, tiled by 256, the tiles
+// leading dimension b, followed by the dynamic t, goes on the grid's y (at
+// most 65535 blocks, each walking b = y, y + 65535, ...); the other
+// parallel dimensions (t, v) collapse into one, tiled by 256, the tiles
 // mapped to blocks and their elements to threads (v varies fastest, so
-// neighbouring threads read neighbouring S elements); the sum over k stays
-// a sequential loop inside each thread. Then it is a kernel.
+// neighbouring threads read neighbouring S elements; t is the outermost of
+// the collapsed, so recovering the indices divides by the constant 8
+// only). Its body holds a loop (the sum over k, sequential inside each
+// thread), so a thread takes one element. Then it is a kernel.
 
 // CHECK-LABEL: func.func @contract
-// CHECK:         %[[N:.*]] = arith.muli %{{.*}}, %c8 : index
-// CHECK:         scf.parallel (%[[TILE:.*]]) = (%c0{{.*}}) to (%[[N]]) step (%[[STEP:.*]]) {
-// CHECK:           scf.parallel (%[[LANE:.*]]) = (%c0{{.*}}) to (%[[STEP]]) step (%c1{{.*}}) {
-// CHECK:             %[[FLAT:.*]] = arith.addi %[[LANE]], %[[TILE]] : index
-// CHECK:             scf.if
-// CHECK:               %[[V:.*]] = arith.remsi %[[FLAT]], %c8
-// CHECK:               scf.for %[[K:[a-z0-9_]+]] = %c0{{.*}} to %c4
-// CHECK:                 memref.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x4x8xf32>
-// CHECK:                 arith.mulf
-// CHECK:                 arith.addf
-// CHECK:                 memref.store
-// CHECK:           } {mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+// CHECK-DAG:     %[[B:.*]] = memref.dim %arg0, %c0
+// CHECK-DAG:     %[[T:.*]] = memref.dim %arg0, %c1
+// CHECK:         arith.minui %{{.*}}, %c65535 : index
+// CHECK:         %[[TILES:.*]] = arith.ceildivui %[[N:.*]], %c256 : index
+// CHECK:         scf.parallel (%[[BY:.*]], %[[TILE:.*]]) = (%c0{{.*}}) to (%{{.*}}, %[[TILES]]) step
+// CHECK:           scf.parallel (%{{.*}}, %[[LANE:.*]]) = (%c0{{.*}}) to (%c1, %c256) step
+// CHECK:             %[[START:.*]] = arith.muli %[[TILE]], %c256
+// CHECK:             %[[FLAT:.*]] = arith.addi %[[START]], %[[LANE]] : index
+// CHECK:             scf.for %[[BATCH:[a-z0-9_]+]] = %[[BY]] to %{{.*}} step %c65535
+// CHECK:               %[[IN:.*]] = arith.cmpi ult, %[[FLAT]], %[[N]]
+// CHECK:               scf.if %[[IN]]
+// CHECK-NOT:             arith.divsi %{{.*}}, %[[T]]
+// CHECK:                 arith.remsi %[[FLAT]], %c8
+// CHECK:                 arith.divsi %[[FLAT]], %c8
+// CHECK:                 scf.for %[[K:[a-z0-9_]+]] = %c0{{.*}} to %c4
+// CHECK:                   memref.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<?x?x4x8xf32>
+// CHECK:                   arith.mulf
+// CHECK:                   arith.addf
+// CHECK:                   memref.store
+// CHECK:           } {mapping = [#gpu.loop_dim_map<processor = sequential, map = (d0) -> (d0), bound = (d0) -> (d0)>, #gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+// CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_y, map = (d0) -> (d0), bound = (d0) -> (d0)>, #gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+
+// A copy (loads, stores, arithmetic: a straight-line body): each thread
+// takes eight elements 256 apart (tiles of 2048), all eight loads (at the
+// element clamped into bounds) before the eight stores, each store kept
+// to elements below the count. Here too the static 2 goes on the grid's y
+// since the dimension after it is dynamic.
+
+// CHECK-LABEL: func.func @copy
+// CHECK:         %[[N:.*]] = arith.muli %{{.*}}, %c4 : index
+// CHECK:         arith.ceildivui %[[N]], %c2048 : index
+// CHECK:         scf.for
+// CHECK:           %[[LAST:.*]] = arith.subi %[[N]], %c1
+// CHECK:           %[[IN0:.*]] = arith.cmpi ult, %[[E0:.*]], %[[N]]
+// CHECK:           %[[C0:.*]] = arith.minui %[[E0]], %[[LAST]]
+// CHECK:           %[[X0:.*]] = memref.load %arg0
+// CHECK:           %[[E1:.*]] = arith.addi %[[E0]], %c256
+// CHECK:           %[[IN1:.*]] = arith.cmpi ult, %[[E1]], %[[N]]
+// CHECK:           %[[X1:.*]] = memref.load %arg0
+// CHECK-COUNT-6:   memref.load %arg0
+// CHECK-NOT:       memref.load
+// CHECK:           scf.if %[[IN0]] {
+// CHECK-NEXT:        memref.store %[[X0]], %arg1
+// CHECK-NEXT:      }
+// CHECK-NEXT:      scf.if %[[IN1]] {
+// CHECK-NEXT:        memref.store %[[X1]], %arg1
+// CHECK-COUNT-6:   memref.store
+// CHECK-NOT:       memref.store
+// CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_y
+
+// A static first loop before static ones collapses with them (every
+// divisor a constant).
+
+// CHECK-LABEL: func.func @static_shape
+// CHECK-NOT:     block_y
 // CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
 
 // KERNEL-LABEL: func.func @contract
-// KERNEL:         gpu.launch blocks({{.*}}) threads({{.*}})
+// KERNEL:         %[[Y:.*]] = arith.minui %{{.*}}, %c65535
+// KERNEL:         gpu.launch blocks({{.*}}) in ({{.*}} = %{{.*}}, {{.*}} = %{{[a-z0-9_]+}}, {{.*}} = %c1{{.*}}) threads({{.*}})
 // KERNEL-NOT:     linalg.generic
 #s = affine_map<(b, t, v, k) -> (b, t, k, v)>
 #q = affine_map<(b, t, v, k) -> (b, t, k)>
@@ -37,5 +85,15 @@ func.func @contract(%S: memref<?x?x4x8xf32>, %q: memref<?x?x4xbf16>, %o: memref<
     %r = arith.addf %acc, %p : f32
     linalg.yield %r : f32
   }
+  return
+}
+
+func.func @copy(%x: memref<2x?x4xf32>, %y: memref<2x?x4xf32>) {
+  linalg.copy ins(%x : memref<2x?x4xf32>) outs(%y : memref<2x?x4xf32>)
+  return
+}
+
+func.func @static_shape(%x: memref<?x3x4xf32>, %y: memref<?x3x4xf32>) {
+  linalg.copy ins(%x : memref<?x3x4xf32>) outs(%y : memref<?x3x4xf32>)
   return
 }

@@ -100,6 +100,10 @@ std::string checkHeadDim(StringRef name, int64_t size);
 /// bf16 parts, x ~= hi + lo (about 16 significant bits; each product of
 /// two split operands is three MMAs, hi hi + hi lo + lo hi).
 std::string checkOperandType(Type elem);
+/// Why the kernels cannot take inputs of element type `elem` beside the
+/// gates, per key (`perKeyGates`) or not, or "" if they can: f32 inputs
+/// only with scalar or no gates.
+std::string checkOperandGates(Type elem, bool perKeyGates);
 /// The tensor-core operand type of inputs of element type `elem` (one
 /// checkOperandType takes): its own, or bf16 for f32 (the split's parts).
 Type mmaTypeFor(Type elem);
