@@ -13,10 +13,11 @@
 //
 // (l2 = 1 with {qk_l2norm}; e the bytes of a q, k, v element; 8 B HV K V
 // the f32 state read and written; K' and V' the sizes the chunked kernels
-// run, K and V padded to chunked_kernels::paddedHeadDim, and p0 + p1's
-// terms those of linattn-pad-head-dims' copies where they differ.) Each family --
-// with or without the rank-1 term, row or per-key gates, 16-bit or f32
-// inputs -- has its own r and c; p0 and p1 are one pair for all.
+// run, K and V padded to chunked_kernels::paddedHeadDim; p0 and p1 the
+// launches and bytes of linattn-pad-head-dims' copies where they differ.)
+// Each family -- with or without the rank-1 term, row or per-key gates,
+// 16-bit or f32 inputs -- has its own r and c; p0 and p1 are one pair for
+// all.
 //
 //===----------------------------------------------------------------------===//
 

@@ -55,10 +55,10 @@ constexpr int64_t kMaxGridY = 65535;
 /// MB in flight on the whole GPU: ~0.5 TB/s at DRAM's latency).
 constexpr int64_t kElementsPerThread = 8;
 
-/// Whether `body` is loads, stores and pure ops without regions, so that
-/// several of its iterations can run as all their loads and arithmetic,
-/// then all their stores (a parallel loop's iterations touch disjoint
-/// elements).
+/// Whether `body` is loads, stores and ops without regions or memory
+/// effects, so that several of its iterations can run as all their loads
+/// and arithmetic, then all their stores (a parallel loop's iterations
+/// touch disjoint elements).
 bool isStraightLine(Block &body) {
   return llvm::all_of(body.without_terminator(), [](Operation &op) {
     return op.getNumRegions() == 0 &&
@@ -122,10 +122,9 @@ struct ThreadElements {
 /// The parallel loop `op` (loops from 0 by 1, as linalg's are) becomes
 /// blocks of kThreadsPerBlock threads over its loops collapsed into one,
 /// each thread taking kElementsPerThread elements of a straight-line body
-/// (one otherwise).
-/// A first loop followed by one of dynamic bound (B before T) stays
-/// apart, on the grid's y: min(N, kMaxGridY) blocks, block y walking n =
-/// y, y + kMaxGridY, ... < N.
+/// (one otherwise). A first loop followed by one of dynamic bound (B
+/// before T) stays apart, on the grid's y: min(N, kMaxGridY) blocks, block
+/// y walking n = y, y + kMaxGridY, ... < N.
 LogicalResult mapToBlocksAndThreads(RewriterBase &rewriter,
                                     scf::ParallelOp op) {
   unsigned numLoops = op.getNumLoops();
