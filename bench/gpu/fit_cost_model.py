@@ -135,18 +135,18 @@ def fit(rows):
         family, f = features(r)
         groups.setdefault(family, []).append((f, r["ms"] * 1e-3))
     constants = {family: solve(items).tolist() for family, items in groups.items()}
-    # The padding copies' byte: what the padded rows' chunked times have
-    # beyond their family's terms at the kernels' sizes.
+    # The padding copies' launches and bytes: what the padded rows' chunked
+    # times have beyond their family's terms at the kernels' sizes.
     padded = []
     for r in rows:
-        if r["strategy"] == "chunked" and padding_bytes(r):
+        copied = padding_bytes(r) if r["strategy"] == "chunked" else 0
+        if copied:
             family, f = features(r)
-            rest = r["ms"] * 1e-3 - float(np.dot(constants[family], f))
-            padded.append(([padding_bytes(r)], rest, r["ms"] * 1e-3))
+            t = r["ms"] * 1e-3
+            padded.append((copied, t - float(np.dot(constants[family], f)), t))
     if padded:
-        # Relative to the row's whole time, as the families are fitted:
-        # the copies' launches and their bytes.
-        A = np.array([[1.0 / t, f[0] / t] for f, _, t in padded])
+        # Relative to the row's whole time, as the families are fitted.
+        A = np.array([[1.0 / t, copied / t] for copied, _, t in padded])
         b = np.array([rest / t for _, rest, t in padded])
         scale = np.abs(A).max(axis=0)
         constants[PADDING] = (nnls(A / scale, b) / scale).tolist()
