@@ -15,6 +15,9 @@
 #   OBJECTS=.carry/grid bench/gpu/device.sh grid
 # (grid: the recurrent and chunked kernels forced, over a grid of B and T,
 # bench/gpu/strategy_grid.py: what bench/gpu/fit_cost_model.py fits).
+#   OBJECTS=.carry/gpu bench/gpu/device.sh alignment [--only REGEX]
+# (alignment: each argument moved off its 16-byte boundary must fail by
+# name and leave the library usable, bench/gpu/check_alignment.py).
 #   OBJECTS=.carry/train bench/gpu/device.sh train
 # (train: one training step of a DeltaNet layer through the library's
 # backward beside fla's, bench/gpu/train_step.py, on deltanet_train.o).
@@ -75,6 +78,10 @@ if [ "$what" = grid ]; then
   python3 bench/gpu/strategy_grid.py run --libdir "$libs" --runner "$runner" \
       --out "$OUT/strategy_grid.jsonl" "$@" > "$OUT/strategy_grid.log" 2>&1 || status=1
   tail -3 "$OUT/strategy_grid.log"
+fi
+if [ "$what" = alignment ]; then
+  python3 bench/gpu/check_alignment.py --libdir "$libs" "$@" 2>&1 | tee "$OUT/alignment.log" | tail -20
+  status=${PIPESTATUS[0]}
 fi
 if [ "$what" = matrix ]; then
   python3 bench/gpu/model_matrix.py --libdir "$libs" --runner "$runner" \

@@ -253,6 +253,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));
   pm.addPass(createCanonicalizerPass());
+  pm.addPass(createLinAttnInsertAlignmentChecks());
   if (options.checkInputs)
     pm.addPass(createLinAttnInsertInputChecks());
   pm.addPass(createLinAttnEmitCInterface());

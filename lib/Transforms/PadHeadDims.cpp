@@ -27,55 +27,95 @@ namespace mlir::linattn {
 
 namespace {
 
-/// A copy of `value` in the shape `shape` (static sizes at least
-/// `value`'s, dynamic ones the same): out[i] = value[i] where i is inside
-/// `value`, else 0 (a padding), or the leading part of `value` (a slice).
-/// One linalg.generic, its element read by tensor.extract at the index
-/// clamped into `value`.
-Value copyReshaped(OpBuilder &b, Location loc, Value value,
+/// `value` in a tensor of the static sizes `shape` (at least `value`'s;
+/// dynamic ones the same), zero past it: for each padded dimension, its
+/// slab past `value` filled with zeros (a corner two slabs share is
+/// written twice), then `value` copied into the leading slice. Each is a
+/// slice written in place, and each writes whole rows, which
+/// convert-linattn-linalg-to-gpu moves 16 bytes an access (bench/NOTES.md
+/// p4), where an element-wise generic with its index clamps and selects
+/// was bound by instruction issue (p3).
+Value padWithZeros(OpBuilder &b, Location loc, Value value,
                    ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
   Type elem = type.getElementType();
+  int64_t rank = type.getRank();
+  // value's sizes and the padded ones; the dynamic ones are value's in
+  // both.
   SmallVector<Value> dynamicSizes;
-  for (auto [d, size] : llvm::enumerate(shape))
-    if (ShapedType::isDynamic(size))
-      dynamicSizes.push_back(tensor::DimOp::create(b, loc, value, d));
-  auto outType = RankedTensorType::get(shape, elem);
+  SmallVector<OpFoldResult> sizes, paddedSizes;
+  for (auto [d, size] : llvm::enumerate(type.getShape())) {
+    if (!ShapedType::isDynamic(size)) {
+      sizes.push_back(b.getIndexAttr(size));
+      paddedSizes.push_back(b.getIndexAttr(shape[d]));
+      continue;
+    }
+    Value dim = tensor::DimOp::create(b, loc, value, d);
+    dynamicSizes.push_back(dim);
+    sizes.push_back(dim);
+    paddedSizes.push_back(dim);
+  }
+  SmallVector<OpFoldResult> zeros(rank, b.getIndexAttr(0)),
+      ones(rank, b.getIndexAttr(1));
+  // The slice [offsets, offsets + extents) of `into` written by `write`
+  // (given the slice) in place: extract_slice, write, insert_slice of the
+  // same slice, which bufferization turns into a write to a subview.
+  auto writeSlice = [&](Value into, ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> extents,
+                        function_ref<Value(Value)> write) -> Value {
+    Value slice =
+        tensor::ExtractSliceOp::create(b, loc, into, offsets, extents, ones);
+    return tensor::InsertSliceOp::create(b, loc, write(slice), into, offsets,
+                                         extents, ones);
+  };
   // alloc_tensor, not tensor.empty: its buffer has the identity layout, as
   // the kernels' results have, so that an scf.if of the dispatch on T
   // yields one buffer type from both branches (no copy at the return).
-  Value init =
-      bufferization::AllocTensorOp::create(b, loc, outType, dynamicSizes);
+  Value padded = bufferization::AllocTensorOp::create(
+      b, loc, RankedTensorType::get(shape, elem), dynamicSizes);
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
+  for (int64_t d = 0; d < rank; ++d) {
+    int64_t size = type.getDimSize(d);
+    if (ShapedType::isDynamic(size) || shape[d] == size)
+      continue;
+    SmallVector<OpFoldResult> offsets(zeros), extents(paddedSizes);
+    offsets[d] = b.getIndexAttr(size);
+    extents[d] = b.getIndexAttr(shape[d] - size);
+    padded = writeSlice(padded, offsets, extents, [&](Value slab) {
+      return linalg::FillOp::create(b, loc, zero, slab).getResult(0);
+    });
+  }
+  return writeSlice(padded, zeros, sizes, [&](Value leading) {
+    return linalg::CopyOp::create(b, loc, value, leading).getResult(0);
+  });
+}
+
+/// The leading part of `value` in the static sizes `shape` (at most
+/// `value`'s; dynamic ones the same), copied into a tensor of its own (an
+/// identity-layout buffer, as padWithZeros says why).
+Value sliceLeading(OpBuilder &b, Location loc, Value value,
+                   ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<Value> dynamicSizes;
+  SmallVector<OpFoldResult> sizes;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (!ShapedType::isDynamic(size)) {
+      sizes.push_back(b.getIndexAttr(size));
+      continue;
+    }
+    Value dim = tensor::DimOp::create(b, loc, value, d);
+    dynamicSizes.push_back(dim);
+    sizes.push_back(dim);
+  }
   int64_t rank = type.getRank();
-  auto generic = linalg::GenericOp::create(
-      b, loc, TypeRange{outType}, ValueRange{}, ValueRange{init},
-      ArrayRef<AffineMap>{b.getMultiDimIdentityMap(rank)},
-      SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
-      [&](OpBuilder &nb, Location l, ValueRange) {
-        Value inside;
-        SmallVector<Value> indices;
-        for (int64_t d = 0; d < rank; ++d) {
-          Value i = linalg::IndexOp::create(nb, l, d);
-          int64_t size = type.getDimSize(d);
-          if (!ShapedType::isDynamic(size) && shape[d] > size) {
-            Value limit = arith::ConstantIndexOp::create(nb, l, size);
-            Value in = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult,
-                                             i, limit);
-            inside = inside ? arith::AndIOp::create(nb, l, inside, in).getResult()
-                            : in;
-            i = arith::MinUIOp::create(
-                nb, l, i, arith::ConstantIndexOp::create(nb, l, size - 1));
-          }
-          indices.push_back(i);
-        }
-        Value x = tensor::ExtractOp::create(nb, l, value, indices);
-        if (inside)
-          x = arith::SelectOp::create(
-              nb, l, inside, x,
-              arith::ConstantOp::create(nb, l, nb.getZeroAttr(elem)));
-        linalg::YieldOp::create(nb, l, x);
-      });
-  return generic.getResult(0);
+  SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
+      strides(rank, b.getIndexAttr(1));
+  Value part =
+      tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes, strides);
+  Value init = bufferization::AllocTensorOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()),
+      dynamicSizes);
+  return linalg::CopyOp::create(b, loc, part, init).getResult(0);
 }
 
 /// `value`'s shape with dimension d (for each (d, size) of `sizes`) set.
@@ -110,7 +150,7 @@ void padRecurrence(RewriterBase &rewriter, RecurrenceOp op, int64_t multiple) {
       return v;
     Value &copy = padded[v];
     if (!copy)
-      copy = copyReshaped(rewriter, loc, v, shape);
+      copy = padWithZeros(rewriter, loc, v, shape);
     return copy;
   };
   Value gate = op.getGate();
@@ -143,7 +183,7 @@ void padRecurrence(RewriterBase &rewriter, RecurrenceOp op, int64_t multiple) {
     ArrayRef<int64_t> shape = cast<ShapedType>(like.getType()).getShape();
     if (shape == cast<ShapedType>(v.getType()).getShape())
       return v;
-    return copyReshaped(rewriter, loc, v, shape);
+    return sliceLeading(rewriter, loc, v, shape);
   };
   rewriter.replaceOp(op, {slice(wide.getOutput(), op.getOutput()),
                           slice(wide.getFinalState(), op.getFinalState())});

@@ -284,12 +284,17 @@ def ConvertLinAttnLinalgToGPU : Pass<"convert-linattn-linalg-to-gpu"> {
     `scf.parallel` nest over its parallel dimensions (reductions stay
     sequential inside it), collapsed into one dimension and tiled by 256,
     the tiles mapped to blocks and their elements to threads: one thread
-    per output element.
+    per output element, or eight of a body of loads, stores and arithmetic
+    (256 apart, loads first). A `linalg.copy` or `linalg.fill` of whole
+    rows (unit innermost stride, a static row size in 16-byte multiples,
+    rows on 16-byte boundaries) moves 16 bytes an access instead:
+    `vector.load` / `vector.store` of the rows' pieces, eight a thread.
   }];
   let dependentDialects = [
     "mlir::arith::ArithDialect",
     "mlir::gpu::GPUDialect",
     "mlir::scf::SCFDialect",
+    "mlir::vector::VectorDialect",
   ];
   let statistics = [
     Statistic<"numMapped", "num-mapped", "Linalg ops mapped to GPU loops">,

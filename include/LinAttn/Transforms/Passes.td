@@ -122,6 +122,35 @@ def LinAttnInsertInputChecks
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def LinAttnInsertAlignmentChecks
+    : Pass<"linattn-insert-alignment-checks", "mlir::ModuleOp"> {
+  let summary = "Check that a GPU function's arguments start on 16-byte boundaries";
+  let description = [{
+    For GPU host code (after `convert-linattn-to-gpu`): each public function
+    first asserts, for every memref argument, that its first element's
+    address (aligned pointer plus offset times the element's bytes) is a
+    multiple of 16. The kernels load their inputs 16 bytes an access
+    (`cp.async`, `ld.global.v4`), and a misaligned one would stop the call
+    with a CUDA error that leaves the context unusable; the assert, made a
+    report by `linattn-report-check-failures`, names the argument (its
+    `linattn.role`) and skips the call's device work instead. Every
+    `linattn-to-nvvm` pipeline runs it; linattn/Abi.h states the rule.
+
+    ```mlir
+    %p = memref.extract_aligned_pointer_as_index %q : memref<?x?x8x48xbf16> -> index
+    %base, %offset, %sizes:4, %strides:4 = memref.extract_strided_metadata %q
+    %bytes = arith.muli %offset, %c2 : index
+    %first = arith.addi %p, %bytes : index
+    %rem = arith.remui %first, %c16 : index
+    %ok = arith.cmpi eq, %rem, %c0 : index
+    cf.assert %ok, "argument #0 (q): its data must start on a 16-byte boundary ..."
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::cf::ControlFlowDialect",
+                           "mlir::memref::MemRefDialect"];
+}
+
 def LinAttnReportCheckFailures
     : Pass<"linattn-report-check-failures", "mlir::ModuleOp"> {
   let summary = "Report a failed run-time check through the CUDA runtime";
@@ -314,10 +343,14 @@ def LinAttnPadHeadDims : Pass<"linattn-pad-head-dims"> {
     A recurrence given to the chunked strategies (or to every one, without
     a recorded choice) whose K or V is a multiple of 16 but not of
     `multiple` is computed at the sizes rounded up: q, k, per-key gates, v
-    and the initial state are copied into zero-padded tensors (a
-    `linalg.generic` each), the recurrence runs on them with its scale
-    made explicit (`1 / sqrt(K)` of the unpadded K unless given), and o
-    and the final state are sliced back. The padding is exact: a zero key
+    and the initial state are copied into zero-padded tensors (each padded
+    dimension's slab past the input a `linalg.fill` of zeros, the input a
+    `linalg.copy` into the leading slice, each written in place through
+    `tensor.extract_slice` / `tensor.insert_slice`), the recurrence runs on
+    them with its scale made explicit (`1 / sqrt(K)` of the unpadded K
+    unless given), and o and the final state are sliced back (a
+    `linalg.copy` of the leading slice). Fills and copies of whole rows
+    are what `convert-linattn-linalg-to-gpu` moves 16 bytes an access. The padding is exact: a zero key
     column leaves its state row at zero (its updates are `k_i d^T` and its
     log gate is 0), a zero value column its state column; `{qk_l2norm}`'s
     norms do not see zeros.

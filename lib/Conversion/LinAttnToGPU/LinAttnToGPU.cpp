@@ -30,6 +30,23 @@ namespace mlir::linattn {
 
 namespace {
 
+/// Whether `a` and `b` are the same memory: one value, or subviews with the
+/// same operands and attributes of the same view.
+bool isSameView(Value a, Value b) {
+  if (a == b)
+    return true;
+  auto subA = a.getDefiningOp<memref::SubViewOp>();
+  auto subB = b.getDefiningOp<memref::SubViewOp>();
+  if (!subA || !subB || !isSameView(subA.getSource(), subB.getSource()))
+    return false;
+  return OperationEquivalence::isEquivalentTo(
+      subA, subB,
+      [](Value x, Value y) {
+        return success(x == y || isSameView(x, y));
+      },
+      /*markEquivalent=*/nullptr, OperationEquivalence::IgnoreLocations);
+}
+
 /// Whether result `i` of `ifOp` owns its buffer: every branch yields there
 /// a buffer allocated in that branch (or an owning result of an scf.if of
 /// that branch), so that freeing the result frees whichever ran.
@@ -242,6 +259,16 @@ struct ConvertLinAttnToGPU
       if (isa<memref::AllocOp, memref::DeallocOp, memref::CopyOp>(op) &&
           !insideKernel(op))
         hostBufferOps.push_back(op);
+    });
+    // A copy of a view onto the same view is nothing: tensor.insert_slice
+    // of the slice it was computed in (PadHeadDims' copies into a padded
+    // buffer) bufferizes to one, left for canonicalisation to fold.
+    llvm::erase_if(hostBufferOps, [](Operation *op) {
+      auto copy = dyn_cast<memref::CopyOp>(op);
+      if (!copy || !isSameView(copy.getSource(), copy.getTarget()))
+        return false;
+      copy.erase();
+      return true;
     });
     // gpu-to-llvm lowers device allocations and copies in their async
     // form: each one runs on its own stream and is waited for at once, so

@@ -17,7 +17,9 @@
 // collapsed one divides by constants (the outermost of the collapsed
 // sizes is never a divisor), not by the run-time T in 64 bits; and a body
 // of loads, stores and arithmetic runs eight elements a thread, 256
-// apart, their loads before their stores.
+// apart, their loads before their stores. A copy or fill of whole rows
+// (the padding of head sizes is one, bench/NOTES.md p4) moves 16 bytes
+// an access: vector loads and stores of a row's 16-byte pieces.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +35,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Utils/Utils.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
@@ -62,10 +65,13 @@ constexpr int64_t kElementsPerThread = 8;
 bool isStraightLine(Block &body) {
   return llvm::all_of(body.without_terminator(), [](Operation &op) {
     return op.getNumRegions() == 0 &&
-           (isa<memref::LoadOp, memref::StoreOp>(op) ||
+           (isa<memref::LoadOp, memref::StoreOp, vector::LoadOp,
+                vector::StoreOp>(op) ||
             isMemoryEffectFree(&op));
   });
 }
+
+bool isStore(Operation &op) { return isa<memref::StoreOp, vector::StoreOp>(op); }
 
 /// A thread's elements of a loop body: base + j kThreadsPerBlock for j <
 /// perThread, of the collapsed loop `iv` (and `batchIv` the leading loop
@@ -105,7 +111,7 @@ struct ThreadElements {
       }
       mappings[j].map(iv, arith::MinUIOp::create(rewriter, loc, element, last));
       for (Operation &op : body.without_terminator())
-        if (!isa<memref::StoreOp>(op))
+        if (!isStore(op))
           rewriter.clone(op, mappings[j]);
     }
     for (int64_t j = 0; j < perThread; ++j) {
@@ -113,7 +119,7 @@ struct ThreadElements {
       auto kept = scf::IfOp::create(rewriter, loc, inside[j]);
       rewriter.setInsertionPoint(kept.thenBlock()->getTerminator());
       for (Operation &op : body.without_terminator())
-        if (perThread == 1 || isa<memref::StoreOp>(op))
+        if (perThread == 1 || isStore(op))
           rewriter.clone(op, mappings[j]);
     }
   }
@@ -217,6 +223,109 @@ LogicalResult mapToBlocksAndThreads(RewriterBase &rewriter,
   return success();
 }
 
+/// Bytes of a row access: the widest global load and store a thread
+/// issues (ld.global.v4.b32).
+constexpr int64_t kRowAccessBytes = 16;
+
+/// Elements of `type` in a row access, where its rows can be accessed so:
+/// unit innermost stride, a static innermost size that is a multiple of
+/// the access, and every row starting on an access boundary. That is a
+/// static offset and static strides in multiples of kRowAccessBytes, and
+/// a dynamic stride only outside such a static one (the row-major buffers
+/// here, allocations, the ABI's dense arguments and their subviews, have
+/// each stride a multiple of the next). The buffer's start is taken to be
+/// 16-byte aligned: allocations are, and linattn/Abi.h asks it of
+/// arguments, as the kernels' cp.async loads of them do.
+std::optional<int64_t> rowAccessWidth(MemRefType type) {
+  Type elem = type.getElementType();
+  int64_t rank = type.getRank();
+  if (rank == 0 || !elem.isIntOrFloat())
+    return std::nullopt;
+  int64_t bits = elem.getIntOrFloatBitWidth();
+  if (bits % 8 != 0 || (kRowAccessBytes * 8) % bits != 0)
+    return std::nullopt;
+  int64_t bytes = bits / 8, width = kRowAccessBytes / bytes;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return std::nullopt;
+  int64_t inner = type.getDimSize(rank - 1);
+  if (strides[rank - 1] != 1 || ShapedType::isDynamic(inner) ||
+      inner % width != 0 || ShapedType::isDynamic(offset) ||
+      (offset * bytes) % kRowAccessBytes != 0)
+    return std::nullopt;
+  bool staticInside = false;
+  for (int64_t d = rank - 2; d >= 0; --d) {
+    if (ShapedType::isDynamic(strides[d])) {
+      if (!staticInside)
+        return std::nullopt;
+      continue;
+    }
+    if ((strides[d] * bytes) % kRowAccessBytes != 0)
+      return std::nullopt;
+    staticInside = true;
+  }
+  return width;
+}
+
+/// `op` as a parallel loop over its rows' kRowAccessBytes pieces, one
+/// vector load (a broadcast, for a fill) and store each, where it is a
+/// linalg.copy or linalg.fill whose buffers rowAccessWidth admits alike;
+/// else null. out[i..., j w : j w + w] = in[i..., j w : j w + w].
+scf::ParallelOp rowAccessLoop(RewriterBase &rewriter, linalg::LinalgOp op) {
+  Value source, fillValue;
+  if (auto copy = dyn_cast<linalg::CopyOp>(op.getOperation()))
+    source = copy.getInputs()[0];
+  else if (auto fill = dyn_cast<linalg::FillOp>(op.getOperation()))
+    fillValue = fill.value();
+  else
+    return {};
+  Value target = op.getDpsInitOperand(0)->get();
+  auto targetType = cast<MemRefType>(target.getType());
+  std::optional<int64_t> width = rowAccessWidth(targetType);
+  if (!width)
+    return {};
+  if (source) {
+    auto sourceType = dyn_cast<MemRefType>(source.getType());
+    if (!sourceType ||
+        sourceType.getElementType() != targetType.getElementType() ||
+        rowAccessWidth(sourceType) != width)
+      return {};
+  }
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  int64_t rank = targetType.getRank();
+  Value zero = arith::ConstantIndexOp::create(rewriter, loc, 0);
+  Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+  SmallVector<Value> lower(rank, zero), upper, steps(rank, one);
+  for (int64_t d = 0; d + 1 < rank; ++d)
+    upper.push_back(
+        targetType.isDynamicDim(d)
+            ? memref::DimOp::create(rewriter, loc, target, d).getResult()
+            : arith::ConstantIndexOp::create(rewriter, loc,
+                                             targetType.getDimSize(d))
+                  .getResult());
+  upper.push_back(arith::ConstantIndexOp::create(
+      rewriter, loc, targetType.getDimSize(rank - 1) / *width));
+  auto loop = scf::ParallelOp::create(rewriter, loc, lower, upper, steps);
+  rewriter.setInsertionPointToStart(loop.getBody());
+  SmallVector<Value> indices(loop.getInductionVars());
+  indices.back() = arith::MulIOp::create(
+      rewriter, loc, indices.back(),
+      arith::ConstantIndexOp::create(rewriter, loc, *width));
+  auto pieceType = VectorType::get({*width}, targetType.getElementType());
+  llvm::MaybeAlign aligned(kRowAccessBytes);
+  Value piece =
+      source ? vector::LoadOp::create(rewriter, loc, pieceType, source, indices,
+                                      /*nontemporal=*/false, aligned)
+                   .getResult()
+             : vector::BroadcastOp::create(rewriter, loc, pieceType, fillValue)
+                   .getResult();
+  vector::StoreOp::create(rewriter, loc, piece, target, indices,
+                          /*nontemporal=*/false, aligned);
+  return loop;
+}
+
 struct ConvertLinAttnLinalgToGPU
     : impl::ConvertLinAttnLinalgToGPUBase<ConvertLinAttnLinalgToGPU> {
   void runOnOperation() override {
@@ -227,6 +336,15 @@ struct ConvertLinAttnLinalgToGPU
     });
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : ops) {
+      if (scf::ParallelOp rows = rowAccessLoop(rewriter, op)) {
+        rewriter.eraseOp(op);
+        if (failed(mapToBlocksAndThreads(rewriter, rows))) {
+          rows.emitOpError() << "could not be mapped to GPU blocks and threads";
+          return signalPassFailure();
+        }
+        ++numMapped;
+        continue;
+      }
       rewriter.setInsertionPoint(op);
       FailureOr<linalg::LinalgLoops> loops =
           linalg::linalgOpToParallelLoops(rewriter, op);

@@ -15,7 +15,10 @@
 // memory; `allocated` may equal it. The descriptor gives the dimensions
 // (`sizes`, outermost first, e.g. q [B, T, H, K]) and element strides,
 // which must be row-major dense (strides[R-1] = 1, strides[i] = sizes[i+1] *
-// strides[i+1]). Inputs are read, never written or kept.
+// strides[i+1]), and whose first element (`aligned` + `offset` elements)
+// must sit on a 16-byte boundary: the kernels load 16 bytes an access. A
+// call given one that does not fails by name (the argument and its role)
+// before any device work. Inputs are read, never written or kept.
 //
 // `results` points to the result descriptors, one after the other in the
 // spec's order (a struct of LinAttnMemRefR members, one per result), which

@@ -140,3 +140,27 @@ func.func @aliased(%c: i1) -> memref<64xf32> {
   %r = arith.select %c, %a, %b : memref<64xf32>
   return %r : memref<64xf32>
 }
+
+// -----
+
+// A copy of a view onto the same view (what tensor.insert_slice of the
+// slice it was computed in bufferizes to: linattn-pad-head-dims' copies
+// into a padded buffer) is dropped; a copy between two different views of
+// one buffer becomes a device copy.
+// CHECK-LABEL: func.func @self_copy
+// CHECK:         %[[BUF:.*]], %{{.*}} = gpu.alloc async
+// CHECK-NOT:     gpu.memcpy
+// CHECK:         %[[HEAD:.*]] = memref.subview %[[BUF]][0, 0] [%{{.*}}, 48]
+// CHECK:         %[[TAIL:.*]] = memref.subview %[[BUF]][0, 16] [%{{.*}}, 48]
+// CHECK:         gpu.memcpy async [%{{.*}}] %[[TAIL]], %[[HEAD]]
+// CHECK-NOT:     gpu.memcpy
+// CHECK:         return %[[BUF]]
+func.func @self_copy(%n: index) -> memref<?x64xbf16> {
+  %buf = memref.alloc(%n) : memref<?x64xbf16>
+  %a = memref.subview %buf[0, 0] [%n, 48] [1, 1] : memref<?x64xbf16> to memref<?x48xbf16, strided<[64, 1]>>
+  %b = memref.subview %buf[0, 0] [%n, 48] [1, 1] : memref<?x64xbf16> to memref<?x48xbf16, strided<[64, 1]>>
+  memref.copy %a, %b : memref<?x48xbf16, strided<[64, 1]>> to memref<?x48xbf16, strided<[64, 1]>>
+  %c = memref.subview %buf[0, 16] [%n, 48] [1, 1] : memref<?x64xbf16> to memref<?x48xbf16, strided<[64, 1], offset: 16>>
+  memref.copy %a, %c : memref<?x48xbf16, strided<[64, 1]>> to memref<?x48xbf16, strided<[64, 1], offset: 16>>
+  return %buf : memref<?x64xbf16>
+}

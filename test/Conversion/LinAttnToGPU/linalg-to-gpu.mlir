@@ -34,14 +34,15 @@
 // CHECK:           } {mapping = [#gpu.loop_dim_map<processor = sequential, map = (d0) -> (d0), bound = (d0) -> (d0)>, #gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
 // CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_y, map = (d0) -> (d0), bound = (d0) -> (d0)>, #gpu.loop_dim_map<processor = block_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
 
-// A copy (loads, stores, arithmetic: a straight-line body): each thread
+// A copy whose rows are not 16-byte pieces (3 x f32; loads, stores,
+// arithmetic: a straight-line body): each thread
 // takes eight elements 256 apart (tiles of 2048), all eight loads (at the
 // element clamped into bounds) before the eight stores, each store kept
 // to elements below the count. Here too the static 2 goes on the grid's y
 // since the dimension after it is dynamic.
 
 // CHECK-LABEL: func.func @copy
-// CHECK:         %[[N:.*]] = arith.muli %{{.*}}, %c4 : index
+// CHECK:         %[[N:.*]] = arith.muli %{{.*}}, %c3 : index
 // CHECK:         arith.ceildivui %[[N]], %c2048 : index
 // CHECK:         scf.for
 // CHECK:           %[[LAST:.*]] = arith.subi %[[N]], %c1
@@ -61,6 +62,42 @@
 // CHECK-COUNT-6:   memref.store
 // CHECK-NOT:       memref.store
 // CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_y
+
+// A copy of whole rows (the padding of K = 48 into a [B, T, 8, 64]
+// buffer's leading columns): unit innermost stride, 48 bf16 = six 16-byte
+// pieces, every row on a 16-byte boundary (strides 512 and 64 elements).
+// The loop runs over the pieces, each a vector load and store of 8 bf16
+// aligned to 16 bytes at column 8 j, eight pieces a thread (loads first).
+
+// CHECK-LABEL: func.func @copy_rows
+// CHECK:         arith.ceildivui %{{.*}}, %c2048 : index
+// CHECK:         scf.for
+// CHECK:           %[[J:.*]] = arith.remsi %{{.*}}, %c6 : index
+// CHECK:           %[[COL:.*]] = arith.muli %[[J]], %c8 : index
+// CHECK:           %[[P0:.*]] = vector.load %arg0[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x8x48xbf16>, vector<8xbf16>
+// CHECK-COUNT-7:   vector.load %arg0
+// CHECK-NOT:       vector.load
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.store %[[P0]], %arg1[%{{.*}}, %{{.*}}, %{{.*}}, %[[COL]]] {alignment = 16 : i64} : memref<?x?x8x48xbf16, strided<[?, 512, 64, 1]>>, vector<8xbf16>
+// CHECK-COUNT-7:   vector.store
+// CHECK:         } {mapping = [#gpu.loop_dim_map<processor = block_y
+
+// A fill of whole rows: a broadcast stored 16 bytes at a time.
+
+// CHECK-LABEL: func.func @fill_rows
+// CHECK:           %[[Z:.*]] = vector.broadcast %{{.*}} : f32 to vector<4xf32>
+// CHECK:           vector.store %[[Z]], %arg0[{{.*}}] {alignment = 16 : i64} : memref<?x4x80x80xf32>, vector<4xf32>
+
+// Rows that do not start on 16-byte boundaries keep the element loops:
+// an offset of 4 bf16 (8 bytes), rows of 8 f32 with a row stride of 10.
+
+// CHECK-LABEL: func.func @unaligned_rows
+// CHECK-NOT:     vector.
+// CHECK:         memref.load
+// CHECK-NOT:     vector.
+// CHECK:         memref.load
+// CHECK-NOT:     vector.
+// CHECK:       return
 
 // A static first loop before static ones collapses with them (every
 // divisor a constant).
@@ -88,8 +125,26 @@ func.func @contract(%S: memref<?x?x4x8xf32>, %q: memref<?x?x4xbf16>, %o: memref<
   return
 }
 
-func.func @copy(%x: memref<2x?x4xf32>, %y: memref<2x?x4xf32>) {
-  linalg.copy ins(%x : memref<2x?x4xf32>) outs(%y : memref<2x?x4xf32>)
+func.func @copy(%x: memref<2x?x3xf32>, %y: memref<2x?x3xf32>) {
+  linalg.copy ins(%x : memref<2x?x3xf32>) outs(%y : memref<2x?x3xf32>)
+  return
+}
+
+func.func @copy_rows(%x: memref<?x?x8x48xbf16>, %y: memref<?x?x8x48xbf16, strided<[?, 512, 64, 1]>>) {
+  linalg.copy ins(%x : memref<?x?x8x48xbf16>) outs(%y : memref<?x?x8x48xbf16, strided<[?, 512, 64, 1]>>)
+  return
+}
+
+func.func @fill_rows(%s: memref<?x4x80x80xf32>) {
+  %zero = arith.constant 0.0 : f32
+  linalg.fill ins(%zero : f32) outs(%s : memref<?x4x80x80xf32>)
+  return
+}
+
+func.func @unaligned_rows(%x: memref<?x8xbf16, strided<[8, 1], offset: 4>>, %y: memref<?x8xbf16>,
+                          %a: memref<?x8xf32, strided<[10, 1]>>, %b: memref<?x8xf32>) {
+  linalg.copy ins(%x : memref<?x8xbf16, strided<[8, 1], offset: 4>>) outs(%y : memref<?x8xbf16>)
+  linalg.copy ins(%a : memref<?x8xf32, strided<[10, 1]>>) outs(%b : memref<?x8xf32>)
   return
 }
 
