@@ -12,7 +12,7 @@ Two halves, one file:
       --strategy=recurrent: the adjoint's loop, for comparison); prints
       `NAME SPEC --backward [OPTIONS]`.
 
-  bench/gpu/bench_backward.py run --libdir D --runner R --json OUT [--rows REGEX]
+  bench/gpu/bench_backward.py run --libdir D --runner R --json OUT [--rows REGEX] [--no-fla]
       (on the GPU machine, bench/gpu/device.sh bench-backward) for each row
       (family, B, T, H, HV): LinAttn's NAME_backward and its forward NAME,
       each from a CUDA graph (linattn-gpu-run --graph --bench; their sum is
@@ -227,6 +227,8 @@ def run(args):
                     row["linattn_forward_ms"] + row["linattn_backward_ms"], 4)
             scale = K ** -0.5
             try:
+                if args.no_fla:
+                    raise RuntimeError("not timed (--no-fla)")
                 fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale, qk_l2norm)
                 row["fla_backward_ms"] = round(time_events(bwd), 4)
                 row["fla_forward_backward_ms"] = round(time_events(fwd_bwd), 4)
@@ -288,6 +290,8 @@ def main():
     r.add_argument("--json", required=True)
     r.add_argument("--rows", default="")
     r.add_argument("--errors-T", type=int, default=1024)
+    r.add_argument("--no-fla", action="store_true",
+                   help="LinAttn alone (a before / after of one change in one lease)")
     r.add_argument("--kernel-times", action="store_true",
                    help="also each kernel's time in one call (LINATTN_KERNEL_TIMES)")
     args = p.parse_args()

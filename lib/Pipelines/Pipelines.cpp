@@ -139,10 +139,15 @@ static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
                                                   /*maxStateColumns=*/0}));
 }
 
+/// The state columns B * HV * V at and under which the state pass's
+/// B * HV * V / 32 blocks (32 state columns each, one an SM) fill at most
+/// half the SMs: there its chains leave the GPU idle, and segments (scalar
+/// transitions) or narrow blocks (the others) run more of them.
+static int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
+
 /// The GPU's automatic segments, chosen at run time: 16 chunks a segment
-/// where the state pass's B * HV * V / 32 blocks (32 state columns each)
-/// fill at most half the SMs, i.e. B * HV * V <= 16 * smCount, and T spans
-/// more than one segment. On the H200 (bench/results/
+/// where B * HV * V <= fewChainsStateColumns and T spans more than one
+/// segment. On the H200 (bench/results/
 /// gpu_bench_segments_B{1,2,4}.json, NOTES c27) 16 chunks a segment took
 /// simple GLA from 0.084 to 0.054 ms at B = 1, T = 4096 and from 0.349 to
 /// 0.293 at B = 2, T = 16384, within 9% of the best segment length
@@ -152,7 +157,18 @@ static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
 static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
       linattn::LinAttnSegmentChunkStatesOptions{/*segmentChunks=*/16,
-                                                /*maxStateColumns=*/16 * smCount}));
+                                                /*maxStateColumns=*/fewChainsStateColumns(smCount)}));
+}
+
+/// The GPU's narrow state-pass blocks, chosen at run time where B * HV * V
+/// <= fewChainsStateColumns, for the state passes segments do not cut (a
+/// rank-1 term or per-key gates), the backward's recomputed forward among
+/// them. On the H200 (NOTES w1): Gated DeltaNet B = 1, H = 8, T = 32768
+/// 1.254 -> 1.106 ms; with the SMs full (B = 4) narrow blocks were 25-85%
+/// slower (e1), hence the branch.
+static void addRuntimeNarrowStatePass(OpPassManager &pm, int64_t smCount) {
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnNarrowStateBlocks(
+      linattn::LinAttnNarrowStateBlocksOptions{fewChainsStateColumns(smCount)}));
 }
 
 /// Tensors to buffers, across function boundaries, with plain (identity
@@ -238,6 +254,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
+  if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)
+    addRuntimeNarrowStatePass(pm, smCount);
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());

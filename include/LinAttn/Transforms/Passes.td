@@ -143,7 +143,7 @@ def LinAttnInsertAlignmentChecks
     %first = arith.addi %p, %bytes : index
     %rem = arith.remui %first, %c16 : index
     %ok = arith.cmpi eq, %rem, %c0 : index
-    cf.assert %ok, "argument #0 (q): its data must start on a 16-byte boundary ..."
+    cf.assert %ok, "f: argument #0 (q) must start on a 16-byte boundary (...)"
     ```
   }];
   let dependentDialects = ["mlir::arith::ArithDialect",
@@ -350,7 +350,8 @@ def LinAttnPadHeadDims : Pass<"linattn-pad-head-dims"> {
     them with its scale made explicit (`1 / sqrt(K)` of the unpadded K
     unless given), and o and the final state are sliced back (a
     `linalg.copy` of the leading slice). Fills and copies of whole rows
-    are what `convert-linattn-linalg-to-gpu` moves 16 bytes an access. The padding is exact: a zero key
+    are what `convert-linattn-linalg-to-gpu` moves 16 bytes an access.
+    The padding is exact: a zero key
     column leaves its state row at zero (its updates are `k_i d^T` and its
     log gate is 0), a zero value column its state column; `{qk_l2norm}`'s
     norms do not see zeros.
@@ -416,6 +417,44 @@ def LinAttnRecurrenceToChunked
   let statistics = [
     Statistic<"numRewritten", "num-rewritten",
               "Number of recurrences rewritten to the chunked form">,
+  ];
+}
+
+def LinAttnNarrowStateBlocks
+    : Pass<"linattn-narrow-state-blocks"> {
+  let summary = "Narrow state-pass blocks where few chains would leave SMs idle";
+  let description = [{
+    The GPU state pass runs B * HV chains, each over V / 32 blocks of four
+    warps (32 value columns), one block an SM. Where B * HV * V is at most
+    `max-state-columns` (16 x the SMs: the blocks fill under half of them,
+    as for one long sequence), blocks of 16 columns and two warps run
+    twice the chains side by side and each chunk's step is shorter; where
+    the SMs are full they would take twice the waves (bench/NOTES.md e1,
+    w1). B is known at run time, so each `linattn.chunk_state_pass` whose
+    transitions are not scalars (a rank-1 term or per-key gates; the
+    scalar ones take `linattn-segment-chunk-states`' segments instead),
+    the backward's recomputed forward pass among them, is kept in both
+    widths behind an `scf.if` on B * HV * V, the narrow one marked
+    `linattn.state_columns = 16`, which the GPU conversion reads. The
+    backward's reverse pass (`linattn.chunk_state_pass_grad`) keeps 32
+    columns: its 16-column kernel computed wrong gradients.
+
+        %r:3 = scf.if (B * HV * V <= 2112) {
+          linattn.chunk_state_pass ... {linattn.state_columns = 16 : i64, ...}
+        } else {
+          linattn.chunk_state_pass ... (32 columns)
+        }
+  }];
+  let options = [
+    Option<"maxStateColumns", "max-state-columns", "int64_t", /*default=*/"2112",
+           "Narrow blocks where B * HV * V is at most this (positive)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numNarrowed", "num-narrowed",
+              "State passes given both block widths">,
   ];
 }
 

@@ -9,7 +9,7 @@
 
 namespace mlir::linattn {
 
-/// Dynamic shared memory a block may opt in to on sm_90 (227 KiB).
+/// Shared memory a block may opt in to on sm_90 (227 KiB), static included.
 constexpr int64_t kHopperMaxSharedBytes = 232448;
 
 std::optional<GPUTargetInfo> GPUTargetInfo::forChip(StringRef chip) {

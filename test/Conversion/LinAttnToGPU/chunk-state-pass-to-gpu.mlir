@@ -275,7 +275,8 @@ func.func @segments(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %G: 
 // (C (2K + 8) 2 = 33792), K (C (K + 8) 2 = 17408) and U columns (C (32 + 4)
 // 4 = 9216): 3 * 60416 = 181248; the exchange 16384; the staged chunk
 // states and new values, two buffers of K (32 + 8) 2 + C (32 + 8) 2: 30720.
-// In all 228352 (of the 232448 a block may have).
+// In all 228352 (of the 232432 a block may have: 232448 less the
+// kernels' 16 static bytes).
 
 // CHECK-LABEL: func.func @split_w(
 // W's staged rows are 2K bf16 wide, by cp.async from both
@@ -342,4 +343,25 @@ func.func @f32_row_gates(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %G:
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64}
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %d, %states, %final : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Narrow blocks (linattn.state_columns = 16, from
+// linattn-narrow-state-blocks where few chains would leave SMs idle): one
+// column group of 16 value columns, its keys over two warps (64 threads),
+// V / 16 = 8 blocks a head. Each warp's work per chunk is the wide block's
+// (96 products); the stages hold the block's 16 U columns (C (16 + 4) 4 =
+// 5120): 3 x (17408 + 17408 + 5120 + 256) = 120576, the exchange of 2
+// warps 8192, the output buffers 2 x (128 + 64) (16 + 8) 2 = 18432: 147200.
+// CHECK-LABEL: func.func @wy_form_narrow(
+// CHECK:         %[[NSMEM:.*]] = arith.constant 147200 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c8{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[NSMEM]] {
+// COUNT-LABEL: func.func @wy_form_narrow(
+// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-NOT:      nvvm.mma.sync
+func.func @wy_form_narrow(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 16 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
 }

@@ -16,7 +16,7 @@
 // negeig_delta's split W at K = V = 256: the state pass does not fit.
 // CHECK-LABEL: func.func @negeig_k256
 // CHECK: linattn.recurrence negeig_delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for negeig_delta: recurrent (the chunked kernels do not fit: 'linattn.chunk_state_pass' op GPU state pass needs {{[0-9]+}} bytes of shared memory, more than the 232448 a block may have)
+// EXPLAIN: remark: linattn GPU strategy for negeig_delta: recurrent (the chunked kernels do not fit: 'linattn.chunk_state_pass' op GPU state pass needs {{[0-9]+}} bytes of shared memory, more than the 232432 a block may have)
 func.func @negeig_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x256xbf16>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>) {
   %o, %s = linattn.recurrence negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0) {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
       : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2xf32>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>)

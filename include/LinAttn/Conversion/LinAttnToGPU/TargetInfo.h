@@ -49,8 +49,18 @@ public:
   /// sm_90 parts LinAttn is tuned on; other chips are planned as if they
   /// had as many.
   int64_t smCount() const { return sms; }
-  /// Dynamic shared memory one block may opt in to (sm_90: 227 KiB).
-  int64_t maxSharedBytesPerBlock() const { return maxSharedBytes; }
+  /// Dynamic shared memory one block may opt in to: the chip's limit per
+  /// block (sm_90: 227 KiB), which counts static shared memory too, less
+  /// the static bytes every kernel declares (kKernelStaticSharedBytes).
+  int64_t maxSharedBytesPerBlock() const {
+    return maxSharedBytes - kKernelStaticSharedBytes;
+  }
+  /// Static shared memory in every kernel: the symbol MLIR's
+  /// gpu.dynamic_shared_memory lowers to (`.shared .align 16 .b8`, one
+  /// byte that ptxas counts as static), at its alignment. With it, a
+  /// dynamic size of the chip's whole limit is refused at launch
+  /// (bench/NOTES.md w1: a plan of exactly 232448 bytes).
+  static constexpr int64_t kKernelStaticSharedBytes = 16;
   /// stmatrix (sm_90 and later): 16-bit accumulator tiles leave through
   /// shared memory in one instruction per four 8x8 tiles.
   bool hasStMatrix() const { return capability >= 90; }
@@ -70,8 +80,14 @@ constexpr int64_t kChunk = 64;
 /// The long chunk of the kinds without a rank-1 term and with one decay
 /// per row (linear attention, RetNet, simple GLA).
 constexpr int64_t kLongChunk = 128;
-/// Value columns of the state one block of the state pass carries.
+/// Value columns of the state one block of the state pass carries (two
+/// column groups of 16, four warps); a state pass marked
+/// kStateColumnsAttrName = kNarrowStateColumns carries half as many (one
+/// group, two warps), twice the blocks, for calls whose blocks would fill
+/// under half the SMs (linattn-narrow-state-blocks; bench/NOTES.md e1, w1).
 constexpr int64_t kStateColumns = 32;
+constexpr int64_t kNarrowStateColumns = 16;
+constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
 /// Head sizes K and V the kernels take: multiples of kHeadDimMultiple (a
 /// state-pass block's columns; a warp's keys are K / 2 in 16-key k-steps)
 /// up to kMaxHeadDim. Above 128 some kinds' tiles outgrow a block's shared

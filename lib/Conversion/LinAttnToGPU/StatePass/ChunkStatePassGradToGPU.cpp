@@ -56,6 +56,7 @@ struct ReversePassPlan {
   bool splitKeys = false;
   int64_t keysPerWarp = 0, keyTiles = 0;
   static constexpr int64_t rowTiles = kChunk / 8;
+  StateBlock block; ///< the block's columns and warps
 
   // Shared memory: `stages` stages of q, k (and their lo parts where
   // split), W ([64][K + pad] 16-bit), the block's dO columns ([64][32 +
@@ -82,6 +83,21 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
+  // 32-column blocks only: with 16 (one column group) the kernel's dD was
+  // wrong from T = 64 on the H200 (bench/NOTES.md w1), so the narrow
+  // width is not offered here.
+  std::string blockWhyNot;
+  std::optional<StateBlock> block = StateBlock::of(op, p.V, blockWhyNot);
+  if (block && block->columns != chunked_kernels::kStateColumns)
+    blockWhyNot = "the reverse pass's kernel takes " +
+                  std::to_string(chunked_kernels::kStateColumns) +
+                  "-column blocks only";
+  if (!block || block->columns != chunked_kernels::kStateColumns) {
+    if (whyNot)
+      *whyNot = blockWhyNot;
+    return std::nullopt;
+  }
+  p.block = *block;
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.hasW = bool(op.getW());
@@ -90,7 +106,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.keyTiles = p.keysPerWarp / 8;
 
   p.keyStride = p.K + kPad;
-  p.gradStride = kStateColumns + kPad;
+  p.gradStride = p.block.columns + kPad;
   p.scoreStride = kChunk + kPad;
   int64_t keyBytes = kChunk * p.keyStride * 2;
   p.qOffset = 0;
@@ -105,7 +121,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.gOffset = p.dOffset + kChunk * p.gradStride * 2;
   p.stageBytes = p.gOffset + (p.hasGates ? kChunk * 4 : 0);
   p.scoreBytes = 2 * kChunk * p.scoreStride * 2;
-  int64_t exchangeBytes = keyPartsExchangeBytes(kStateWarps, rowTiles);
+  int64_t exchangeBytes = keyPartsExchangeBytes(p.block.warps, rowTiles);
   int64_t limit = target.maxSharedBytesPerBlock();
   for (p.stages = kStateStages; p.stages >= 2; --p.stages) {
     p.scoreOffset = p.stages * p.stageBytes;
@@ -187,7 +203,7 @@ void ReversePassKernel::placeBlock() {
   columnGroup = arith::DivUIOp::create(b, k.warp, e.index(kStateKeySplit));
   keyPart = arith::RemUIOp::create(b, k.warp, e.index(kStateKeySplit));
   vLocal = e.mulIndex(columnGroup, e.index(16));
-  v0 = e.mulIndex(vTile, e.index(kStateColumns));
+  v0 = e.mulIndex(vTile, e.index(p.block.columns));
   vGlobal = e.addIndex(v0, vLocal);
   key0 = e.mulIndex(keyPart, e.index(p.keysPerWarp));
 }
@@ -245,7 +261,7 @@ Value ReversePassKernel::prefetch(Value j) {
   }
   if (p.hasW)
     keyRows(st.w, io.w, hv);
-  k.copyRowsAsync(st.dO, zero, kStateColumns, t0, valid, io.seqLen,
+  k.copyRowsAsync(st.dO, zero, p.block.columns, t0, valid, io.seqLen,
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
   }, kChunk, /*narrowRows=*/true);
@@ -497,7 +513,7 @@ SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
                     ? rowGate(st, e.subIndex(rows.valid, e.index(1)))
                     : Value();
   SmallVector<SmallVector<Value>> d = sumKeyParts(
-      k, p.exchangeOffset, kStateWarps, columnGroup,
+      k, p.exchangeOffset, p.block.warps, columnGroup,
       gradValuesPartial(st, carriedIn, gLast));
   writeGradValues(d, rows);
   return updateState(st, carriedIn, d, gLast);
@@ -548,10 +564,10 @@ struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
     io.gradInitialState = e.allocFor(op.getGradInitialState().getType(),
                                      {batch, hvDim, kDim, vDim});
     float scale = op.getScale().convertToFloat();
-    emitLaunch(b, {e.index(p.V / kStateColumns), hvDim, batch}, p.sharedBytes,
+    emitLaunch(b, {e.index(p.V / p.block.columns), hvDim, batch}, p.sharedBytes,
                p.mmaElem, [&](MmaEmitter &k) {
       ReversePassKernel(p, io, scale, k).emit();
-    }, kStateWarps * 32);
+    }, p.block.warps * 32);
     rewriter.replaceOp(
         op, ValueRange{
                 e.toTensor(io.gradValues, op.getGradNewValues().getType()),

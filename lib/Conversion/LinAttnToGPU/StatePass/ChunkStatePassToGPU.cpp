@@ -131,9 +131,9 @@ void StatePassKernel::placeBlock() {
   columnGroup = arith::DivUIOp::create(b, k.warp, e.index(kStateKeySplit));
   keyPart = arith::RemUIOp::create(b, k.warp, e.index(kStateKeySplit));
   vLocal = e.mulIndex(columnGroup, e.index(16));
-  vGlobal = e.addIndex(e.mulIndex(vTile, e.index(kStateColumns)), vLocal);
+  vGlobal = e.addIndex(e.mulIndex(vTile, e.index(p.block.columns)), vLocal);
   key0 = e.mulIndex(keyPart, e.index(p.keysPerWarp));
-  v0 = e.mulIndex(vTile, e.index(kStateColumns));
+  v0 = e.mulIndex(vTile, e.index(p.block.columns));
 }
 
 Stage StatePassKernel::stageAt(Value n) {
@@ -169,7 +169,7 @@ Value StatePassKernel::prefetch(Value n) {
                   [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, decayedKeys ? hv : h, c};
   }, kChunk, p.narrowRows);
-  k.copyRowsAsync(st.u, zero, kStateColumns, t0, valid, io.seqLen, io.u,
+  k.copyRowsAsync(st.u, zero, p.block.columns, t0, valid, io.seqLen, io.u,
                   [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
   }, kChunk, p.narrowRows);
@@ -263,14 +263,14 @@ void StatePassKernel::flushOutputs(Value m) {
     OpBuilder::InsertionGuard guard(b);
     onlyAtChunkStart(m);
     Value c = chunkOf(m);
-    k.copyRowsOut(sOut, zero, p.K, kStateColumns, Value(), io.states,
+    k.copyRowsOut(sOut, zero, p.K, p.block.columns, Value(), io.states,
                   [&](Value r, Value col) -> SmallVector<Value> {
       return {bIdx, c, hv, r, e.addIndex(v0, col)};
     });
   }
   if (dOut) {
     ChunkRows rows = chunkRows(e, m, io.seqLen);
-    k.copyRowsOut(dOut, zero, kChunk, kStateColumns, rows.valid, io.newValues,
+    k.copyRowsOut(dOut, zero, kChunk, p.block.columns, rows.valid, io.newValues,
                   [&](Value r, Value c) -> SmallVector<Value> {
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
     });
@@ -557,7 +557,7 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   storeChunkState(n, flat);
   SmallVector<SmallVector<Value>> d = newValues(st, flat);
   if (p.exchange)
-    d = sumKeyParts(k, p.exchangeOffset, kStateWarps, columnGroup, d);
+    d = sumKeyParts(k, p.exchangeOffset, p.block.warps, columnGroup, d);
   writeNewValues(d, n, rows);
   Value gLast;
   SmallVector<Value> next =
@@ -638,10 +638,10 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                        {batch, hvDim, e.index(p.K), e.index(p.V)});
 
   Value zBlocks = p.segmentChunks ? e.mulIndex(batch, io.numSegments) : batch;
-  emitLaunch(b, {e.index(p.V / kStateColumns), hvDim, zBlocks},
+  emitLaunch(b, {e.index(p.V / p.block.columns), hvDim, zBlocks},
              p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
     StatePassKernel(p, io, k).emit();
-  }, kStateWarps * 32);
+  }, p.block.warps * 32);
   rewriter.replaceOp(
       op, ValueRange{p.forwardValues
                          ? op.getU()

@@ -9,6 +9,35 @@ namespace mlir::linattn::kernel {
 
 static int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
 
+std::optional<StateBlock> StateBlock::of(Operation *op, int64_t V,
+                                         std::string &whyNot) {
+  int64_t columns = chunked_kernels::kStateColumns;
+  if (auto attr = op->getAttrOfType<IntegerAttr>(
+          chunked_kernels::kStateColumnsAttrName)) {
+    columns = attr.getInt();
+    if (columns != chunked_kernels::kStateColumns &&
+        columns != chunked_kernels::kNarrowStateColumns) {
+      whyNot = (chunked_kernels::kStateColumnsAttrName + " must be " +
+                Twine(chunked_kernels::kStateColumns) + " or " +
+                Twine(chunked_kernels::kNarrowStateColumns) + ", got " +
+                Twine(columns))
+                   .str();
+      return std::nullopt;
+    }
+  }
+  if (V % columns != 0) {
+    whyNot = ("V = " + Twine(V) + " is not a multiple of the state pass "
+              "blocks' " + Twine(columns) + " columns")
+                 .str();
+    return std::nullopt;
+  }
+  StateBlock block;
+  block.columns = columns;
+  block.columnGroups = columns / 16;
+  block.warps = block.columnGroups * kStateKeySplit;
+  return block;
+}
+
 FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
                                               const GPUTargetInfo &target) {
   if (op.getBeta())
@@ -28,6 +57,11 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
                                 : perKey  ? "per-key gates"
                                           : "")))
     return failure();
+  std::string whyNot;
+  std::optional<StateBlock> block = StateBlock::of(op, p.V, whyNot);
+  if (!block)
+    return op.emitOpError() << "GPU state pass: " << whyNot;
+  p.block = *block;
   // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
   // and its state is stored before its first step only.
   p.stepsPerChunk = p.chunk / kChunk;
@@ -89,7 +123,7 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
               : p.wIsOperand() ? s.wCols + kPad
                                : p.K + 32 / bytesOf(p.wElem);
   s.kStride = p.keysAreOperands ? p.K + kPad : p.K + 8;
-  s.uStride = kStateColumns + 16 / bytesOf(p.uElem);
+  s.uStride = p.block.columns + 16 / bytesOf(p.uElem);
   s.wBytes = p.hasW() ? kChunk * s.wStride * bytesOf(p.wElem) : 0;
   s.kBytes = kChunk * s.kStride * bytesOf(p.kElem);
   s.uBytes = kChunk * s.uStride * bytesOf(p.uElem);
@@ -101,8 +135,8 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   // Partial W S^T products of the warps, as held in registers: tile rt of
   // warp w at [w][rt][lane] (16 bytes each).
   p.exchangeBytes =
-      p.exchange ? keyPartsExchangeBytes(kStateWarps, p.rowTiles) : 0;
-  p.outStride = kStateColumns + kPad;
+      p.exchange ? keyPartsExchangeBytes(p.block.warps, p.rowTiles) : 0;
+  p.outStride = p.block.columns + kPad;
   p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
   p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
   p.outBytes = 2 * (p.stateOutBytes + p.valueOutBytes);

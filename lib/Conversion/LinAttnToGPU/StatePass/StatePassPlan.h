@@ -22,13 +22,18 @@ namespace mlir::linattn::kernel {
 /// The warps: each carries S^T for 16 value columns (the m of its products)
 /// and 1 / kStateKeySplit of the keys in registers, so the state never goes
 /// through shared memory; the kStateKeySplit warps of a column group add
-/// their partial W S^T products through shared memory. kStateColumnGroups
-/// groups share a block and its staged inputs (B * HV * V / 32 blocks of 4
-/// warps).
-constexpr int64_t kStateColumns = chunked_kernels::kStateColumns;
-constexpr int64_t kStateColumnGroups = kStateColumns / 16;
-static_assert(kStateColumns % 16 == 0, "a warp carries 16 state columns");
-constexpr int64_t kStateWarps = kStateColumnGroups * kStateKeySplit;
+/// their partial W S^T products through shared memory. A block carries
+/// `stateColumns` columns (chunked_kernels::kStateColumns, or the narrow
+/// kNarrowStateColumns where the op asks: StateBlock), its column groups
+/// sharing the staged inputs (B * HV * V / stateColumns blocks).
+/// The columns, column groups and warps of one state-pass block: those of
+/// `op`'s kStateColumnsAttrName, or kStateColumns; none (`whyNot` says
+/// why) for any other width, or one that does not divide V.
+struct StateBlock {
+  int64_t columns = 0, columnGroups = 0, warps = 0;
+  static std::optional<StateBlock> of(Operation *op, int64_t V,
+                                      std::string &whyNot);
+};
 /// Input stages in flight: kStateStages keep two chunks' copies in flight
 /// while one is computed. Without W the chunk loop is short (no W S product,
 /// no exchange) and a fourth stage hides more of the loads' latency:
@@ -66,6 +71,7 @@ struct StatePassPlan {
   /// many chunks, each from zero but the first.
   std::optional<int64_t> segmentChunks;
   int64_t segmentSteps = 0;
+  StateBlock block; ///< the block's columns and warps
   WForm w = WForm::None;
   Decay decay = Decay::None;
 
