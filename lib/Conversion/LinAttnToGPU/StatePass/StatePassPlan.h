@@ -22,13 +22,13 @@ namespace mlir::linattn::kernel {
 /// The warps: each carries S^T for 16 value columns (the m of its products)
 /// and 1 / kStateKeySplit of the keys in registers, so the state never goes
 /// through shared memory; the kStateKeySplit warps of a column group add
-/// their partial W S^T products through shared memory. A block carries
-/// `stateColumns` columns (chunked_kernels::kStateColumns, or the narrow
-/// kNarrowStateColumns where the op asks: StateBlock), its column groups
-/// sharing the staged inputs (B * HV * V / stateColumns blocks).
+/// their partial W S^T products through shared memory. A block's column
+/// groups share its staged inputs (B * HV * V / columns blocks).
+///
 /// The columns, column groups and warps of one state-pass block: those of
-/// `op`'s kStateColumnsAttrName, or kStateColumns; none (`whyNot` says
-/// why) for any other width, or one that does not divide V.
+/// `op`'s kStateColumnsAttrName (chunked_kernels::kNarrowStateColumns,
+/// where linattn-narrow-state-blocks asked), or kStateColumns; none
+/// (`whyNot` says why) for any other width, or one that does not divide V.
 struct StateBlock {
   int64_t columns = 0, columnGroups = 0, warps = 0;
   static std::optional<StateBlock> of(Operation *op, int64_t V,
