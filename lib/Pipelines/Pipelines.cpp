@@ -245,7 +245,11 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                         .smCount();
   addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
                      /*gpuKernels=*/true, options.chip);
-  if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)
+  // auto without a forced segment length: segments and narrow state-pass
+  // blocks are chosen at run time from B (and T).
+  bool shapeAtRunTime =
+      options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto;
+  if (shapeAtRunTime)
     addRuntimeSegmentPass(pm, smCount);
   else
     addSegmentPass(pm, options.segmentChunks);
@@ -254,7 +258,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
-  if (options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto)
+  if (shapeAtRunTime)
     addRuntimeNarrowStatePass(pm, smCount);
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
