@@ -17,6 +17,8 @@
 
 #include "LinAttn/Transforms/Passes.h"
 
+#include "RecurrenceUtils.h"
+
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
@@ -47,15 +49,7 @@ bool hasDenseOrPerKeyTransitions(ChunkStatePassOp op) {
 void narrowAtRunTime(Operation *op, Value values, int64_t maxStateColumns) {
   OpBuilder b(op);
   Location loc = op->getLoc();
-  auto type = cast<RankedTensorType>(values.getType());
-  Value batch = tensor::DimOp::create(b, loc, values, 0);
-  Value columns = arith::MulIOp::create(
-      b, loc, batch,
-      arith::ConstantIndexOp::create(b, loc,
-                                     type.getDimSize(2) * type.getDimSize(3)));
-  Value few = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ule, columns,
-      arith::ConstantIndexOp::create(b, loc, maxStateColumns));
+  Value few = buildFewStateColumns(b, loc, values, maxStateColumns);
   auto ifOp = scf::IfOp::create(b, loc, op->getResultTypes(), few,
                                 /*withElseRegion=*/true);
   for (bool narrow : {true, false}) {

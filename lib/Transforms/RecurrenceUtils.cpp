@@ -206,4 +206,19 @@ void buildDenseAffineCombiner(OpBuilder &b, ScanOp scan) {
   YieldOp::create(b, loc, ValueRange{m, offset});
 }
 
+Value buildFewStateColumns(OpBuilder &b, Location loc, Value values,
+                           int64_t maxStateColumns) {
+  auto type = cast<RankedTensorType>(values.getType());
+  assert(!type.isDynamicDim(2) && !type.isDynamicDim(3) &&
+         "static value heads and value head size");
+  Value batch = tensor::DimOp::create(b, loc, values, 0);
+  Value columns = arith::MulIOp::create(
+      b, loc, batch,
+      arith::ConstantIndexOp::create(b, loc,
+                                     type.getDimSize(2) * type.getDimSize(3)));
+  return arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ule, columns,
+      arith::ConstantIndexOp::create(b, loc, maxStateColumns));
+}
+
 } // namespace mlir::linattn

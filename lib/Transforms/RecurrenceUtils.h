@@ -66,6 +66,12 @@ void buildDenseAffineCombiner(OpBuilder &b, ScanOp scan);
 Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
                  ValueRange dynamicSizes, float value = 0.0f);
 
+/// Whether a state pass over `values` [B, T, HV, V] (static HV and V) has
+/// few chains: B * HV * V at most `maxStateColumns`, as an i1. The run-time
+/// condition of both segments and narrow state-pass blocks.
+Value buildFewStateColumns(OpBuilder &b, Location loc, Value values,
+                           int64_t maxStateColumns);
+
 } // namespace mlir::linattn
 
 #endif // LIB_TRANSFORMS_RECURRENCEUTILS_H

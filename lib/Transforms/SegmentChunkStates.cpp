@@ -20,6 +20,8 @@
 
 #include "LinAttn/Transforms/Passes.h"
 
+#include "RecurrenceUtils.h"
+
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -101,9 +103,12 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
 /// (B * HV * V: the state columns the sequential pass carries side by side;
 /// a single segment would only add the carries.) Returns false, changing
 /// nothing, where an output lies in another block or reads a value defined
-/// after `op` (the branch sits at `op`).
+/// after `op` (the branch sits at `op`), or HV or V is dynamic.
 bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
                       int64_t maxStateColumns, DominanceInfo &dominance) {
+  auto uType = cast<RankedTensorType>(op.getU().getType());
+  if (uType.isDynamicDim(2) || uType.isDynamicDim(3))
+    return false;
   SmallVector<ChunkOutputOp> outputs;
   for (Operation *user : op.getChunkStates().getUsers()) {
     if (user->getBlock() != op->getBlock())
@@ -121,20 +126,14 @@ bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
 
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto uType = cast<RankedTensorType>(op.getU().getType());
-  Value batch = tensor::DimOp::create(b, loc, op.getK(), 0);
   Value seqLen = tensor::DimOp::create(b, loc, op.getK(), 1);
   auto index = [&](int64_t x) {
     return arith::ConstantIndexOp::create(b, loc, x).getResult();
   };
-  Value columns = arith::MulIOp::create(
-      b, loc, batch, index(uType.getDimSize(2) * uType.getDimSize(3)));
   Value numChunks =
       arith::CeilDivUIOp::create(b, loc, seqLen, index(op.getChunkSize()));
   Value cond = arith::AndIOp::create(
-      b, loc,
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ule, columns,
-                            index(maxStateColumns)),
+      b, loc, buildFewStateColumns(b, loc, op.getU(), maxStateColumns),
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt, numChunks,
                             index(segmentChunks)));
 

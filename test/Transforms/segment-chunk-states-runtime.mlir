@@ -10,9 +10,9 @@
 // state; the new values only feed the output).
 
 // CHECK-LABEL: func.func @row_gates
-// CHECK-DAG:     %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK-DAG:     %[[B:.*]] = tensor.dim %arg1, %c0
 // CHECK-DAG:     %[[T:.*]] = tensor.dim %arg0, %c1
-// CHECK-DAG:     %[[COLS:.*]] = arith.muli %[[B]], %c64
+// CHECK-DAG:     %[[COLS:.*]] = arith.muli %[[B]], %c64{{.*}} : index
 // CHECK-DAG:     %[[NC:.*]] = arith.ceildivui %[[T]], %c64
 // CHECK-DAG:     %[[LONG:.*]] = arith.cmpi ugt, %[[NC]], %c16
 // CHECK-DAG:     %[[FEW:.*]] = arith.cmpi ule, %[[COLS]], %c2112
