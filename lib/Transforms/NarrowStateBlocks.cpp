@@ -10,7 +10,7 @@
 // state pass the segments cannot cut (a rank-1 term or per-key gates:
 // linattn-segment-chunk-states takes the scalar ones) keeps both widths
 // behind an scf.if (the backward's reverse pass keeps 32 columns: its
-// 16-column kernel computed wrong gradients, bench/NOTES.md w1):
+// 16-column kernel is slower there, bench/NOTES.md w2):
 //   B * HV * V <= max-state-columns ? 16-column blocks : 32-column blocks.
 //
 //===----------------------------------------------------------------------===//

@@ -30,7 +30,7 @@ func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: te
 // -----
 
 // The backward's reverse pass keeps its 32-column blocks (its 16-column
-// kernel computed wrong gradients, bench/NOTES.md w1).
+// kernel is slower, bench/NOTES.md w2).
 
 // CHECK-LABEL: func.func @reverse_pass
 // CHECK-NOT:     scf.if

@@ -437,7 +437,8 @@ def LinAttnNarrowStateBlocks
     widths behind an `scf.if` on B * HV * V, the narrow one marked
     `linattn.state_columns = 16`, which the GPU conversion reads. The
     backward's reverse pass (`linattn.chunk_state_pass_grad`) keeps 32
-    columns: its 16-column kernel computed wrong gradients.
+    columns: its 16-column kernel, whose two warps each stage two of the
+    chunk's four score tiles, is slower even for one long sequence.
 
         %r:3 = scf.if (B * HV * V <= 2112) {
           linattn.chunk_state_pass ... {linattn.state_columns = 16 : i64, ...}

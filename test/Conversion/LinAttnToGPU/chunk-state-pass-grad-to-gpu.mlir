@@ -44,9 +44,35 @@
 // MMA-LABEL: func.func @wy_form(
 // MMA-COUNT-288: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
-// MMA-LABEL: func.func @no_w_no_gates(
+// MMA-LABEL: func.func @wy_form_narrow(
 func.func @wy_form(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %w: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %do: tensor<?x?x4x128xbf16>, %ds: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>) {
   %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>
+}
+
+// -----
+
+// Narrow blocks (linattn.state_columns = 16; linattn-narrow-state-blocks
+// does not ask them of a reverse pass, slower: bench/NOTES.md w2): one
+// column group over two warps (64 threads), V / 16 = 8 blocks a head. The stages hold the block's 16 dO
+// columns (64 x (16 + 8) x 2 = 3072): 3 x (3 x 17408 + 3072 + 256) =
+// 166656; scores 18432; the exchange of two warps 8192: 193280. Each warp
+// stages two of the four 16-row score tiles (bench/NOTES.md w1 found the
+// kernel wrong from T = 64 when it staged one): 16 stmatrix (hi, lo) and
+// 64 products more, 352.
+// CHECK-LABEL: func.func @wy_form_narrow(
+// CHECK:         %[[NSMEM:.*]] = arith.constant 193280 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c8{{[_0-9]*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[NSMEM]] {
+// CHECK-COUNT-16:    nvvm.stmatrix
+// CHECK-NOT:         nvvm.stmatrix
+// CHECK:         return
+// MMA-COUNT-352: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+// MMA-LABEL: func.func @no_w_no_gates(
+func.func @wy_form_narrow(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %w: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %do: tensor<?x?x4x128xbf16>, %ds: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32, linattn.state_columns = 16 : i64}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
       -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
   return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>

@@ -1,9 +1,10 @@
 //===- ChunkStatePassGradToGPU.cpp - The reverse chunk pass to a kernel ---===//
 //
 // linattn.chunk_state_pass_grad as the forward state pass's mirror image: a
-// block per 32 value columns of one (sequence, value head) carries H^T =
-// (dL/dS)^T in the warps' accumulator registers through a loop over the
-// chunks from the last, each chunk's inputs staged by cp.async stages ahead.
+// block per 32 value columns (16 where linattn-narrow-state-blocks asked) of
+// one (sequence, value head) carries H^T = (dL/dS)^T in the warps'
+// accumulator registers through a loop over the chunks from the last, each
+// chunk's inputs staged by cp.async stages ahead.
 // Per chunk n, with G the in-chunk cumulative log gate and G_C its value at
 // the chunk's last token (0 without gates):
 //
@@ -83,16 +84,9 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  // 32-column blocks only: with 16 (one column group) the kernel's dD was
-  // wrong from T = 64 on the H200 (bench/NOTES.md w1), so the narrow
-  // width is not offered here.
   std::string blockWhyNot;
   std::optional<StateBlock> block = StateBlock::of(op, p.V, blockWhyNot);
-  if (block && block->columns != chunked_kernels::kStateColumns)
-    blockWhyNot = "the reverse pass's kernel takes " +
-                  std::to_string(chunked_kernels::kStateColumns) +
-                  "-column blocks only";
-  if (!block || block->columns != chunked_kernels::kStateColumns) {
+  if (!block) {
     if (whyNot)
       *whyNot = blockWhyNot;
     return std::nullopt;
@@ -171,6 +165,7 @@ private:
   /// b. The scores A^T (rows i of this warp, every column j) into shared
   /// memory as hi and lo parts.
   void stageScores(const ReverseStage &st, ChunkRows rows);
+  void stageScoreTile(const ReverseStage &st, ChunkRows rows, Value m0);
   /// c. The warp's partial of dD^T: H^T Kd^T over its keys, dO^T A over its
   /// half of the chunk's tokens.
   SmallVector<SmallVector<Value>> gradValuesPartial(const ReverseStage &st,
@@ -302,12 +297,23 @@ void ReversePassKernel::storeState(ValueRange flat, Value dst,
     }
 }
 
-// Warp w computes rows i in [16 w, 16 w + 16) of A^T = K Q^T over all keys,
-// keeps i <= j < valid, scales by scale exp(G_j - G_i) (<= 1: G falls along
-// the chunk), and stores the result split: hi = round(x), lo = round(x -
-// hi), so that dO^T A keeps what a rounded score would lose.
+// The 16-row tiles of A^T = K Q^T over all keys, tile m by warp m % warps
+// (four warps: one each; the narrow block's two: two each): keeps i <= j <
+// valid, scales by scale exp(G_j - G_i) (<= 1: G falls along the chunk),
+// and stores the result split: hi = round(x), lo = round(x - hi), so that
+// dO^T A keeps what a rounded score would lose.
 void ReversePassKernel::stageScores(const ReverseStage &st, ChunkRows rows) {
-  Value m0 = e.mulIndex(k.warp, e.index(16));
+  int64_t warps = p.block.warps;
+  assert((kChunk / 16) % warps == 0 && "the score tiles split among the warps");
+  for (int64_t rep = 0; rep < kChunk / 16 / warps; ++rep)
+    stageScoreTile(st, rows,
+                   e.mulIndex(e.addIndex(k.warp, e.index(rep * warps)),
+                              e.index(16)));
+}
+
+// Rows [m0, m0 + 16) of the staged scores.
+void ReversePassKernel::stageScoreTile(const ReverseStage &st, ChunkRows rows,
+                                       Value m0) {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
   k.gemm(acc, Operand::of(st.k, st.kLo), m0, Operand::of(st.q, st.qLo), p.K);
   Value scaleF = e.f32(scale);
