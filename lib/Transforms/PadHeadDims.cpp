@@ -27,6 +27,28 @@ namespace mlir::linattn {
 
 namespace {
 
+/// The sizes of a tensor shaped `shape` whose dynamic sizes are `value`'s
+/// (one tensor.dim each): all of them, and the dynamic ones alone (what
+/// its allocation takes).
+struct SizesLike {
+  SmallVector<OpFoldResult> all;
+  SmallVector<Value> dynamic;
+};
+SizesLike sizesLike(OpBuilder &b, Location loc, Value value,
+                    ArrayRef<int64_t> shape) {
+  SizesLike sizes;
+  for (auto [d, size] : llvm::enumerate(shape)) {
+    if (!ShapedType::isDynamic(size)) {
+      sizes.all.push_back(b.getIndexAttr(size));
+      continue;
+    }
+    Value dim = tensor::DimOp::create(b, loc, value, d);
+    sizes.dynamic.push_back(dim);
+    sizes.all.push_back(dim);
+  }
+  return sizes;
+}
+
 /// `value` in a tensor of the static sizes `shape` (at least `value`'s;
 /// dynamic ones the same), zero past it: for each padded dimension, its
 /// slab past `value` filled with zeros (a corner two slabs share is
@@ -40,21 +62,12 @@ Value padWithZeros(OpBuilder &b, Location loc, Value value,
   auto type = cast<RankedTensorType>(value.getType());
   Type elem = type.getElementType();
   int64_t rank = type.getRank();
-  // value's sizes and the padded ones; the dynamic ones are value's in
-  // both.
-  SmallVector<Value> dynamicSizes;
-  SmallVector<OpFoldResult> sizes, paddedSizes;
-  for (auto [d, size] : llvm::enumerate(type.getShape())) {
-    if (!ShapedType::isDynamic(size)) {
-      sizes.push_back(b.getIndexAttr(size));
-      paddedSizes.push_back(b.getIndexAttr(shape[d]));
-      continue;
-    }
-    Value dim = tensor::DimOp::create(b, loc, value, d);
-    dynamicSizes.push_back(dim);
-    sizes.push_back(dim);
-    paddedSizes.push_back(dim);
-  }
+  // The padded sizes and value's; the dynamic ones are value's in both.
+  SizesLike padded = sizesLike(b, loc, value, shape);
+  SmallVector<OpFoldResult> sizes(padded.all);
+  for (auto [d, size] : llvm::enumerate(type.getShape()))
+    if (!ShapedType::isDynamic(size))
+      sizes[d] = b.getIndexAttr(size);
   SmallVector<OpFoldResult> zeros(rank, b.getIndexAttr(0)),
       ones(rank, b.getIndexAttr(1));
   // The slice [offsets, offsets + extents) of `into` written by `write`
@@ -71,21 +84,21 @@ Value padWithZeros(OpBuilder &b, Location loc, Value value,
   // alloc_tensor, not tensor.empty: its buffer has the identity layout, as
   // the kernels' results have, so that an scf.if of the dispatch on T
   // yields one buffer type from both branches (no copy at the return).
-  Value padded = bufferization::AllocTensorOp::create(
-      b, loc, RankedTensorType::get(shape, elem), dynamicSizes);
+  Value result = bufferization::AllocTensorOp::create(
+      b, loc, RankedTensorType::get(shape, elem), padded.dynamic);
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = type.getDimSize(d);
     if (ShapedType::isDynamic(size) || shape[d] == size)
       continue;
-    SmallVector<OpFoldResult> offsets(zeros), extents(paddedSizes);
+    SmallVector<OpFoldResult> offsets(zeros), extents(padded.all);
     offsets[d] = b.getIndexAttr(size);
     extents[d] = b.getIndexAttr(shape[d] - size);
-    padded = writeSlice(padded, offsets, extents, [&](Value slab) {
+    result = writeSlice(result, offsets, extents, [&](Value slab) {
       return linalg::FillOp::create(b, loc, zero, slab).getResult(0);
     });
   }
-  return writeSlice(padded, zeros, sizes, [&](Value leading) {
+  return writeSlice(result, zeros, sizes, [&](Value leading) {
     return linalg::CopyOp::create(b, loc, value, leading).getResult(0);
   });
 }
@@ -96,25 +109,15 @@ Value padWithZeros(OpBuilder &b, Location loc, Value value,
 Value sliceLeading(OpBuilder &b, Location loc, Value value,
                    ArrayRef<int64_t> shape) {
   auto type = cast<RankedTensorType>(value.getType());
-  SmallVector<Value> dynamicSizes;
-  SmallVector<OpFoldResult> sizes;
-  for (auto [d, size] : llvm::enumerate(shape)) {
-    if (!ShapedType::isDynamic(size)) {
-      sizes.push_back(b.getIndexAttr(size));
-      continue;
-    }
-    Value dim = tensor::DimOp::create(b, loc, value, d);
-    dynamicSizes.push_back(dim);
-    sizes.push_back(dim);
-  }
+  SizesLike sizes = sizesLike(b, loc, value, shape);
   int64_t rank = type.getRank();
   SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)),
       strides(rank, b.getIndexAttr(1));
-  Value part =
-      tensor::ExtractSliceOp::create(b, loc, value, offsets, sizes, strides);
+  Value part = tensor::ExtractSliceOp::create(b, loc, value, offsets,
+                                              sizes.all, strides);
   Value init = bufferization::AllocTensorOp::create(
       b, loc, RankedTensorType::get(shape, type.getElementType()),
-      dynamicSizes);
+      sizes.dynamic);
   return linalg::CopyOp::create(b, loc, part, init).getResult(0);
 }
 
