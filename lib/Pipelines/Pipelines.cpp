@@ -139,14 +139,11 @@ static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
                                                   /*maxStateColumns=*/0}));
 }
 
-/// The state columns B * HV * V at and under which the state pass's
-/// B * HV * V / 32 blocks (32 state columns each, one an SM) fill at most
-/// half the SMs: there its chains leave the GPU idle, and segments (scalar
-/// transitions) or narrow blocks (the others) run more of them.
-static int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
+using linattn::chunked_kernels::fewChainsStateColumns;
 
-/// The GPU's automatic segments, chosen at run time: 16 chunks a segment
-/// where B * HV * V <= fewChainsStateColumns and T spans more than one
+/// The GPU's automatic segments, chosen at run time: kAutoSegmentChunks
+/// (16) chunks a segment where B * HV * V <= fewChainsStateColumns
+/// (TargetInfo.h) and T spans more than one
 /// segment. On the H200 (bench/results/
 /// gpu_bench_segments_B{1,2,4}.json, NOTES c27) 16 chunks a segment took
 /// simple GLA from 0.084 to 0.054 ms at B = 1, T = 4096 and from 0.349 to
@@ -156,7 +153,8 @@ static int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
 /// with every length, and a single segment only adds the carries.
 static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
-      linattn::LinAttnSegmentChunkStatesOptions{/*segmentChunks=*/16,
+      linattn::LinAttnSegmentChunkStatesOptions{
+          /*segmentChunks=*/linattn::chunked_kernels::kAutoSegmentChunks,
                                                 /*maxStateColumns=*/fewChainsStateColumns(smCount)}));
 }
 

@@ -240,6 +240,36 @@ std::string explainGPUEstimates(RecurrenceOp op, int64_t batch,
          chunked.detail;
 }
 
+/// How the chunked path's state pass runs under strategy=auto, as a remark
+/// line: it is chosen at run time on B * HV * V (fewChainsStateColumns),
+/// by linattn-segment-chunk-states for scalar transitions and
+/// linattn-narrow-state-blocks for the others.
+std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
+  int64_t limit = chunked_kernels::fewChainsStateColumns(smCount);
+  int64_t perSequence = op.getNumVHeads() *
+                        chunked_kernels::paddedHeadDim(op.getValueDim());
+  bool scalar = op.getKindInfo().isScalar();
+  std::string few =
+      scalar ? "segments of " +
+                   std::to_string(chunked_kernels::kAutoSegmentChunks) +
+                   " chunks (the state pass parallel over T)"
+             : "16-column state-pass blocks (two warps, twice the blocks)";
+  std::string many = scalar ? "one pass over the chunks" : "32-column blocks";
+  std::string limitText = std::to_string(limit);
+  if (perSequence > limit)
+    return "\n  state pass: " + many + " at every B (HV * V = " +
+           std::to_string(perSequence) + " > " + limitText + ")";
+  std::string when = "B * HV * V <= " + limitText + " (B <= " +
+                     std::to_string(limit / perSequence) + ")";
+  if (scalar)
+    when += " and T > " +
+            std::to_string(chunked_kernels::kAutoSegmentChunks *
+                           chunked_kernels::kChunk) +
+            " tokens";
+  return "\n  state pass, chosen at run time: " + few + " where " + when +
+         ", else " + many;
+}
+
 /// The GPU choice: chunked (C = chunked_kernels::kChunk) wherever its
 /// kernels apply (the conversion's own checks, TargetInfo.h), but
 /// recurrent for sequences short enough that the fitted model
@@ -333,6 +363,8 @@ struct LinAttnSelectStrategy
             text += explainGPUEstimates(op, batchUsed, at, smCount);
             if (ShapedType::isDynamic(op.getSeqLen()))
               text += explainGPUEstimates(op, batchUsed, limit + 1, smCount);
+            if (choice.strategy == Strategy::Chunked)
+              text += explainStatePassForm(op, smCount);
           }
           op.emitRemark() << "linattn GPU strategy for "
                           << stringifyTransitionKind(op.getKind()) << ": "

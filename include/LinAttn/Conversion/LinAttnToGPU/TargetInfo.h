@@ -88,6 +88,15 @@ constexpr int64_t kLongChunk = 128;
 constexpr int64_t kStateColumns = 32;
 constexpr int64_t kNarrowStateColumns = 16;
 constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
+/// The state columns B * HV * V at and under which the state pass's
+/// B * HV * V / kStateColumns blocks (one an SM) fill at most half the
+/// SMs: there its chains leave the GPU idle, and the automatic pipeline
+/// (strategy=auto) runs more of them at run time, by segments of
+/// kAutoSegmentChunks chunks (scalar transitions) or narrow blocks (the
+/// others).
+constexpr int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
+/// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
+constexpr int64_t kAutoSegmentChunks = 16;
 /// Head sizes K and V the kernels take: multiples of kHeadDimMultiple (a
 /// state-pass block's columns; a warp's keys are K / 2 in 16-key k-steps)
 /// up to kMaxHeadDim. Above 128 some kinds' tiles outgrow a block's shared
