@@ -1,8 +1,9 @@
 //===- ChunkStatePassGradToGPU.cpp - The reverse chunk pass to a kernel ---===//
 //
 // linattn.chunk_state_pass_grad as the forward state pass's mirror image: a
-// block per 32 value columns (16 where linattn-narrow-state-blocks asked) of
-// one (sequence, value head) carries H^T = (dL/dS)^T in the warps'
+// block per 32 value columns (16 where the op carries linattn.state_columns
+// = 16, which linattn-narrow-state-blocks does not ask here: slower, NOTES
+// w2) of one (sequence, value head) carries H^T = (dL/dS)^T in the warps'
 // accumulator registers through a loop over the chunks from the last, each
 // chunk's inputs staged by cp.async stages ahead.
 // Per chunk n, with G the in-chunk cumulative log gate and G_C its value at
