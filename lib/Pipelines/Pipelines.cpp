@@ -155,7 +155,7 @@ static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
       linattn::LinAttnSegmentChunkStatesOptions{
           /*segmentChunks=*/linattn::chunked_kernels::kAutoSegmentChunks,
-                                                /*maxStateColumns=*/fewChainsStateColumns(smCount)}));
+          /*maxStateColumns=*/fewChainsStateColumns(smCount)}));
 }
 
 /// The GPU's narrow state-pass blocks, chosen at run time where B * HV * V

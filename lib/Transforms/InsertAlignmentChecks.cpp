@@ -11,6 +11,8 @@
 
 #include "LinAttn/Transforms/Passes.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,9 +23,6 @@ namespace mlir::linattn {
 #include "LinAttn/Transforms/Passes.h.inc"
 
 namespace {
-
-/// The boundary every argument's first element sits on (linattn/Abi.h).
-constexpr int64_t kArgumentAlignment = 16;
 
 struct LinAttnInsertAlignmentChecks
     : impl::LinAttnInsertAlignmentChecksBase<LinAttnInsertAlignmentChecks> {
@@ -50,7 +49,7 @@ struct LinAttnInsertAlignmentChecks
                 arith::ConstantIndexOp::create(b, loc, bytes)));
         Value rem = arith::RemUIOp::create(
             b, loc, first,
-            arith::ConstantIndexOp::create(b, loc, kArgumentAlignment));
+            arith::ConstantIndexOp::create(b, loc, kArgumentAlignmentBytes));
         Value aligned = arith::CmpIOp::create(
             b, loc, arith::CmpIPredicate::eq, rem,
             arith::ConstantIndexOp::create(b, loc, 0));
@@ -61,9 +60,10 @@ struct LinAttnInsertAlignmentChecks
                                   .str();
         if (role)
           message += " (" + role.getValue().str() + ")";
-        message += " must start on a " + std::to_string(kArgumentAlignment) +
-                   "-byte boundary (the GPU kernels load it " +
-                   std::to_string(kArgumentAlignment) + " bytes at a time)";
+        std::string boundary = std::to_string(kArgumentAlignmentBytes);
+        message += " must start on a " + boundary +
+                   "-byte boundary (the GPU kernels load it " + boundary +
+                   " bytes at a time)";
         cf::AssertOp::create(b, loc, aligned, b.getStringAttr(message));
       }
     }

@@ -27,6 +27,8 @@
 
 #include "KernelUtils.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -226,6 +228,8 @@ LogicalResult mapToBlocksAndThreads(RewriterBase &rewriter,
 /// Bytes of a row access: the widest global load and store a thread
 /// issues (ld.global.v4.b32).
 constexpr int64_t kRowAccessBytes = 16;
+static_assert(kArgumentAlignmentBytes % kRowAccessBytes == 0,
+              "an argument's rows start on an access boundary");
 
 /// Elements of `type` in a row access, where its rows can be accessed so:
 /// unit innermost stride, a static innermost size that is a multiple of
@@ -234,8 +238,8 @@ constexpr int64_t kRowAccessBytes = 16;
 /// a dynamic stride only outside such a static one (the row-major buffers
 /// here, allocations, the ABI's dense arguments and their subviews, have
 /// each stride a multiple of the next). The buffer's start is taken to be
-/// 16-byte aligned: allocations are, and linattn/Abi.h asks it of
-/// arguments, as the kernels' cp.async loads of them do.
+/// 16-byte aligned: allocations are, and arguments are checked to be
+/// (kArgumentAlignmentBytes), as the kernels' cp.async loads need.
 std::optional<int64_t> rowAccessWidth(MemRefType type) {
   Type elem = type.getElementType();
   int64_t rank = type.getRank();

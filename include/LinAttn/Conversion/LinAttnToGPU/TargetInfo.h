@@ -26,6 +26,11 @@ class RecurrenceOp;
 /// assumes.
 constexpr int64_t kHopperSMs = 132;
 
+/// The boundary every GPU function argument's first element sits on
+/// (linattn/Abi.h): the kernels load 16 bytes an access (cp.async, vector
+/// row copies), and linattn-insert-alignment-checks asserts it per call.
+constexpr int64_t kArgumentAlignmentBytes = 16;
+
 /// The largest key dimension K the GPU code is generated for. Every
 /// strategy's fallback, the recurrent kernel, keeps a K-vector per thread
 /// with its loops unrolled, and compiling it grows with K
