@@ -94,8 +94,10 @@ struct LinAttnNarrowStateBlocks
       // limit: the narrow form would never run).
       auto type = cast<RankedTensorType>(values.getType());
       if (type.isDynamicDim(2) || type.isDynamicDim(3) ||
-          type.getDimSize(3) % kNarrowStateColumns != 0 ||
-          type.getDimSize(2) * type.getDimSize(3) > maxStateColumns)
+          chunked_kernels::fewChainsForm(
+              /*scalarTransitions=*/false, type.getDimSize(2),
+              type.getDimSize(3), maxStateColumns) !=
+              chunked_kernels::FewChainsForm::NarrowBlocks)
         continue;
       narrowAtRunTime(op, values, maxStateColumns);
       ++numNarrowed;

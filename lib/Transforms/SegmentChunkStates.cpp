@@ -22,6 +22,7 @@
 
 #include "RecurrenceUtils.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -103,11 +104,17 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
 /// (B * HV * V: the state columns the sequential pass carries side by side;
 /// a single segment would only add the carries.) Returns false, changing
 /// nothing, where an output lies in another block or reads a value defined
-/// after `op` (the branch sits at `op`), or HV or V is dynamic.
+/// after `op` (the branch sits at `op`), HV or V is dynamic, or HV * V
+/// alone passes the limit (the segmented form would never run:
+/// fewChainsForm).
 bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
                       int64_t maxStateColumns, DominanceInfo &dominance) {
   auto uType = cast<RankedTensorType>(op.getU().getType());
-  if (uType.isDynamicDim(2) || uType.isDynamicDim(3))
+  if (uType.isDynamicDim(2) || uType.isDynamicDim(3) ||
+      chunked_kernels::fewChainsForm(/*scalarTransitions=*/true,
+                                     uType.getDimSize(2), uType.getDimSize(3),
+                                     maxStateColumns) !=
+          chunked_kernels::FewChainsForm::Segments)
     return false;
   SmallVector<ChunkOutputOp> outputs;
   for (Operation *user : op.getChunkStates().getUsers()) {

@@ -243,25 +243,31 @@ std::string explainGPUEstimates(RecurrenceOp op, int64_t batch,
 /// How the chunked path's state pass runs under strategy=auto, as a remark
 /// line: it is chosen at run time on B * HV * V (fewChainsStateColumns),
 /// by linattn-segment-chunk-states for scalar transitions and
-/// linattn-narrow-state-blocks for the others.
+/// linattn-narrow-state-blocks for the others, both by fewChainsForm, the
+/// rule read here.
 std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
+  using chunked_kernels::FewChainsForm;
   int64_t limit = chunked_kernels::fewChainsStateColumns(smCount);
-  int64_t perSequence = op.getNumVHeads() *
-                        chunked_kernels::paddedHeadDim(op.getValueDim());
+  int64_t numVHeads = op.getNumVHeads();
+  int64_t valueDim = chunked_kernels::paddedHeadDim(op.getValueDim());
+  int64_t perSequence = numVHeads * valueDim;
   bool scalar = op.getKindInfo().isScalar();
-  std::string few =
-      scalar ? "segments of " +
-                   std::to_string(chunked_kernels::kAutoSegmentChunks) +
-                   " chunks (the state pass parallel over T)"
-             : "16-column state-pass blocks (two warps, twice the blocks)";
+  FewChainsForm form =
+      chunked_kernels::fewChainsForm(scalar, numVHeads, valueDim, limit);
   std::string many = scalar ? "one pass over the chunks" : "32-column blocks";
   std::string limitText = std::to_string(limit);
-  if (perSequence > limit)
+  if (form == FewChainsForm::None)
     return "\n  state pass: " + many + " at every B (HV * V = " +
            std::to_string(perSequence) + " > " + limitText + ")";
+  std::string few =
+      form == FewChainsForm::Segments
+          ? "segments of " +
+                std::to_string(chunked_kernels::kAutoSegmentChunks) +
+                " chunks (the state pass parallel over T)"
+          : "16-column state-pass blocks (two warps, twice the blocks)";
   std::string when = "B * HV * V <= " + limitText + " (B <= " +
                      std::to_string(limit / perSequence) + ")";
-  if (scalar)
+  if (form == FewChainsForm::Segments)
     when += " and T > " +
             std::to_string(chunked_kernels::kAutoSegmentChunks *
                            chunked_kernels::kChunk) +

@@ -73,3 +73,23 @@ func.func @output_in_region(%c: i1, %k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x1x
   }
   return %o, %final : tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>
 }
+
+// -----
+
+// HV * V alone over max-state-columns (here 80 * 32 = 2560 > 2112, as
+// Mamba-2's 80 value heads of 64): the segmented form would never run,
+// so the pass leaves the state pass alone rather than branch
+// (chunked_kernels::fewChainsForm).
+
+// CHECK-LABEL: func.func @many_value_heads
+// CHECK-NOT:     scf.if
+// CHECK-NOT:     segment_chunks
+// CHECK:         linattn.chunk_output
+// CHECK-NOT:       carries(
+func.func @many_value_heads(%k: tensor<?x?x1x16xbf16>, %v: tensor<?x?x80x32xbf16>, %g: tensor<?x?x80xf32>, %s0: tensor<?x80x16x32xf32>, %q: tensor<?x?x1x16xbf16>) -> (tensor<?x?x80x32xbf16>, tensor<?x80x16x32xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%g) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x80x32xbf16>, tensor<?x?x80xf32>, tensor<?x80x16x32xf32>) -> (tensor<?x?x80x32xbf16>, tensor<?x?x80x16x32xbf16>, tensor<?x80x16x32xf32>)
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%g) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x80x32xbf16>, tensor<?x?x80x16x32xbf16>, tensor<?x?x80xf32>) -> tensor<?x?x80x32xbf16>
+  return %o, %final : tensor<?x?x80x32xbf16>, tensor<?x80x16x32xf32>
+}

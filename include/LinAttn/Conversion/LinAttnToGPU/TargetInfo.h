@@ -102,6 +102,23 @@ constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
 constexpr int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;
+/// What the automatic pipeline runs, chosen at run time, where a state
+/// pass's chains are few (B * HV * V <= maxStateColumns): segments along T
+/// for scalar transitions (linattn-segment-chunk-states), narrow blocks
+/// for the others (a rank-1 term or per-key gates; linattn-narrow-state-
+/// blocks), or neither where even B = 1 passes the limit, or V does not
+/// split into narrow blocks. The passes and the strategy's explanation
+/// read this one rule.
+enum class FewChainsForm { None, Segments, NarrowBlocks };
+constexpr FewChainsForm fewChainsForm(bool scalarTransitions, int64_t numVHeads,
+                                      int64_t valueDim, int64_t maxStateColumns) {
+  if (numVHeads * valueDim > maxStateColumns)
+    return FewChainsForm::None;
+  if (scalarTransitions)
+    return FewChainsForm::Segments;
+  return valueDim % kNarrowStateColumns == 0 ? FewChainsForm::NarrowBlocks
+                                             : FewChainsForm::None;
+}
 /// Head sizes K and V the kernels take: multiples of kHeadDimMultiple (a
 /// state-pass block's columns; a warp's keys are K / 2 in 16-key k-steps)
 /// up to kMaxHeadDim. Above 128 some kinds' tiles outgrow a block's shared
