@@ -169,6 +169,19 @@ static void addRuntimeNarrowStatePass(OpPassManager &pm, int64_t smCount) {
       linattn::LinAttnNarrowStateBlocksOptions{fewChainsStateColumns(smCount)}));
 }
 
+/// The GPU's wide state-pass blocks, chosen at run time where B * HV * V >
+/// manyChainsStateColumns (the 32-column blocks take more than one wave),
+/// after the narrow ones (which mark their passes). On the H200 (NOTES w3):
+/// GVA 16/64 B = 1, T = 8192 1.021 -> 0.925 ms, Qwen3-Next B = 8, T = 2048
+/// 1.114 -> 1.015, Mamba-2 B = 1, T = 8192 0.352 -> 0.314; where the
+/// 32-column blocks fit one wave wide blocks were 25% slower, hence the
+/// branch.
+static void addRuntimeWideStatePass(OpPassManager &pm, int64_t smCount) {
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnWidenStateBlocks(
+      linattn::LinAttnWidenStateBlocksOptions{
+          linattn::chunked_kernels::manyChainsStateColumns(smCount)}));
+}
+
 /// Tensors to buffers, across function boundaries, with plain (identity
 /// layout) memrefs in signatures so C callers pass dense descriptors.
 /// Buffers are not freed here: each pipeline frees the intermediates its
@@ -243,8 +256,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                         .smCount();
   addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
                      /*gpuKernels=*/true, options.chip);
-  // auto without a forced segment length: segments and narrow state-pass
-  // blocks are chosen at run time from B (and T).
+  // auto without a forced segment length: segments and narrow or wide
+  // state-pass blocks are chosen at run time from B (and T).
   bool shapeAtRunTime =
       options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto;
   if (shapeAtRunTime)
@@ -256,8 +269,10 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // recurrence, scans) becomes loops, mapped to blocks and threads before
   // anything canonicalises the parallel nests together.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
-  if (shapeAtRunTime)
+  if (shapeAtRunTime) {
     addRuntimeNarrowStatePass(pm, smCount);
+    addRuntimeWideStatePass(pm, smCount);
+  }
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());

@@ -255,10 +255,21 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
   FewChainsForm form =
       chunked_kernels::fewChainsForm(scalar, numVHeads, valueDim, limit);
   std::string many = scalar ? "one pass over the chunks" : "32-column blocks";
+  // Where B * HV * V passes manyChainsStateColumns, 64-column blocks
+  // (linattn-widen-state-blocks; V a multiple of 64).
+  int64_t manyLimit = chunked_kernels::manyChainsStateColumns(smCount);
+  std::string wide =
+      valueDim % chunked_kernels::kWideStateColumns == 0
+          ? ", and 64-column blocks (eight warps, half the blocks) where "
+            "B * HV * V > " +
+                std::to_string(manyLimit) + " (B >= " +
+                std::to_string(manyLimit / perSequence + 1) + ")"
+          : std::string();
   std::string limitText = std::to_string(limit);
   if (form == FewChainsForm::None)
-    return "\n  state pass: " + many + " at every B (HV * V = " +
-           std::to_string(perSequence) + " > " + limitText + ")";
+    return "\n  state pass: " + many + " at B <= " +
+           std::to_string(manyLimit / perSequence) + " (HV * V = " +
+           std::to_string(perSequence) + " > " + limitText + ")" + wide;
   std::string few =
       form == FewChainsForm::Segments
           ? "segments of " +
@@ -273,7 +284,7 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
                            chunked_kernels::kChunk) +
             " tokens";
   return "\n  state pass, chosen at run time: " + few + " where " + when +
-         ", else " + many;
+         ", else " + many + wide;
 }
 
 /// The GPU choice: chunked (C = chunked_kernels::kChunk) wherever its

@@ -28,9 +28,10 @@
 // EXPLAIN-NEXT: chunked {{ *}}{{[0-9.]+}} us = launches {{.*}} + 1 chunk steps x 63 wave(s) {{.*}} (chunked_delta)
 // EXPLAIN-NEXT: fitted model at B = 256, T = 19: recurrent
 // EXPLAIN-NEXT: chunked
-// Its state pass, chosen at run time (linattn-narrow-state-blocks): HV * V
-// = 1024 state columns a sequence against 16 x 132 SMs.
-// EXPLAIN-NEXT: state pass, chosen at run time: 16-column state-pass blocks (two warps, twice the blocks) where B * HV * V <= 2112 (B <= 2), else 32-column blocks
+// Its state pass, chosen at run time (linattn-narrow-state-blocks,
+// linattn-widen-state-blocks): HV * V = 1024 state columns a sequence
+// against 16 x 132 (narrow blocks) and 32 x 132 SMs (wide blocks).
+// EXPLAIN-NEXT: state pass, chosen at run time: 16-column state-pass blocks (two warps, twice the blocks) where B * HV * V <= 2112 (B <= 2), else 32-column blocks, and 64-column blocks (eight warps, half the blocks) where B * HV * V > 4224 (B >= 5)
 func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
@@ -99,7 +100,7 @@ func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tenso
 // EXPLAIN: chunked {{.*}} + padding to K = 64, V = 64 {{[0-9.]+}} us (chunked)
 // A scalar transition's state pass runs in segments where few chains
 // would leave SMs idle (linattn-segment-chunk-states), at the padded V.
-// EXPLAIN: state pass, chosen at run time: segments of 16 chunks (the state pass parallel over T) where B * HV * V <= 2112 (B <= 16) and T > 1024 tokens, else one pass over the chunks
+// EXPLAIN: state pass, chosen at run time: segments of 16 chunks (the state pass parallel over T) where B * HV * V <= 2112 (B <= 16) and T > 1024 tokens, else one pass over the chunks, and 64-column blocks (eight warps, half the blocks) where B * HV * V > 4224 (B >= 34)
 func.func @identity_k48(%q: tensor<?x?x2x48xbf16>, %v: tensor<?x?x2x64xbf16>, %s0: tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) {
   %o, %s = linattn.recurrence identity q(%q) k(%q) v(%v) state(%s0)
       : (tensor<?x?x2x48xbf16>, tensor<?x?x2x48xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x48x64xf32>)
@@ -192,10 +193,11 @@ func.func @simple_gla_decode(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf
 // -----
 
 // Grouped value heads whose HV * V alone passes 16 x 132 (Qwen3-Next:
-// 32 x 128): the state pass keeps its 32-column blocks at every B.
+// 32 x 128): never narrow; 64-column blocks from B = 2 (B * HV * V >
+// 32 x 132).
 // CHECK-LABEL: func.func @gated_delta_hv32
 // EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic
-// EXPLAIN: state pass: 32-column blocks at every B (HV * V = 4096 > 2112)
+// EXPLAIN: state pass: 32-column blocks at B <= 1 (HV * V = 4096 > 2112), and 64-column blocks (eight warps, half the blocks) where B * HV * V > 4224 (B >= 2)
 func.func @gated_delta_hv32(%q: tensor<?x?x16x128xbf16>, %v: tensor<?x?x32x128xbf16>, %g: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>, %s0: tensor<?x32x128x128xf32>) -> (tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
       : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x32x128xbf16>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32x128x128xf32>) -> (tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>)

@@ -459,6 +459,41 @@ def LinAttnNarrowStateBlocks
   ];
 }
 
+def LinAttnWidenStateBlocks
+    : Pass<"linattn-widen-state-blocks"> {
+  let summary = "Wide state-pass blocks where many chains would take several waves";
+  let description = [{
+    The GPU state pass runs B * HV chains, each over V / 32 blocks of four
+    warps, one block an SM, each chunk's step a latency-bound chain. Where
+    B * HV * V exceeds `max-state-columns` (32 x the SMs: the 32-column
+    blocks take more than one wave, as for grouped value heads or larger
+    batches), blocks of 64 columns and eight warps take half the waves,
+    each step about 1.6x as long (bench/NOTES.md w3). B is known at run
+    time, so each `linattn.chunk_state_pass` not yet given a width (nor
+    segmented) whose V is a multiple of 64 is kept in both widths behind
+    an `scf.if` on B * HV * V, the wide one marked `linattn.state_columns
+    = 64`, which the GPU conversion reads (a request: where its shared
+    memory does not fit, the kernel keeps 32 columns):
+
+        %r:3 = scf.if (B * HV * V <= 4224) {
+          linattn.chunk_state_pass ... (32 columns)
+        } else {
+          linattn.chunk_state_pass ... {linattn.state_columns = 64 : i64, ...}
+        }
+  }];
+  let options = [
+    Option<"maxStateColumns", "max-state-columns", "int64_t", /*default=*/"4224",
+           "Wide blocks where B * HV * V is above this (positive)">,
+  ];
+  let dependentDialects = ["mlir::arith::ArithDialect",
+                           "mlir::scf::SCFDialect",
+                           "mlir::tensor::TensorDialect"];
+  let statistics = [
+    Statistic<"numWidened", "num-widened",
+              "State passes given both block widths">,
+  ];
+}
+
 def LinAttnSegmentChunkStates
     : Pass<"linattn-segment-chunk-states"> {
   let summary = "Cut the inter-chunk state pass into independent segments";

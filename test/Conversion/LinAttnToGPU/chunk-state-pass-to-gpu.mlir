@@ -365,3 +365,38 @@ func.func @wy_form_narrow(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>,
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
   return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
 }
+
+// -----
+
+// Wide blocks (linattn.state_columns = 64, from linattn-widen-state-blocks
+// where the 32-column blocks would take more than one wave): four column
+// groups of 16 value columns, each over two warps (256 threads), V / 64 =
+// 2 blocks a head. The stages hold 64 U columns (64 (64 + 4) 4 = 17408):
+// three would not fit, two do: 2 x (17408 + 17408 + 17408 + 256) = 104960,
+// the exchange of 8 warps 32768, the output buffers 2 x (128 + 64) (64 +
+// 8) 2 = 55296: 193024.
+// CHECK-LABEL: func.func @wy_form_wide(
+// CHECK:         %[[WSMEM:.*]] = arith.constant 193024 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[WSMEM]] {
+// COUNT-LABEL: func.func @wy_form_wide(
+// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-NOT:      nvvm.mma.sync
+func.func @wy_form_wide(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// -----
+
+// A wide request whose plan does not fit (K = 256: two stages and the
+// exchange alone take 203264 bytes) keeps 32 columns: V / 32 = 4 blocks
+// of 128 threads.
+// CHECK-LABEL: func.func @wide_request_too_large(
+// COUNT-LABEL: func.func @wide_request_too_large(
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+func.func @wide_request_too_large(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x256xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x256x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
+      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x256xbf16>, tensor<?x?x2xf32>, tensor<?x2x256x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>
+}

@@ -214,7 +214,7 @@ func.func @carries_type(%q: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xbf16>, 
 
 // A state pass's block width is 32 or 16 columns (linattn.state_columns).
 func.func @state_columns_24(%k: tensor<?x?x2x96xbf16>, %u: tensor<?x?x2x96xf32>, %w: tensor<?x?x2x96xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x96x96xf32>) -> tensor<?x2x96x96xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op GPU state pass: linattn.state_columns must be 32 or 16, got 24}}
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU state pass: linattn.state_columns must be 16, 32 or 64, got 24}}
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 24 : i64}
       : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>, tensor<?x2x96x96xf32>) -> (tensor<?x?x2x96xbf16>, tensor<?x?x2x96x96xbf16>, tensor<?x2x96x96xf32>)
   return %final : tensor<?x2x96x96xf32>

@@ -92,6 +92,12 @@ constexpr int64_t kLongChunk = 128;
 /// under half the SMs (linattn-narrow-state-blocks; bench/NOTES.md e1, w1).
 constexpr int64_t kStateColumns = 32;
 constexpr int64_t kNarrowStateColumns = 16;
+/// A state pass marked kStateColumnsAttrName = kWideStateColumns carries
+/// twice the columns (four groups, eight warps) in half the blocks, where
+/// the 32-column blocks would take more than one wave
+/// (linattn-widen-state-blocks; bench/NOTES.md w3). A request: where its
+/// shared memory does not fit, the kernel keeps kStateColumns.
+constexpr int64_t kWideStateColumns = 64;
 constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
 /// The state columns B * HV * V at and under which the state pass's
 /// B * HV * V / kStateColumns blocks (one an SM) fill at most half the
@@ -100,6 +106,13 @@ constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
 /// kAutoSegmentChunks chunks (scalar transitions) or narrow blocks (the
 /// others).
 constexpr int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; }
+/// The state columns B * HV * V above which the state pass's
+/// B * HV * V / kStateColumns blocks (one an SM) take more than one wave:
+/// there the automatic pipeline runs kWideStateColumns blocks, chosen at
+/// run time (bench/NOTES.md w3).
+constexpr int64_t manyChainsStateColumns(int64_t smCount) {
+  return kStateColumns * smCount;
+}
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;
 /// What the automatic pipeline runs, chosen at run time, where a state

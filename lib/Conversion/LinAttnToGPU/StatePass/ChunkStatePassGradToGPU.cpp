@@ -87,6 +87,10 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
     return std::nullopt;
   std::string blockWhyNot;
   std::optional<StateBlock> block = StateBlock::of(op, p.V, blockWhyNot);
+  if (block && block->columns == chunked_kernels::kWideStateColumns) {
+    blockWhyNot = "the reverse pass takes 16 or 32 state columns";
+    block = std::nullopt;
+  }
   if (!block) {
     if (whyNot)
       *whyNot = blockWhyNot;

@@ -16,10 +16,12 @@ std::optional<StateBlock> StateBlock::of(Operation *op, int64_t V,
           chunked_kernels::kStateColumnsAttrName)) {
     columns = attr.getInt();
     if (columns != chunked_kernels::kStateColumns &&
-        columns != chunked_kernels::kNarrowStateColumns) {
+        columns != chunked_kernels::kNarrowStateColumns &&
+        columns != chunked_kernels::kWideStateColumns) {
       whyNot = (chunked_kernels::kStateColumnsAttrName + " must be " +
+                Twine(chunked_kernels::kNarrowStateColumns) + ", " +
                 Twine(chunked_kernels::kStateColumns) + " or " +
-                Twine(chunked_kernels::kNarrowStateColumns) + ", got " +
+                Twine(chunked_kernels::kWideStateColumns) + ", got " +
                 Twine(columns))
                    .str();
       return std::nullopt;
@@ -31,6 +33,10 @@ std::optional<StateBlock> StateBlock::of(Operation *op, int64_t V,
                  .str();
     return std::nullopt;
   }
+  return withColumns(columns);
+}
+
+StateBlock StateBlock::withColumns(int64_t columns) {
   StateBlock block;
   block.columns = columns;
   block.columnGroups = columns / 16;
@@ -40,6 +46,12 @@ std::optional<StateBlock> StateBlock::of(Operation *op, int64_t V,
 
 FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
                                               const GPUTargetInfo &target) {
+  return build(op, mmaElem, target, /*allowWide=*/true);
+}
+
+FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
+                                              const GPUTargetInfo &target,
+                                              bool allowWide) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
@@ -61,6 +73,8 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   std::optional<StateBlock> block = StateBlock::of(op, p.V, whyNot);
   if (!block)
     return op.emitOpError() << "GPU state pass: " << whyNot;
+  if (!allowWide && block->columns == chunked_kernels::kWideStateColumns)
+    block = StateBlock::withColumns(chunked_kernels::kStateColumns);
   p.block = *block;
   // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
   // and its state is stored before its first step only.
@@ -150,6 +164,11 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
     --p.stages;
   p.exchangeOffset = p.stages * s.bytes();
   p.outOffset = p.exchangeOffset + p.exchangeBytes;
+  // Wide blocks are a request (kWideStateColumns): where their stages,
+  // exchange and staged outputs do not fit, the 32-column kernel runs.
+  if (p.sharedBytes() > limit &&
+      p.block.columns == chunked_kernels::kWideStateColumns)
+    return build(op, mmaElem, target, /*allowWide=*/false);
   if (p.sharedBytes() > limit)
     return op.emitOpError() << "GPU state pass needs "
                             << sharedBytesExcess(p.sharedBytes(), target);

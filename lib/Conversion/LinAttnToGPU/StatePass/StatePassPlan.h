@@ -27,12 +27,15 @@ namespace mlir::linattn::kernel {
 ///
 /// The columns, column groups and warps of one state-pass block: those of
 /// `op`'s kStateColumnsAttrName (chunked_kernels::kNarrowStateColumns,
-/// where linattn-narrow-state-blocks asked), or kStateColumns; none
-/// (`whyNot` says why) for any other width, or one that does not divide V.
+/// where linattn-narrow-state-blocks asked; kWideStateColumns, where
+/// linattn-widen-state-blocks did), or kStateColumns; none (`whyNot` says
+/// why) for any other width, or one that does not divide V.
 struct StateBlock {
   int64_t columns = 0, columnGroups = 0, warps = 0;
   static std::optional<StateBlock> of(Operation *op, int64_t V,
                                       std::string &whyNot);
+  /// The block of `columns` (16, 32 or 64) columns.
+  static StateBlock withColumns(int64_t columns);
 };
 /// Input stages in flight: kStateStages keep two chunks' copies in flight
 /// while one is computed. Without W the chunk loop is short (no W S product,
@@ -60,6 +63,14 @@ struct StatePassPlan {
   static FailureOr<StatePassPlan> build(ChunkStatePassOp op, Type mmaElem,
                                         const GPUTargetInfo &target);
 
+private:
+  /// build, with a kWideStateColumns request taken (allowWide) or
+  /// replaced by kStateColumns (where the wide plan did not fit).
+  static FailureOr<StatePassPlan> build(ChunkStatePassOp op, Type mmaElem,
+                                        const GPUTargetInfo &target,
+                                        bool allowWide);
+
+public:
   // The problem.
   Type mmaElem;              ///< tensor-core operand type (bf16 or f16)
   Type kElem, uElem, wElem;  ///< staged inputs' element types
