@@ -48,21 +48,9 @@ bool hasDenseOrPerKeyTransitions(ChunkStatePassOp op) {
 /// HV, V]) in both widths behind an scf.if on B * HV * V.
 void narrowAtRunTime(Operation *op, Value values, int64_t maxStateColumns) {
   OpBuilder b(op);
-  Location loc = op->getLoc();
-  Value few = buildFewStateColumns(b, loc, values, maxStateColumns);
-  auto ifOp = scf::IfOp::create(b, loc, op->getResultTypes(), few,
-                                /*withElseRegion=*/true);
-  for (bool narrow : {true, false}) {
-    OpBuilder bb = OpBuilder::atBlockEnd(narrow ? ifOp.thenBlock()
-                                                : ifOp.elseBlock());
-    Operation *clone = bb.clone(*op);
-    if (narrow)
-      clone->setAttr(kStateColumnsAttrName,
-                     bb.getI64IntegerAttr(kNarrowStateColumns));
-    scf::YieldOp::create(bb, loc, clone->getResults());
-  }
-  op->replaceAllUsesWith(ifOp.getResults());
-  op->erase();
+  branchOnStateColumns(
+      op, buildFewStateColumns(b, op->getLoc(), values, maxStateColumns),
+      /*markThen=*/true, kNarrowStateColumns);
 }
 
 struct LinAttnNarrowStateBlocks

@@ -2,9 +2,12 @@
 
 #include "RecurrenceUtils.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 #include <cmath>
@@ -219,6 +222,25 @@ Value buildFewStateColumns(OpBuilder &b, Location loc, Value values,
   return arith::CmpIOp::create(
       b, loc, arith::CmpIPredicate::ule, columns,
       arith::ConstantIndexOp::create(b, loc, maxStateColumns));
+}
+
+void branchOnStateColumns(Operation *op, Value cond, bool markThen,
+                          int64_t columns) {
+  OpBuilder b(op);
+  Location loc = op->getLoc();
+  auto ifOp = scf::IfOp::create(b, loc, op->getResultTypes(), cond,
+                                /*withElseRegion=*/true);
+  for (bool then : {true, false}) {
+    OpBuilder bb = OpBuilder::atBlockEnd(then ? ifOp.thenBlock()
+                                              : ifOp.elseBlock());
+    Operation *clone = bb.clone(*op);
+    if (then == markThen)
+      clone->setAttr(chunked_kernels::kStateColumnsAttrName,
+                     bb.getI64IntegerAttr(columns));
+    scf::YieldOp::create(bb, loc, clone->getResults());
+  }
+  op->replaceAllUsesWith(ifOp.getResults());
+  op->erase();
 }
 
 } // namespace mlir::linattn

@@ -68,9 +68,17 @@ Value buildZeros(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
 
 /// Whether a state pass over `values` [B, T, HV, V] (static HV and V) has
 /// few chains: B * HV * V at most `maxStateColumns`, as an i1. The run-time
-/// condition of both segments and narrow state-pass blocks.
+/// condition of segments and of narrow and wide state-pass blocks.
 Value buildFewStateColumns(OpBuilder &b, Location loc, Value values,
                            int64_t maxStateColumns);
+
+/// Replaces `op` (a state pass) by an scf.if on `cond` yielding two clones
+/// of it, the one in the then (`markThen`) or else branch marked with
+/// chunked_kernels::kStateColumnsAttrName = `columns`: a state-pass block
+/// width chosen at run time (linattn-narrow-state-blocks,
+/// linattn-widen-state-blocks).
+void branchOnStateColumns(Operation *op, Value cond, bool markThen,
+                          int64_t columns);
 
 } // namespace mlir::linattn
 

@@ -38,21 +38,9 @@ using chunked_kernels::kWideStateColumns;
 
 void widenAtRunTime(ChunkStatePassOp op, int64_t maxStateColumns) {
   OpBuilder b(op);
-  Location loc = op.getLoc();
-  Value few = buildFewStateColumns(b, loc, op.getU(), maxStateColumns);
-  auto ifOp = scf::IfOp::create(b, loc, op->getResultTypes(), few,
-                                /*withElseRegion=*/true);
-  for (bool wide : {false, true}) {
-    OpBuilder bb = OpBuilder::atBlockEnd(wide ? ifOp.elseBlock()
-                                              : ifOp.thenBlock());
-    Operation *clone = bb.clone(*op);
-    if (wide)
-      clone->setAttr(kStateColumnsAttrName,
-                     bb.getI64IntegerAttr(kWideStateColumns));
-    scf::YieldOp::create(bb, loc, clone->getResults());
-  }
-  op->replaceAllUsesWith(ifOp.getResults());
-  op->erase();
+  branchOnStateColumns(
+      op, buildFewStateColumns(b, op.getLoc(), op.getU(), maxStateColumns),
+      /*markThen=*/false, kWideStateColumns);
 }
 
 struct LinAttnWidenStateBlocks
