@@ -171,11 +171,9 @@ static void addRuntimeNarrowStatePass(OpPassManager &pm, int64_t smCount) {
 
 /// The GPU's wide state-pass blocks, chosen at run time where B * HV * V >
 /// manyChainsStateColumns (the 32-column blocks take more than one wave),
-/// after the narrow ones (which mark their passes). On the H200 (NOTES w3):
-/// GVA 16/64 B = 1, T = 8192 1.021 -> 0.925 ms, Qwen3-Next B = 8, T = 2048
-/// 1.114 -> 1.015, Mamba-2 B = 1, T = 8192 0.352 -> 0.314; where the
-/// 32-column blocks fit one wave wide blocks were 25% slower, hence the
-/// branch.
+/// after the narrow ones (which mark their passes). Where the 32-column
+/// blocks fit one wave the wide ones are slower (bench/NOTES.md w3), hence
+/// the branch.
 static void addRuntimeWideStatePass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnWidenStateBlocks(
       linattn::LinAttnWidenStateBlocksOptions{

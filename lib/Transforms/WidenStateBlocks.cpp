@@ -5,9 +5,9 @@
 // chain of four warps. Where those blocks take more than one wave (grouped
 // value heads, larger batches), blocks of 64 columns and eight warps take
 // half the waves, each chunk's step about 1.6x as long (the warps of two
-// column-group pairs interleave on the SM): measured on the H200 as 8-11%
-// off whole calls (bench/NOTES.md w3), 25% slower where the 32-column
-// blocks fit one wave. B is known at run time, so every state pass not
+// column-group pairs interleave on the SM), so one wave of them beats two
+// of 32 columns; where the 32-column blocks fit one wave they lose
+// (bench/NOTES.md w3). B is known at run time, so every state pass not
 // yet given a width (and not segmented, a form for few chains) keeps both
 // behind an scf.if:
 //   B * HV * V <= max-state-columns ? 32-column blocks : 64-column blocks.
