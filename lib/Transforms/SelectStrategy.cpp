@@ -258,18 +258,24 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
   // Where B * HV * V passes manyChainsStateColumns, 64-column blocks
   // (linattn-widen-state-blocks; V a multiple of 64).
   int64_t manyLimit = chunked_kernels::manyChainsStateColumns(smCount);
-  std::string wide =
-      valueDim % chunked_kernels::kWideStateColumns == 0
-          ? ", and 64-column blocks (eight warps, half the blocks) where "
-            "B * HV * V > " +
-                std::to_string(manyLimit) + " (B >= " +
-                std::to_string(manyLimit / perSequence + 1) + ")"
-          : std::string();
+  bool widens = valueDim % chunked_kernels::kWideStateColumns == 0;
+  int64_t lastNarrowerB = manyLimit / perSequence; // B <= this: no wide blocks
+  std::string wideBlocks = "64-column blocks (eight warps, half the blocks)";
+  std::string wide = widens ? ", and " + wideBlocks + " where B * HV * V > " +
+                                  std::to_string(manyLimit) + " (B >= " +
+                                  std::to_string(lastNarrowerB + 1) + ")"
+                            : std::string();
   std::string limitText = std::to_string(limit);
-  if (form == FewChainsForm::None)
+  if (form == FewChainsForm::None) {
+    std::string why = " (HV * V = " + std::to_string(perSequence) + " > " +
+                      limitText + ")";
+    if (!widens)
+      return "\n  state pass: " + many + " at every B" + why;
+    if (lastNarrowerB == 0)
+      return "\n  state pass: " + wideBlocks + " at every B" + why;
     return "\n  state pass: " + many + " at B <= " +
-           std::to_string(manyLimit / perSequence) + " (HV * V = " +
-           std::to_string(perSequence) + " > " + limitText + ")" + wide;
+           std::to_string(lastNarrowerB) + why + wide;
+  }
   std::string few =
       form == FewChainsForm::Segments
           ? "segments of " +

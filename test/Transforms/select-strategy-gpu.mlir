@@ -203,3 +203,29 @@ func.func @gated_delta_hv32(%q: tensor<?x?x16x128xbf16>, %v: tensor<?x?x32x128xb
       : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x32x128xbf16>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32x128x128xf32>) -> (tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>)
   return %o, %s : tensor<?x?x32x128xbf16>, tensor<?x32x128x128xf32>
 }
+
+// -----
+
+// HV * V past both limits (64 x 128 = 8192 > 32 x 132): wide blocks at
+// every B.
+// CHECK-LABEL: func.func @gated_delta_hv64
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic
+// EXPLAIN: state pass: 64-column blocks (eight warps, half the blocks) at every B (HV * V = 8192 > 2112)
+func.func @gated_delta_hv64(%q: tensor<?x?x16x128xbf16>, %v: tensor<?x?x64x128xbf16>, %g: tensor<?x?x64xf32>, %b: tensor<?x?x64xf32>, %s0: tensor<?x64x128x128xf32>) -> (tensor<?x?x64x128xbf16>, tensor<?x64x128x128xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x64x128xbf16>, tensor<?x?x64xf32>, tensor<?x?x64xf32>, tensor<?x64x128x128xf32>) -> (tensor<?x?x64x128xbf16>, tensor<?x64x128x128xf32>)
+  return %o, %s : tensor<?x?x64x128xbf16>, tensor<?x64x128x128xf32>
+}
+
+// -----
+
+// HV * V past the few-chains limit with V = 96 (not a multiple of 64: no
+// wide blocks): 32-column blocks at every B.
+// CHECK-LABEL: func.func @gated_delta_v96
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic
+// EXPLAIN: state pass: 32-column blocks at every B (HV * V = 3072 > 2112)
+func.func @gated_delta_v96(%q: tensor<?x?x16x128xbf16>, %v: tensor<?x?x32x96xbf16>, %g: tensor<?x?x32xf32>, %b: tensor<?x?x32xf32>, %s0: tensor<?x32x128x96xf32>) -> (tensor<?x?x32x96xbf16>, tensor<?x32x128x96xf32>) {
+  %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      : (tensor<?x?x16x128xbf16>, tensor<?x?x16x128xbf16>, tensor<?x?x32x96xbf16>, tensor<?x?x32xf32>, tensor<?x?x32xf32>, tensor<?x32x128x96xf32>) -> (tensor<?x?x32x96xbf16>, tensor<?x32x128x96xf32>)
+  return %o, %s : tensor<?x?x32x96xbf16>, tensor<?x32x128x96xf32>
+}
