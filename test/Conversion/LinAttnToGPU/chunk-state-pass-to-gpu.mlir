@@ -389,14 +389,34 @@ func.func @wy_form_wide(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %
 
 // -----
 
-// A wide request whose plan does not fit (K = 256: two stages and the
-// exchange alone take 203264 bytes) keeps 32 columns: V / 32 = 4 blocks
-// of 128 threads.
-// CHECK-LABEL: func.func @wide_request_too_large(
-// COUNT-LABEL: func.func @wide_request_too_large(
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
-func.func @wide_request_too_large(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x256xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x256x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>) {
+// A wide request whose staged outputs do not fit (K = 256: two stages and
+// the exchange take 2 x (33792 + 33792 + 17408 + 256) + 32768 = 203264
+// bytes, the staged states and values 2 x (256 + 64) (64 + 8) 2 = 92160
+// more) stores them from registers: 64 columns, V / 64 = 2 blocks of 256
+// threads, 203264 bytes of shared memory, and no stmatrix.
+// CHECK-LABEL: func.func @wide_request_unstaged(
+// CHECK:         %[[USMEM:.*]] = arith.constant 203264 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[USMEM]] {
+// CHECK-NOT:     nvvm.stmatrix
+// CHECK:         return
+// COUNT-LABEL: func.func @wide_request_unstaged(
+func.func @wide_request_unstaged(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x256xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x256x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>) {
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
       : (tensor<?x?x2x256xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x256xbf16>, tensor<?x?x2xf32>, tensor<?x2x256x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>)
   return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x256x128xbf16>, tensor<?x2x256x128xf32>
+}
+
+// -----
+
+// A wide request that does not fit even with its outputs from registers
+// (K = 160, per-key gates staged [64][160] in f32: two stages of 21504 +
+// 21504 + 17408 + 40960 and the exchange, 235520 bytes) keeps 32 columns,
+// which fit with staged outputs: V / 32 = 4 blocks of 128 threads.
+// CHECK-LABEL: func.func @wide_request_too_large(
+// COUNT-LABEL: func.func @wide_request_too_large(
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+func.func @wide_request_too_large(%k: tensor<?x?x2x160xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x160xbf16>, %G: tensor<?x?x2x160xf32>, %s0: tensor<?x2x160x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x160x128xf32>, tensor<?x2x160x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
+      : (tensor<?x?x2x160xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x160xbf16>, tensor<?x?x2x160xf32>, tensor<?x2x160x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x160x128xf32>, tensor<?x2x160x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x160x128xf32>, tensor<?x2x160x128xf32>
 }

@@ -151,23 +151,39 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   p.exchangeBytes =
       p.exchange ? keyPartsExchangeBytes(p.block.warps, p.rowTiles) : 0;
   p.outStride = p.block.columns + kPad;
-  p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
-  p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
-  p.outBytes = 2 * (p.stateOutBytes + p.valueOutBytes);
-  // Per-key gates that the state pass decays itself stage [64][K] gates
-  // besides: their loop is not the short one, and keeps three.
-  p.stages = p.hasW() || p.decay == Decay::Keys ? kStateStages
-                                                 : kStateStagesWithoutW;
   int64_t limit = target.maxSharedBytesPerBlock();
-  while (p.stages > 2 &&
-         p.stages * s.bytes() + p.exchangeBytes + p.outBytes > limit)
-    --p.stages;
-  p.exchangeOffset = p.stages * s.bytes();
-  p.outOffset = p.exchangeOffset + p.exchangeBytes;
+  // The stages, then the exchange, then the staged outputs; true where
+  // they fit.
+  auto layOut = [&] {
+    p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
+    p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
+    p.outBytes = 2 * (p.stateOutBytes + p.valueOutBytes);
+    // Per-key gates that the state pass decays itself stage [64][K] gates
+    // besides: their loop is not the short one, and keeps three.
+    p.stages = p.hasW() || p.decay == Decay::Keys ? kStateStages
+                                                   : kStateStagesWithoutW;
+    while (p.stages > 2 &&
+           p.stages * s.bytes() + p.exchangeBytes + p.outBytes > limit)
+      --p.stages;
+    p.exchangeOffset = p.stages * s.bytes();
+    p.outOffset = p.exchangeOffset + p.exchangeBytes;
+    return p.sharedBytes() <= limit;
+  };
   // Wide blocks are a request (kWideStateColumns): where their stages,
-  // exchange and staged outputs do not fit, the 32-column kernel runs.
-  if (p.sharedBytes() > limit &&
-      p.block.columns == chunked_kernels::kWideStateColumns)
+  // exchange and staged outputs do not fit (K > 128), the new values and
+  // then the chunk states leave straight from registers; where even that
+  // does not fit, the 32-column kernel runs. Staged outputs are worth less
+  // than the wide block's single wave (bench/NOTES.md w4).
+  bool wide = p.block.columns == chunked_kernels::kWideStateColumns;
+  if (!layOut() && wide && p.stageValues) {
+    p.stageValues = false;
+    layOut();
+  }
+  if (p.sharedBytes() > limit && wide && p.stageStates) {
+    p.stageStates = false;
+    layOut();
+  }
+  if (p.sharedBytes() > limit && wide)
     return build(op, mmaElem, target, /*allowWide=*/false);
   if (p.sharedBytes() > limit)
     return op.emitOpError() << "GPU state pass needs "
