@@ -6,7 +6,7 @@
 # writes the specs into SPEC_DIR and prints one variant per line,
 #   NAME SPEC [linattn-compile options...]
 # One spec per family x {bf16 K=V=128 (the examples), bf16 K=V=64, f32
-# K=V=64, bf16 K=V=32, 96, 192 and 256 (the head sizes the chunked kernels
+# K=V=64, bf16 K=V=32, 96, 160, 192, 224 and 256 (the head sizes the chunked kernels
 # take besides), bf16 K=V=48 and 80 (run zero-padded to 64 and 96)}, H = HV = 8, dynamic B and T, each strategy with a GPU mapping:
 # recurrent for all; scan (the token scan, one thread per state element) for
 # the families with diagonal transitions; chunked (tensor cores) and
@@ -29,7 +29,7 @@ families="identity:linear_attention constant_decay:retnet scalar_gate:simple_gla
 for pair in $families; do
   kind=${pair%%:*} name=${pair##*:}
   cp "examples/$name.mlir" "$specs/${name}_bf16_128.mlir"
-  for variant in bf16:64 f32:64 bf16:32 bf16:96 bf16:192 bf16:256 bf16:48 bf16:80; do
+  for variant in bf16:64 f32:64 bf16:32 bf16:96 bf16:160 bf16:192 bf16:224 bf16:256 bf16:48 bf16:80; do
     dtype=${variant%%:*} size=${variant##*:}
     /usr/bin/python3 - "$kind" "$name" "$dtype" "$size" "$specs/${name}_${dtype}_${size}.mlir" <<'PY'
 import sys
@@ -86,7 +86,7 @@ for spec in "$specs"/*.mlir; do
     # Above 128 the chunked kernels take a spec only where their tiles fit
     # (negeig's split W at 256 does not): auto alone, which keeps
     # recurrent where they do not (linattn-fit-chunked-kernels).
-    *_192|*_256) echo "${base}_auto $spec" ;;
+    *_160|*_192|*_224|*_256) echo "${base}_auto $spec" ;;
     *) echo "${base}_chunked $spec --strategy=chunked"
        echo "${base}_segment-scan $spec --strategy=segment-scan"
        # strategy=auto: recurrent for short T (decode; the fitted model's limit), chunked beyond,
@@ -99,7 +99,7 @@ for spec in "$specs"/*.mlir; do
       echo "${base}_scan $spec --strategy=scan" ;;
   esac
   case "$base" in
-    *_192|*_256) ;;
+    *_160|*_192|*_224|*_256) ;;
     linear_attention_*|retnet_*|simple_gla_*)
       # The chunk states' segments (linattn-segment-chunk-states) of the
       # kinds whose transitions are scalars.

@@ -256,9 +256,9 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
       chunked_kernels::fewChainsForm(scalar, numVHeads, valueDim, limit);
   std::string many = scalar ? "one pass over the chunks" : "32-column blocks";
   // Where B * HV * V passes manyChainsStateColumns, 64-column blocks
-  // (linattn-widen-state-blocks; V a multiple of 64).
+  // (linattn-widen-state-blocks).
   int64_t manyLimit = chunked_kernels::manyChainsStateColumns(smCount);
-  bool widens = valueDim % chunked_kernels::kWideStateColumns == 0;
+  bool widens = chunked_kernels::hasWideStateBlocks(valueDim);
   int64_t lastNarrowerB = manyLimit / perSequence; // B <= this: no wide blocks
   std::string wideBlocks = "64-column blocks (eight warps, half the blocks)";
   std::string wide = widens ? ", and " + wideBlocks + " where B * HV * V > " +

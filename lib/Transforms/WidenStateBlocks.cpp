@@ -60,7 +60,7 @@ struct LinAttnWidenStateBlocks
       auto type = cast<RankedTensorType>(op.getU().getType());
       if (!op->hasAttr(kStateColumnsAttrName) && !op.getSegmentChunks() &&
           !type.isDynamicDim(2) && !type.isDynamicDim(3) &&
-          type.getDimSize(3) % kWideStateColumns == 0)
+          chunked_kernels::hasWideStateBlocks(type.getDimSize(3)))
         candidates.push_back(op);
     });
     for (ChunkStatePassOp op : candidates) {

@@ -1,7 +1,7 @@
 //===- ChunkOutputToGPU.cpp - linattn.chunk_output to a kernel --------------===//
 //
-// A block per (chunk, 64 value columns): Q S_n and the masked scores times
-// the new values, on tensor cores; per-key gates by PerKeyScores.h.
+// A block per (chunk, 64 or 96 value columns): Q S_n and the masked scores
+// times the new values, on tensor cores; per-key gates by PerKeyScores.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +15,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include <limits>
+
 namespace mlir::linattn::kernel {
 
 /// Value columns per block of the output kernel. Every block recomputes
@@ -23,13 +25,25 @@ namespace mlir::linattn::kernel {
 /// 0.33 ms against 32 columns' 0.51 ms (B = 4, T = 16384, K = V = 128 on
 /// the H200; bench/NOTES.md c16). With f32 tiles (split in two) 64 columns
 /// had measured slower, 2.89 vs 2.27 ms, when the shared tiles halved the
-/// resident blocks. A V that 64 does not divide (32, 96: the geometry check
-/// admits multiples of 32) takes blocks of 32 columns.
+/// resident blocks.
 constexpr int64_t kOutputColumns = 64;
 
-/// Value columns per block of the output kernel for head size V.
-int64_t outputColumnsFor(int64_t V) {
+/// The output kernel's value columns per block for head size V: 64 where
+/// they divide V, else 32.
+static int64_t outputColumnsFor(int64_t V) {
   return V % kOutputColumns == 0 ? kOutputColumns : kOutputColumns / 2;
+}
+
+/// A wider choice where those leave more than two blocks a chunk or an
+/// odd count, each block recomputing Q K^T (per-key gates: pairing two
+/// tiles in a block's units, which an odd count cannot): V itself up to
+/// 96, else V / 2 (160, 192, 224), or none (bench/NOTES.md o1).
+static std::optional<int64_t> wideOutputColumnsFor(int64_t V) {
+  int64_t columns = V <= 96 ? V : V / 2;
+  bool evenTiles = V % kOutputColumns == 0 && (V / kOutputColumns) % 2 == 0;
+  if (columns == outputColumnsFor(V) || (V > 96 && evenTiles))
+    return std::nullopt;
+  return columns;
 }
 
 namespace {
@@ -62,10 +76,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // it waits on its tiles' loads more than on the busiest sub-partition.
   // Two units where their tiles fit one block's shared memory (K = 256
   // does not: one unit then).
-  int64_t units = perKey && columnTiles % 2 == 0 && numSegments == 1 &&
-                          !op.getCarries()
-                      ? 2
-                      : 1;
+  bool pairsUnits = perKey && numSegments == 1 && !op.getCarries();
+  int64_t units = pairsUnits && columnTiles % 2 == 0 ? 2 : 1;
 
   if (op.getCarries() && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
     return op.emitOpError() << "GPU output kernel stages carries in the chunk "
@@ -89,26 +101,56 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // (the Q tile's rows, which unit 0 stages its output in, are read by
   // unit 1 until it is done).
   int64_t qBytes = chunk * (K + kPad) * 2;
-  int64_t sBytes = K * (cols + kPad) * 2;
-  int64_t dBytes = chunk * (cols + kPad) * 2;
-  int64_t sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
-  int64_t dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
   int64_t sOffset = (perKey ? 3 : splitQK ? 4 : 2) * qBytes;
   // Per-key gate rows are padded by 16 bytes: the score operands read
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
   int64_t gStride = perKey ? K + 4 : 1;
   int64_t gBytes = chunk * gStride * 4;
+  int64_t sBytes, dBytes, sUnitBytes, dUnitBytes;
   int64_t dOffset, gOffset, outOffset, outBytes;
   auto layOut = [&] {
+    sBytes = K * (cols + kPad) * 2;
+    dBytes = chunk * (cols + kPad) * 2;
+    sUnitBytes = (sIsOperand ? 1 : 2) * sBytes;
+    dUnitBytes = (dIsOperand ? 1 : 2) * dBytes;
     dOffset = sOffset + units * sUnitBytes;
     gOffset = dOffset + units * dUnitBytes;
     outOffset = gOffset + gBytes;
     outBytes = units > 1 ? units * dBytes : 0;
     return outOffset + outBytes;
   };
-  if (units > 1 && layOut() > target.maxSharedBytesPerBlock())
-    units = 1;
+  int64_t limit = target.maxSharedBytesPerBlock();
+  // Blocks of `width` columns with their units (two where they fit): how
+  // many an SM's shared memory holds (0: none fits).
+  auto useColumns = [&](int64_t width) {
+    cols = width;
+    columnTiles = V / cols;
+    nTiles = cols / 8;
+    units = pairsUnits && columnTiles % 2 == 0 ? 2 : 1;
+    if (units > 1 && layOut() > limit)
+      units = 1;
+    int64_t bytes = layOut();
+    return bytes <= limit ? limit / bytes : 0;
+  };
+  // The wide choice where its blocks a chunk over the blocks an SM holds
+  // (shared memory, capped at the two or three 128-thread blocks a warp's
+  // 128-255 registers allow) are no more: each block recomputes the
+  // chunk's Q K^T, so fewer blocks a chunk win unless they halve the
+  // resident ones. Measured (NOTES o1): gated delta V = 96, 1 block of 96
+  // columns (3 an SM) 0.045 ms against 3 of 32 (5) 0.062; V = 224, 2 of
+  // 112 (1) 0.222 against 7 of 32 (2) 0.277; negeig V = 192 (D split), 2
+  // of 96 (1) 0.202 against 3 of 64 (2) 0.160.
+  constexpr int64_t kResidentByRegisters = 2;
+  auto chunkWaves = [&](int64_t width) {
+    int64_t resident = std::min(useColumns(width), kResidentByRegisters);
+    return resident ? double(columnTiles / units) / double(resident)
+                    : std::numeric_limits<double>::infinity();
+  };
+  double defaultWaves = chunkWaves(outputColumnsFor(V));
+  if (std::optional<int64_t> wide = wideOutputColumnsFor(V))
+    if (chunkWaves(*wide) > defaultWaves)
+      useColumns(outputColumnsFor(V));
   if (failed(checkSharedBytes(op, "output", layOut(), target)))
     return failure();
 

@@ -222,8 +222,12 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     //    scattered pairs). W's tile overlays the T hi/lo tiles (T's fp32
     //    copy is still needed for U); U's the fp32 T as well, which is
     //    dead by then.
-    auto product = [&](int64_t cols, Operand right,
-                       function_ref<Value(Value)> columnScale) {
+    //    Products of more than 128 columns (K or V > 128) run in two
+    //    column pieces, so that a warp holds half the accumulators (at
+    //    192: 48 registers a thread instead of 96, where the kernel
+    //    spilled; NOTES u1); their pieces leave by direct stores, since
+    //    the staging tiles overlay the T tiles the second piece reads.
+    auto splitScaledT = [&](function_ref<Value(Value)> columnScale) {
       k.fillTile(tHi, kChunk, kChunk, Value(), [&](Value r, Value c) {
         SmallVector<Value> scales;
         for (int64_t j = 0; j < 8; ++j)
@@ -233,20 +237,25 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
         return arith::MulFOp::create(b, k.load8(tF32, {r, c}), scale).getResult();
       }, tLo);
       k.barrier();
+    };
+    auto productPiece = [&](int64_t cols, Operand right, int64_t c0) {
       SmallVector<SmallVector<Value>> out = k.zeroAcc(cols / 8);
-      k.gemm(out, {{tHi}, TileView{tLo}}, m0, right, kChunk);
+      k.gemm(out, {{tHi}, TileView{tLo}}, m0, right, kChunk, c0);
       return out;
     };
-    // Stores a product's rows [t0, t0 + valid) to dst: [B, T, HV, cols],
-    // or part `part` of a split W [B, T, HV, 2, cols].
+    auto pieceColumns = [](int64_t cols) { return cols > 128 ? cols / 2 : cols; };
+    // Stores a product's rows [t0, t0 + valid), columns [c0, c0 + cols),
+    // to dst: [B, T, HV, cols], or part `part` of a split W
+    // [B, T, HV, 2, cols].
     auto storeResult = [&](ArrayRef<SmallVector<Value>> out, int64_t cols,
                            Value dst, int64_t stageOffset,
-                           std::optional<int64_t> part) {
+                           std::optional<int64_t> part, int64_t c0 = 0) {
       auto dstIndices = [&](Value r, Value c) -> SmallVector<Value> {
         Value t = e.addIndex(rows.t0, r);
+        Value col = c0 ? e.addIndex(c, e.index(c0)) : c;
         if (part)
-          return {bIdx, t, hv, e.index(*part), c};
-        return {bIdx, t, hv, c};
+          return {bIdx, t, hv, e.index(*part), col};
+        return {bIdx, t, hv, col};
       };
       if (stageOffset < 0) {
         for (int64_t nt = 0; nt < cols / 8; ++nt)
@@ -280,35 +289,43 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       decayRows(k, keyTile, kdTile, gKeys, rows.valid, /*ref=*/nullptr, K);
       k.barrier();
     }
-    SmallVector<SmallVector<Value>> wOut =
-        product(K, perKey ? Operand::of(kdTile, Value(), true)
-                          : Operand::of(keyTile, keyLo, /*transposed=*/true),
-                [&](Value c) {
-          Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
-          Value betaC = memref::LoadOp::create(b, betaShared, c);
-          if (perKey)
-            return e.mul(e.f32(rank1Scale), betaC);
-          return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
-        });
-    if (splitW) {
-      // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
-      // the state pass reads both by ldmatrix (NOTES c28).
-      storeResult(wOut, K, w, wStage, /*part=*/0);
-      Type wElem = cast<MemRefType>(w.getType()).getElementType();
-      for (auto &tile : wOut)
-        for (Value &x : tile)
-          x = e.roundingRest(x, wElem);
-      storeResult(wOut, K, w, wStage, /*part=*/1);
-    } else {
-      storeResult(wOut, K, w, wStage, std::nullopt);
+    splitScaledT([&](Value c) {
+      Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
+      Value betaC = memref::LoadOp::create(b, betaShared, c);
+      if (perKey)
+        return e.mul(e.f32(rank1Scale), betaC);
+      return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
+    });
+    Operand keys = perKey ? Operand::of(kdTile, Value(), true)
+                          : Operand::of(keyTile, keyLo, /*transposed=*/true);
+    int64_t wPiece = pieceColumns(K);
+    for (int64_t c0 = 0; c0 < K; c0 += wPiece) {
+      SmallVector<SmallVector<Value>> wOut = productPiece(wPiece, keys, c0);
+      int64_t stage = wPiece == K ? wStage : -1;
+      if (splitW) {
+        // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
+        // the state pass reads both by ldmatrix (NOTES c28).
+        storeResult(wOut, wPiece, w, stage, /*part=*/0, c0);
+        Type wElem = cast<MemRefType>(w.getType()).getElementType();
+        for (auto &tile : wOut)
+          for (Value &x : tile)
+            x = e.roundingRest(x, wElem);
+        storeResult(wOut, wPiece, w, stage, /*part=*/1, c0);
+      } else {
+        storeResult(wOut, wPiece, w, stage, std::nullopt, c0);
+      }
     }
     k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
       return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
     }, valueLo);
-    storeResult(product(V, Operand::of(valueTile, valueLo, /*transposed=*/true), [&](Value c) {
-                  return memref::LoadOp::create(b, betaShared, c).getResult();
-                }),
-                V, u, uStage, std::nullopt);
+    splitScaledT([&](Value c) {
+      return memref::LoadOp::create(b, betaShared, c).getResult();
+    });
+    Operand values = Operand::of(valueTile, valueLo, /*transposed=*/true);
+    int64_t uPiece = pieceColumns(V);
+    for (int64_t c0 = 0; c0 < V; c0 += uPiece)
+      storeResult(productPiece(uPiece, values, c0), uPiece, u,
+                  uPiece == V ? uStage : -1, std::nullopt, c0);
   });
   if (cumulative)
     e.replaceWithBuffers(rewriter, op, {w, u, cumulative});

@@ -86,6 +86,73 @@ func.func @head_dim_64(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %d:
 
 // -----
 
+// V = 192: 64 columns would take three blocks a chunk, each recomputing Q
+// K^T; 96 columns take two. Q and K 2 x 64 (192 + 8) 2 = 51200, S 192 (96
+// + 8) 2 = 39936, D 64 (96 + 8) 2 = 13312, 64 gates: 104704 bytes; blocks
+// (NC * 2, HV, B).
+// CHECK-LABEL: func.func @head_dim_192(
+// CHECK:         %[[NC192:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[B192:.*]] = arith.muli %[[NC192]], %c2{{[_0-9]*}} : index
+// CHECK:         %[[S192:.*]] = arith.constant 104704 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[B192]], {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[S192]] {
+func.func @head_dim_192(%q: tensor<?x?x2x192xbf16>, %k: tensor<?x?x2x192xbf16>, %d: tensor<?x?x2x192xbf16>, %states: tensor<?x?x2x192x192xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x192xbf16> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2x192x192xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x192xbf16>
+  return %o : tensor<?x?x2x192xbf16>
+}
+
+// -----
+
+// V = 192 with f32 new values (split, as negeig's): 96 columns would take
+// 51200 + 39936 + 2 x 13312 + 256 = 118016 bytes, one block an SM, two a
+// chunk (2 per resident block), against 64 columns' 97536, two an SM,
+// three a chunk (1.5): 64 columns, blocks (NC * 3, HV, B).
+// CHECK-LABEL: func.func @head_dim_192_split_values(
+// CHECK:         %[[NC3S:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[B3S:.*]] = arith.muli %[[NC3S]], %c3{{[_0-9]*}} : index
+// CHECK:         %[[S3S:.*]] = arith.constant 97536 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[B3S]], {{.*}} dynamic_shared_memory_size %[[S3S]] {
+func.func @head_dim_192_split_values(%q: tensor<?x?x2x192xbf16>, %k: tensor<?x?x2x192xbf16>, %d: tensor<?x?x2x192xf32>, %states: tensor<?x?x2x192x192xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x192xbf16> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2x192x192xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x192xbf16>
+  return %o : tensor<?x?x2x192xbf16>
+}
+
+// -----
+
+// V = 224: 112 columns (two blocks a chunk, 128768 bytes: one an SM)
+// against 32 (seven, 82688: two an SM; 3.5 per resident block).
+// CHECK-LABEL: func.func @head_dim_224(
+// CHECK:         %[[NC224:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
+// CHECK:         %[[B224:.*]] = arith.muli %[[NC224]], %c2{{[_0-9]*}} : index
+// CHECK:         %[[S224:.*]] = arith.constant 128768 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[B224]], {{.*}} dynamic_shared_memory_size %[[S224]] {
+func.func @head_dim_224(%q: tensor<?x?x2x224xbf16>, %k: tensor<?x?x2x224xbf16>, %d: tensor<?x?x2x224xbf16>, %states: tensor<?x?x2x224x224xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x224xbf16> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x224xbf16>, tensor<?x?x2x224xbf16>, tensor<?x?x2x224xbf16>, tensor<?x?x2x224x224xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x224xbf16>
+  return %o : tensor<?x?x2x224xbf16>
+}
+
+// -----
+
+// V = 96: one block of 96 columns a chunk (it took three of 32). Q and K
+// 2 x 64 (96 + 8) 2 = 26624, S 96 (96 + 8) 2 = 19968, D 64 (96 + 8) 2 =
+// 13312, 64 gates: 60160 bytes; Q K^T 8 x 6, Q S 6 x 12, P D 4 x 12 x 2:
+// 48 + 72 + 96 = 216 products.
+// CHECK-LABEL: func.func @head_dim_96(
+// CHECK:         %[[S96:.*]] = arith.constant 60160 : i32
+// CHECK:         gpu.launch {{.*}} threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %[[S96]] {
+// CHECK-COUNT-216: nvvm.mma.sync
+// CHECK-NOT:       nvvm.mma.sync
+// CHECK:           gpu.terminator
+func.func @head_dim_96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %d: tensor<?x?x2x96xbf16>, %states: tensor<?x?x2x96x96xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x96xbf16> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96x96xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x96xbf16>
+  return %o : tensor<?x?x2x96xbf16>
+}
+
+// -----
+
 // An f32 spec (K = V = 64): q, k, the states and the new values are all
 // held split, hi + lo bf16 tiles: Q, K and their lo parts 4 x 9216, S 2 x
 // 9216, D 2 x 9216, 256 bytes of gates = 73984 bytes; every product takes

@@ -267,3 +267,31 @@ func.func @f32_inputs(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta:
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
   return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// K = V = 192: W and U each in two pieces of 96 columns (a warp holds 48
+// accumulators, not 96: the kernel spilled; NOTES u1), stored straight from
+// the accumulators as pairs (the staging tiles overlay the T tiles the
+// second piece reads): 12 tiles x 2 pairs x 2 pieces = 48 stores each,
+// each piece's after its own products, the second's columns offset by
+// 96. Y = 64 (192 + 8) 2 = 25600,
+// then T, R, gates, betas and M as at 128: 65024 bytes.
+// CHECK-LABEL: func.func @head_dim_192_pieces(
+// CHECK:         %[[PSMEM:.*]] = arith.constant 65024 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[PSMEM]] {
+// CHECK-COUNT-24:  vector.store %{{.*}} : memref<?x?x2x192xbf16>, vector<2xbf16>
+// CHECK:           nvvm.mma.sync
+// CHECK:           arith.constant 96 : index
+// CHECK-COUNT-24:  vector.store %{{.*}} : memref<?x?x2x192xbf16>, vector<2xbf16>
+// CHECK:           nvvm.mma.sync
+// CHECK-COUNT-24:  vector.store %{{.*}} : memref<?x?x2x192xf32>, vector<2xf32>
+// CHECK:           nvvm.mma.sync
+// CHECK-COUNT-24:  vector.store %{{.*}} : memref<?x?x2x192xf32>, vector<2xf32>
+// CHECK-NOT:       vector.store %{{.*}} : memref<?x?x2x192x
+// CHECK:           gpu.terminator
+func.func @head_dim_192_pieces(%k: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2xf32>) {
+  %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2xf32>)
+  return %w, %u, %G : tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2xf32>
+}

@@ -113,6 +113,12 @@ constexpr int64_t fewChainsStateColumns(int64_t smCount) { return 16 * smCount; 
 constexpr int64_t manyChainsStateColumns(int64_t smCount) {
   return kStateColumns * smCount;
 }
+/// Whether linattn-widen-state-blocks gives a state pass of value size V
+/// its kWideStateColumns form: V a multiple of it. The pass and the
+/// strategy's explanation read this one rule.
+constexpr bool hasWideStateBlocks(int64_t valueDim) {
+  return valueDim % kWideStateColumns == 0;
+}
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;
 /// What the automatic pipeline runs, chosen at run time, where a state
