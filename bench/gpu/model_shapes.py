@@ -44,7 +44,7 @@ SPECS = {
 # Head sizes; 48 and 80 (multiples of 16, not of 32) run zero-padded to 64
 # and 96 (linattn-pad-head-dims).
 for _k, _v in [(32, 32), (64, 64), (96, 96), (160, 160), (192, 192), (224, 224), (128, 64),
-               (64, 128), (48, 48), (80, 80)]:
+               (64, 128), (128, 256), (256, 128), (48, 48), (80, 80)]:
     SPECS[f"gdn_k{_k}_v{_v}"] = dict(kind="gated_delta", family="gated_deltanet", H=8, HV=8,
                                      K=_k, V=_v, dtype="bf16", qk_l2norm=False)
 # Every family at its fla counterpart, H = HV = 8, K = V = 128.
