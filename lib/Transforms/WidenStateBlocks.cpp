@@ -12,7 +12,8 @@
 // behind an scf.if:
 //   B * HV * V <= max-state-columns ? 32-column blocks : 64-column blocks.
 // The 64-column width is a request: where its shared memory does not fit
-// the kernel keeps 32 columns (StatePassPlan).
+// the kernel stores its outputs from registers, and where even that does
+// not, keeps 32 columns (StatePassPlan).
 //
 //===----------------------------------------------------------------------===//
 

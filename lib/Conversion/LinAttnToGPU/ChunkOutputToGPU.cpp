@@ -1,7 +1,8 @@
 //===- ChunkOutputToGPU.cpp - linattn.chunk_output to a kernel --------------===//
 //
-// A block per (chunk, 64 or 96 value columns): Q S_n and the masked scores
-// times the new values, on tensor cores; per-key gates by PerKeyScores.h.
+// A block per (chunk, tile of value columns: 64 or 32, or the wider tile
+// of wideOutputColumnsFor): Q S_n and the masked scores times the new
+// values, on tensor cores; per-key gates by PerKeyScores.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -134,10 +135,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     return bytes <= limit ? limit / bytes : 0;
   };
   // The wide choice where its blocks a chunk over the blocks an SM holds
-  // (shared memory, capped at the two or three 128-thread blocks a warp's
-  // 128-255 registers allow) are no more: each block recomputes the
-  // chunk's Q K^T, so fewer blocks a chunk win unless they halve the
-  // resident ones. Measured (NOTES o1): gated delta V = 96, 1 block of 96
+  // are no more than the default's (by shared memory, capped at two: a
+  // thread's 128-255 registers allow two or three 128-thread blocks an SM
+  // anyway). Each block recomputes the chunk's Q K^T, so fewer blocks a
+  // chunk win unless they halve the resident ones. Measured (NOTES o1): gated delta V = 96, 1 block of 96
   // columns (3 an SM) 0.045 ms against 3 of 32 (5) 0.062; V = 224, 2 of
   // 112 (1) 0.222 against 7 of 32 (2) 0.277; negeig V = 192 (D split), 2
   // of 96 (1) 0.202 against 3 of 64 (2) 0.160.

@@ -96,7 +96,9 @@ constexpr int64_t kNarrowStateColumns = 16;
 /// twice the columns (four groups, eight warps) in half the blocks, where
 /// the 32-column blocks would take more than one wave
 /// (linattn-widen-state-blocks; bench/NOTES.md w3). A request: where its
-/// shared memory does not fit, the kernel keeps kStateColumns.
+/// shared memory does not fit, its outputs leave from registers instead of
+/// staged (K > 128, w4), and where even that does not, the kernel keeps
+/// kStateColumns.
 constexpr int64_t kWideStateColumns = 64;
 constexpr StringLiteral kStateColumnsAttrName = "linattn.state_columns";
 /// The state columns B * HV * V at and under which the state pass's
