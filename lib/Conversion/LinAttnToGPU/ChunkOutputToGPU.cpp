@@ -65,8 +65,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // chunk), each over the chunk's 64-row segments up to its own.
   int64_t chunk = op.getChunkSize(), numSegments = chunk / kChunk;
   int64_t numWarps = chunk / 16;
-  int64_t cols = outputColumnsFor(V);
-  int64_t columnTiles = V / cols, nTiles = cols / 8;
+  // The block's value columns, their 8-column tiles, and the chunk's
+  // column tiles: chosen with the units below (useColumns).
+  int64_t cols = 0, nTiles = 0, columnTiles = 0;
   // Per-key gates: a block takes two column tiles of its chunk, a unit of
   // numWarps warps each (the kernel's `unit`), so that Q, K, K' and the
   // gates are loaded and K' decayed once for both. Warp w of unit 0 owns
@@ -78,7 +79,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // Two units where their tiles fit one block's shared memory (K = 256
   // does not: one unit then).
   bool pairsUnits = perKey && numSegments == 1 && !op.getCarries();
-  int64_t units = pairsUnits && columnTiles % 2 == 0 ? 2 : 1;
+  int64_t units = 1;
 
   if (op.getCarries() && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
     return op.emitOpError() << "GPU output kernel stages carries in the chunk "
