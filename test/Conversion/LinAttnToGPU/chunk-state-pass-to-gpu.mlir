@@ -6,10 +6,10 @@
 // ring of input stages filled by cp.async, the state in the warps'
 // accumulator registers across a sequential loop over the chunks.
 //
-// The WY form (gated delta, bf16 W, K = V = 128): three input stages of W
+// The WY form (gated delta, bf16 W, K = V = 128): four input stages of W
 // (C (K + 8) 2 = 17408), K (C (K + 8) 2 = 17408), U columns (C (32 + 4) 4 =
-// 9216), gates (256): 3 * 44288 = 132864, then the exchange of 4 warps x 8
-// row tiles x 32 lanes x 16 bytes = 16384: 149248, then the output buffers.
+// 9216), gates (256): 4 * 44288 = 177152, then the exchange of 4 warps x 8
+// row tiles x 32 lanes x 16 bytes = 16384: 193536, then the output buffers.
 
 // Blocks (V / 32, HV, B), 128 threads: two column
 //    groups of 16 value columns, each split over two warps by keys. A
@@ -33,14 +33,14 @@
 // CHECK:         %[[D:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[STATES:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128x128xbf16>
 // CHECK:         %[[FINAL:.*]] = memref.alloc(%{{.*}}) : memref<?x2x128x128xf32>
-// CHECK:         %[[SPSMEM:.*]] = arith.constant 179968 : i32
+// CHECK:         %[[SPSMEM:.*]] = arith.constant 224256 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[SPSMEM]] {
 // CHECK-NEXT:      %[[SM2:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Three stages of 44288 bytes (W and K padded like every ldmatrix tile, the
+// Four stages of 44288 bytes (W and K padded like every ldmatrix tile, the
 // block's 32 U columns padded by 16 bytes, row gates), the 16 KiB
 // exchange of the partial products, then two output buffers of 15360
 // bytes (S_n [128][32 + 8] and D_n [64][32 + 8] in bf16). The
-// prologue starts chunks 0 and 1 (16-byte cp.async, rows past T
+// prologue starts chunks 0, 1 and 2 (16-byte cp.async, rows past T
 // zero-filled: source size 0).
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM2]][%{{.*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
@@ -58,13 +58,13 @@
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[FIRST:.*]] = nvgpu.device_async_create_group
 // CHECK:           nvgpu.device_async_create_group
-// Each iteration waits for chunk n (one newer group may be in flight),
-// then starts chunk n + 2's copies.
+// CHECK:           nvgpu.device_async_create_group
+// Each iteration waits for chunk n (two newer groups may be in flight);
+// it starts chunk n + 3's copies after its update (prefetchLate).
 // CHECK:           %{{.*}}:32 = scf.for {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32) {
-// CHECK:             nvgpu.device_async_wait %[[FIRST]] {numGroups = 1 : i32}
+// CHECK:             nvgpu.device_async_wait %[[FIRST]] {numGroups = 2 : i32}
 // CHECK-NEXT:        gpu.barrier
-// CHECK-COUNT-4:     nvgpu.device_async_copy
-// CHECK:             nvgpu.device_async_create_group
+// CHECK-NOT:         nvgpu.device_async_copy
 // Chunk n - 1's outputs leave (from n = 1 on): 4 x 8 state elements per
 // thread, and D's rows below the chunk's valid ones.
 // CHECK:             scf.if
@@ -100,6 +100,9 @@
 // CHECK-COUNT-64:    nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:         nvvm.mma.sync
 // CHECK-NOT:         gpu.barrier
+// CHECK-COUNT-4:     nvgpu.device_async_copy
+// CHECK:             nvgpu.device_async_create_group
+// CHECK-NOT:         nvvm.mma.sync
 // CHECK:             scf.yield
 // CHECK:           nvgpu.device_async_wait %[[FIRST]] {numGroups = 0 : i32}
 // CHECK-NEXT:      gpu.barrier
@@ -352,10 +355,11 @@ func.func @f32_row_gates(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %G:
 // column group of 16 value columns, its keys over two warps (64 threads),
 // V / 16 = 8 blocks a head. Each warp's work per chunk is the wide block's
 // (96 products); the stages hold the block's 16 U columns (C (16 + 4) 4 =
-// 5120): 3 x (17408 + 17408 + 5120 + 256) = 120576, the exchange of 2
-// warps 8192, the output buffers 2 x (128 + 64) (16 + 8) 2 = 18432: 147200.
+// 5120): 4 x (17408 + 17408 + 5120 + 256) = 160768 (four stages: the
+// copies issued after the update), the exchange of 2 warps 8192, the
+// output buffers 2 x (128 + 64) (16 + 8) 2 = 18432: 187392.
 // CHECK-LABEL: func.func @wy_form_narrow(
-// CHECK:         %[[NSMEM:.*]] = arith.constant 147200 : i32
+// CHECK:         %[[NSMEM:.*]] = arith.constant 187392 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c8{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[NSMEM]] {
 // COUNT-LABEL: func.func @wy_form_narrow(
 // COUNT-COUNT-96: nvvm.mma.sync
@@ -372,7 +376,8 @@ func.func @wy_form_narrow(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>,
 // where the 32-column blocks would take more than one wave): four column
 // groups of 16 value columns, each over two warps (256 threads), V / 64 =
 // 2 blocks a head. The stages hold 64 U columns (64 (64 + 4) 4 = 17408):
-// three would not fit, two do: 2 x (17408 + 17408 + 17408 + 256) = 104960,
+// neither four (for copies issued after the update) nor three would fit,
+// two do (the copies issued after the barrier): 2 x (17408 + 17408 + 17408 + 256) = 104960,
 // the exchange of 8 warps 32768, the output buffers 2 x (128 + 64) (64 +
 // 8) 2 = 55296: 193024.
 // CHECK-LABEL: func.func @wy_form_wide(

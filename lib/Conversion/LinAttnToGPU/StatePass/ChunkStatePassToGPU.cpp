@@ -539,7 +539,9 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   // step n - 1 for step n + stages - 1.
   k.waitCopies(firstGroup, p.stages - 2);
   k.barrier();
-  prefetch(e.addIndex(n, e.index(p.stages - 1)));
+  auto prefetchAhead = [&] { prefetch(e.addIndex(n, e.index(p.stages - 1))); };
+  if (!p.prefetchLate)
+    prefetchAhead();
   Stage st = stageAt(n);
   Value lastRow = e.subIndex(rows.valid, e.index(1));
   // Per-key gates: K' = K * exp(G_C - G) in place (step c's B operand),
@@ -562,6 +564,10 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   Value gLast;
   SmallVector<Value> next =
       updateState(st, flat, std::move(d), n, rows, lastRow, carriedIn, gLast);
+  // Late, the copies still go to step n - 1's slot: no warp reads it after
+  // this step's barrier.
+  if (p.prefetchLate)
+    prefetchAhead();
   if (p.carryGateBase)
     next.push_back(gLast);
   return next;

@@ -160,11 +160,14 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
     p.outBytes = 2 * (p.stateOutBytes + p.valueOutBytes);
     // Per-key gates that the state pass decays itself stage [64][K] gates
     // besides: their loop is not the short one, and keeps three.
-    p.stages = p.hasW() || p.decay == Decay::Keys ? kStateStages
-                                                   : kStateStagesWithoutW;
+    bool late = p.wIsOperand() && p.keysAreOperands && p.hasGates();
+    p.stages = late ? kStateStagesPrefetchLate
+               : p.hasW() || p.decay == Decay::Keys ? kStateStages
+                                                    : kStateStagesWithoutW;
     while (p.stages > 2 &&
            p.stages * s.bytes() + p.exchangeBytes + p.outBytes > limit)
       --p.stages;
+    p.prefetchLate = late && p.stages == kStateStagesPrefetchLate;
     p.exchangeOffset = p.stages * s.bytes();
     p.outOffset = p.exchangeOffset + p.exchangeBytes;
     return p.sharedBytes() <= limit;

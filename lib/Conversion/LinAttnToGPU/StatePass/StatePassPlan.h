@@ -45,6 +45,10 @@ struct StateBlock {
 /// NOTES c24). Fewer where they do not fit (f32 keys, an f32 W).
 constexpr int64_t kStateStages = 3;
 constexpr int64_t kStateStagesWithoutW = 4;
+/// The gated kernels with W issue a step's copies after its update (see
+/// StatePassPlan::prefetchLate) and take a fourth stage for it, so that
+/// the copies keep two steps of lead.
+constexpr int64_t kStateStagesPrefetchLate = 4;
 
 /// One chunk_state_pass's kernel, decided.
 struct StatePassPlan {
@@ -110,6 +114,16 @@ public:
   bool carryGateBase = false;
   /// The key parts' partial D products are summed through shared memory.
   bool exchange = false;
+  /// Step n issues step n + stages - 1's copies after its update instead
+  /// of right after its barrier: their ~200 instructions a warp then wait
+  /// behind the update's products rather than in front of the step's
+  /// chain. Taken where there are gates and W and the keys go to the
+  /// tensor cores as staged (16-bit), and a fourth stage fits:
+  /// the gated delta rule's and KDA's state pass -5 to -11% (K = 128); the
+  /// ungated delta rule and the kernels without W measured 3-5% slower
+  /// with it, and three stages with it lose the copies' lead (K = 64: +26%)
+  /// (bench/NOTES.md s1).
+  bool prefetchLate = false;
 
   // The warps' roles.
   int64_t keysPerWarp = 0; ///< K / kStateKeySplit
