@@ -121,8 +121,8 @@ public:
   /// tensor cores as staged (16-bit), and a fourth stage fits:
   /// the gated delta rule's and KDA's state pass -5 to -11% (K = 128); the
   /// ungated delta rule and the kernels without W measured 3-5% slower
-  /// with it, and three stages with it lose the copies' lead (K = 64: +26%)
-  /// (bench/NOTES.md s1).
+  /// with it, and three stages with it lose the copies' lead (K = 64: +27%)
+  /// (bench/NOTES.md q1).
   bool prefetchLate = false;
 
   // The warps' roles.
