@@ -122,7 +122,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
       `cp.async` (three stages; without W four, chunk n + 3's) while
-      chunk n is computed. 16-bit chunk
+      chunk n is computed; with gates and a 16-bit W and keys, four
+      stages, chunk n + 3's copies issued after chunk n's update. 16-bit chunk
       states and new values leave by `stmatrix` through shared memory;
       without W the new values are `u` itself.
     - `chunk_output`, one block per (chunk x 64 columns, value head,
