@@ -5,9 +5,14 @@ JSON lines), and shows the fit against them.
 
     /usr/bin/python3 bench/gpu/fit_cost_model.py GRID.jsonl [--json FIT.json] [--table]
         [--check-cpp lib/Transforms/GPUCostModel.cpp]
+        [--predict "kind=KIND dtype=DT B=.. T=.. H=.. HV=.. K=.. V=.. [qk_l2norm=1]"]
 
 (--check-cpp: fails unless the constants compiled in are this fit's, to the
-4 significant digits they are written with.)
+4 significant digits they are written with. --predict: the fit's estimates
+for one call, with the constants rounded as they are compiled in, printed
+as --linattn-explain prints GPUCostModel.cpp's: test/Transforms/
+gpu-cost-model-fit.test compares the two, so that the formulas, padding
+bytes included, are the same on both sides.)
 
 The model (per call, seconds; docs/gpu-strategy.md derives it):
 
@@ -173,10 +178,14 @@ def main():
     p.add_argument("--check-cpp", help="GPUCostModel.cpp whose tables must hold this fit")
     p.add_argument("--print-cpp", action="store_true",
                    help="print the fit as GPUCostModel.cpp's tables")
+    p.add_argument("--predict", metavar="ROW",
+                   help="print the estimates for one call ('kind=... dtype=... B=... ...')")
     args = p.parse_args()
     rows = [json.loads(l) for l in open(args.grid) if l.strip()]
     rows = [r for r in rows if "ms" in r]
     constants = fit(rows)
+    if args.predict:
+        return print_prediction(constants, args.predict)
     report = {"constants": {}, "rows": [], "crossovers": []}
     for family, x in constants.items():
         terms = (RECURRENT_TERMS if family.startswith("recurrent") else
@@ -222,6 +231,30 @@ def main():
         print_cpp(constants, len(rows))
     if args.check_cpp:
         return check_cpp(args.check_cpp, constants)
+
+
+def format_seconds(seconds):
+    """As SelectStrategy.cpp's formatSeconds (without its padding)."""
+    return f"{seconds * 1e3:.3f} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.1f} us"
+
+
+def print_prediction(constants, spec):
+    """Both strategies' estimates for one call, from the constants as
+    GPUCostModel.cpp holds them (4 significant digits)."""
+    row = {"qk_l2norm": 0}
+    for item in spec.split():
+        key, value = item.split("=")
+        row[key] = value if key in ("kind", "dtype") else int(value)
+    compiled = {family: [float(f"{v:.4g}") for v in x] for family, x in constants.items()}
+    estimates = {s: predict(compiled, dict(row, strategy=s)) for s in ("recurrent", "chunked")}
+    bytes_ = padding_bytes(dict(row, strategy="chunked"))
+    launches, per_byte = compiled.get(PADDING, [0.0, 0.0])
+    padding = launches + per_byte * bytes_ if bytes_ else 0.0
+    print(f"model at B = {row['B']}, T = {row['T']}: recurrent "
+          f"{format_seconds(estimates['recurrent'])}, chunked "
+          f"{format_seconds(estimates['chunked'])}, padding {padding * 1e6:.1f} us "
+          f"({bytes_} bytes)")
+    return 0
 
 
 def print_cpp(constants, calls):

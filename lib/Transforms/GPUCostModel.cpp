@@ -32,7 +32,8 @@ struct PaddingFit {
 //   /usr/bin/python3 bench/gpu/fit_cost_model.py \
 //       bench/results/gpu_strategy_grid_h200.jsonl --json bench/results/gpu_cost_model_fit.json
 // from the H200 grid (670 calls; bench/NOTES.md f1, d4, p3, p4). test/Transforms/
-// gpu-cost-model-fit.test checks these against that file.
+// gpu-cost-model-fit.test checks these against that file, and the estimates
+// below (paddingBytes included) against fit_cost_model.py --predict.
 constexpr RecurrentFit kRecurrentFits[] = {
     {"recurrent_delta", 4.133e-06, 5.598e-07, 6.705e-11, 2.131e-13, 7.819e-09},
     {"recurrent", 4.332e-06, 5.203e-07, 3.789e-11, 2.3e-13, 0},
