@@ -68,12 +68,34 @@ bool ownsBuffer(scf::IfOp ifOp, unsigned i) {
   return true;
 }
 
+/// The memory `v` is: `v`, or for a result of an scf.if whose branches
+/// both yield the same memory there (see through nested ifs), that memory.
+Value sameBufferOf(Value v) {
+  auto ifOp = v.getDefiningOp<scf::IfOp>();
+  if (!ifOp || ifOp.getElseRegion().empty())
+    return v;
+  unsigned i = cast<OpResult>(v).getResultNumber();
+  Value then = sameBufferOf(ifOp.thenYield().getOperand(i));
+  Value other = sameBufferOf(ifOp.elseYield().getOperand(i));
+  return isSameView(then, other) ? then : v;
+}
+
+/// Whether every branch of `ifOp` yields `buffer`'s memory as result `i`:
+/// the result is then that memory whichever ran, e.g. a state pass whose
+/// new values are its input u, under run-time choices of blocks.
+bool yieldsSameBuffer(scf::IfOp ifOp, unsigned i, Value buffer) {
+  if (ifOp.getElseRegion().empty())
+    return false;
+  return isSameView(sameBufferOf(ifOp.getResult(i)), sameBufferOf(buffer));
+}
+
 /// Frees `owner` (an allocation, or an scf.if result that owns its
 /// buffer) unless the function returns it: a `memref.dealloc` after the
 /// last op of its block that uses it or a view of it (a kernel using it
 /// counts as one use, at its launch). Yielded out of an scf.if whose
 /// result owns it, the result is freed instead (the caller's walk reaches
-/// it); yielded out of one that does not, it must be returned.
+/// it); yielded by every branch of one, the result is one more view of it;
+/// yielded out of one that does not own it otherwise, it must be returned.
 LogicalResult freeUnlessReturned(func::FuncOp func, Value owner) {
   Block *block = owner.getParentBlock();
   Operation *last = owner.getDefiningOp();
@@ -96,6 +118,13 @@ LogicalResult freeUnlessReturned(func::FuncOp func, Value owner) {
         if (alias == owner && user->getBlock() == block &&
             ownsBuffer(ifOp, use.getOperandNumber())) {
           handedOver = true; // freed (or returned) as the if's result
+          continue;
+        }
+        if (yieldsSameBuffer(ifOp, use.getOperandNumber(), alias)) {
+          // One more view of the buffer (each branch's yield reaches here).
+          Value result = ifOp.getResult(use.getOperandNumber());
+          if (!llvm::is_contained(aliases, result))
+            aliases.push_back(result);
           continue;
         }
         yield = user;

@@ -91,6 +91,80 @@ func.func @yielded_not_returned(%c: i1, %out: memref<64xf32>) {
 
 // -----
 
+// One buffer, allocated before an scf.if, yielded by both of its branches
+// (a state pass's new values that are its padded input u, under the
+// run-time choice of state-pass blocks): the result is that buffer
+// whichever ran, one more view of it; the buffer is freed after the last
+// use of either (the kernel reading the result).
+// CHECK-LABEL: func.func @yielded_by_both_branches
+// CHECK:         %[[U:.*]], %{{.*}} = gpu.alloc async
+// CHECK:         %[[R:.*]] = scf.if
+// CHECK:           scf.yield %[[U]]
+// CHECK:           scf.yield %[[U]]
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         gpu.launch
+// CHECK:           memref.load %[[R]]
+// CHECK:         %[[T:.*]] = gpu.wait async
+// CHECK-NEXT:    %{{.*}} = gpu.dealloc async [%[[T]]] %[[U]] : memref<64xf32>
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         return
+func.func @yielded_by_both_branches(%c: i1, %a: memref<64xf32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %u = memref.alloc() : memref<64xf32>
+  memref.copy %a, %u : memref<64xf32> to memref<64xf32>
+  %r = scf.if %c -> memref<64xf32> {
+    scf.yield %u : memref<64xf32>
+  } else {
+    scf.yield %u : memref<64xf32>
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %x = memref.load %r[%i] : memref<64xf32>
+    memref.store %x, %out[%i] : memref<64xf32>
+    scf.reduce
+  } {mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+  return
+}
+
+// -----
+
+// The same through nested choices (wide blocks or not, then narrow or
+// not): one branch yields the inner if's result, itself the buffer.
+// CHECK-LABEL: func.func @yielded_through_nested_ifs
+// CHECK:         %[[U:.*]], %{{.*}} = gpu.alloc async
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         gpu.launch
+// CHECK:         %[[T:.*]] = gpu.wait async
+// CHECK-NEXT:    %{{.*}} = gpu.dealloc async [%[[T]]] %[[U]] : memref<64xf32>
+// CHECK-NOT:     gpu.dealloc
+// CHECK:         return
+func.func @yielded_through_nested_ifs(%c: i1, %d: i1, %a: memref<64xf32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  %u = memref.alloc() : memref<64xf32>
+  memref.copy %a, %u : memref<64xf32> to memref<64xf32>
+  %r = scf.if %c -> memref<64xf32> {
+    %inner = scf.if %d -> memref<64xf32> {
+      scf.yield %u : memref<64xf32>
+    } else {
+      scf.yield %u : memref<64xf32>
+    }
+    scf.yield %inner : memref<64xf32>
+  } else {
+    scf.yield %u : memref<64xf32>
+  }
+  scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+    %x = memref.load %r[%i] : memref<64xf32>
+    memref.store %x, %out[%i] : memref<64xf32>
+    scf.reduce
+  } {mapping = [#gpu.loop_dim_map<processor = thread_x, map = (d0) -> (d0), bound = (d0) -> (d0)>]}
+  return
+}
+
+// -----
+
 // Yielded out of an scf.if but not returned, where the other branch yields
 // a buffer it did not allocate (an argument): freeing the result could
 // free the caller's buffer, so it is refused, not leaked.
