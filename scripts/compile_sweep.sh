@@ -4,9 +4,10 @@
 # ok, error (a diagnostic) or CRASH (a signal, an assertion, LLVM ERROR):
 #   [SWEEP_ONLY=REGEX] scripts/compile_sweep.sh [OUT_DIR=/tmp/linattn-sweep] [STRATEGIES="auto chunked"]
 # Prints one line per compile (NAME STRATEGY OUTCOME RC FIRST-ERROR) and a
-# count per outcome (SWEEP_ONLY: only the specs whose name matches); exits non-zero on any CRASH. Kinds: all eight; sizes:
-# K = V in 16..256 by 16 (both head layouts), and nine K != V pairs. bf16,
-# dynamic B and T. About 20 minutes on 2 cores for both strategies.
+# count per outcome (SWEEP_ONLY: only the specs whose name matches); exits
+# non-zero on any CRASH. Kinds: every one test/lib/linattn_ref.py knows;
+# sizes: K = V in 16..256 by 16 (both head layouts), and nine K != V pairs.
+# bf16, dynamic B and T. About 20 minutes on 2 cores for both strategies.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/linattn-sweep}
@@ -17,12 +18,10 @@ import sys
 sys.path.insert(0, "test/lib")
 import linattn_ref as ref
 out = sys.argv[1]
-kinds = ["identity", "constant_decay", "scalar_gate", "key_gate", "delta",
-         "gated_delta", "negeig_delta", "kda"]
 sizes = range(16, 257, 16)
 pairs = [(s, s) for s in sizes] + [(128, 64), (64, 128), (96, 160), (256, 64), (64, 256),
                                    (48, 192), (240, 112), (16, 256), (256, 16)]
-for kind in kinds:
+for kind in ref.KINDS:
     for K, V in pairs:
         for H, HV in ((8, 8), (4, 8)):
             if H != HV and K != V:

@@ -158,14 +158,20 @@ def fit(rows):
     return constants
 
 
+def padding_seconds(constants, row):
+    """The padding copies' term of a chunked call (0 unpadded)."""
+    bytes_ = padding_bytes(row)
+    if not bytes_:
+        return 0.0
+    launches, per_byte = constants.get(PADDING, [0.0, 0.0])
+    return launches + per_byte * bytes_
+
+
 def predict(constants, row):
     family, f = features(row)
     seconds = float(np.dot(constants[family], f))
     if row["strategy"] == "chunked":
-        bytes_ = padding_bytes(row)
-        if bytes_:
-            launches, per_byte = constants.get(PADDING, [0.0, 0.0])
-            seconds += launches + per_byte * bytes_
+        seconds += padding_seconds(constants, row)
     return seconds
 
 
@@ -247,9 +253,8 @@ def print_prediction(constants, spec):
         row[key] = value if key in ("kind", "dtype") else int(value)
     compiled = {family: [float(f"{v:.4g}") for v in x] for family, x in constants.items()}
     estimates = {s: predict(compiled, dict(row, strategy=s)) for s in ("recurrent", "chunked")}
-    bytes_ = padding_bytes(dict(row, strategy="chunked"))
-    launches, per_byte = compiled.get(PADDING, [0.0, 0.0])
-    padding = launches + per_byte * bytes_ if bytes_ else 0.0
+    bytes_ = padding_bytes(row)
+    padding = padding_seconds(compiled, row)
     print(f"model at B = {row['B']}, T = {row['T']}: recurrent "
           f"{format_seconds(estimates['recurrent'])}, chunked "
           f"{format_seconds(estimates['chunked'])}, padding {padding * 1e6:.1f} us "
