@@ -36,6 +36,10 @@ SPECS = {
                        dtype="f32", qk_l2norm=False),
     "simple_gla_h8_f32": dict(kind="scalar_gate", family="simple_gla", H=8, HV=8, K=128,
                               V=128, dtype="f32", qk_l2norm=False),
+    "gla_h8_f32": dict(kind="key_gate", family="gla", H=8, HV=8, K=128, V=128, dtype="f32",
+                       qk_l2norm=False),
+    "kda_h8_f32": dict(kind="kda", family="kda", H=8, HV=8, K=128, V=128, dtype="f32",
+                       qk_l2norm=False),
     # Mamba-2 2.7B's SSD layer: one shared B/C (k/q) head, 80 value heads,
     # d_state 128, head dim 64; a scalar decay per head and token.
     "mamba2": dict(kind="scalar_gate", family="simple_gla", H=1, HV=80, K=128, V=64,
@@ -70,6 +74,8 @@ ROWS += [
     ("gdn_h4_k256", 2, 4096, "head size 256"),
     ("gdn_h8_f32", 4, 4096, "f32 inputs"),
     ("simple_gla_h8_f32", 4, 4096, "f32 inputs"),
+    ("gla_h8_f32", 4, 4096, "f32 inputs"),
+    ("kda_h8_f32", 4, 4096, "f32 inputs"),
     ("mamba2", 1, 8192, "Mamba-2 2.7B prefill"),
     ("mamba2", 8, 2048, "Mamba-2 2.7B prefill"),
 ]

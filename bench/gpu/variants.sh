@@ -12,7 +12,7 @@
 # the families with diagonal transitions; chunked (tensor cores) and
 # segment-scan (the chunk states by a scan, the chunk kernels around it) for
 # the 16-bit and f32 specs of every family (f32 split into bf16 hi + lo
-# parts; not with per-key gates).
+# parts; negeig's f32 specs auto only).
 # Variants are named <family>_<dtype>_<K>_<strategy>; gated_deltanet_l2norm
 # and gla_l2norm are Gated DeltaNet and GLA with {qk_l2norm},
 # gated_deltanet_f16_128 the example in f16, kda_h32 KDA with H = HV = 32; <strategy>-c128 variants are
@@ -41,9 +41,9 @@ ref.write_spec(path, kind, name, dtype, 1, 1, 8, 8, int(size), int(size), decay=
 PY
   done
 done
-# The delta rules in f32 at the head size of their models (K = V = 128):
-# the split operands' error grows with K.
-for pair in delta:deltanet gated_delta:gated_deltanet; do
+# The delta rules and the per-key gates in f32 at the head size of their
+# models (K = V = 128): the split operands' error grows with K.
+for pair in delta:deltanet gated_delta:gated_deltanet key_gate:gla kda:kda; do
   kind=${pair%%:*} name=${pair##*:}
   /usr/bin/python3 - "$kind" "$name" "$specs/${name}_f32_128.mlir" <<'PY'
 import sys
@@ -79,10 +79,10 @@ for spec in "$specs"/*.mlir; do
   base=$(basename "$spec" .mlir)
   echo "${base}_recurrent $spec --strategy=recurrent"
   case "$base" in
-    # f32 inputs with per-key gates, or of negeig (whose reflections carry
-    # the split's error past 1e-4: bench/NOTES.md f2), have no chunked
-    # kernels: auto alone (recurrent, and --linattn-explain says why).
-    gla_f32_*|kda_f32_*|deltanet_negeig_f32_*) echo "${base}_auto $spec" ;;
+    # f32 inputs of negeig (whose reflections carry the split's error past
+    # 1e-4: bench/NOTES.md f2) have no chunked kernels: auto alone
+    # (recurrent, and --linattn-explain says why).
+    deltanet_negeig_f32_*) echo "${base}_auto $spec" ;;
     # Above 128 the chunked kernels take a spec only where their tiles fit
     # (negeig's split W at 256 does not): auto alone, which keeps
     # recurrent where they do not (linattn-fit-chunked-kernels).

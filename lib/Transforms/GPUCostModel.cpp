@@ -63,8 +63,8 @@ std::string familyName(StringRef path, const ProblemShape &s) {
 }
 
 /// The fit of `path`'s family for `s`; for a combination the grid has no
-/// rows of (f32 with per-key gates: recurrent only, no chunked kernels to
-/// weigh it against) the 16-bit family's.
+/// rows of (f32 with per-key gates, whose chunked kernels came after the
+/// grid: bench/NOTES.md f4) the 16-bit family's.
 template <typename Fit, size_t N>
 const Fit &fitFor(const Fit (&fits)[N], StringRef path, const ProblemShape &s) {
   std::string name = familyName(path, s);

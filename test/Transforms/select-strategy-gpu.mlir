@@ -79,14 +79,26 @@ func.func @negeig_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %b: te
 
 // -----
 
-// Not with per-key gates: their kernels decay 16-bit keys.
+// With per-key gates f32 inputs take the split kernels up to K = 128.
 // CHECK-LABEL: func.func @gla_f32
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent ({{.*}}) (no chunked kernels: GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates decay 16-bit keys)
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: {{[0-9]+}}, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= {{[0-9]+}} (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
 func.func @gla_f32(%q: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
   %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
   return %o, %s : tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Above it, the recurrent kernel, and --linattn-explain says why.
+// CHECK-LABEL: func.func @gla_f32_k160
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for key_gate: recurrent ({{.*}}) (no chunked kernels: GPU chunked kernels take f32 inputs with per-key gates up to K = 128 (their split tiles' shared memory), got K = 160)
+func.func @gla_f32_k160(%q: tensor<?x?x2x160xf32>, %v: tensor<?x?x2x160xf32>, %g: tensor<?x?x2x160xf32>, %s0: tensor<?x2x160x160xf32>) -> (tensor<?x?x2x160xf32>, tensor<?x2x160x160xf32>) {
+  %o, %s = linattn.recurrence key_gate q(%q) k(%q) v(%v) gate(%g) state(%s0)
+      : (tensor<?x?x2x160xf32>, tensor<?x?x2x160xf32>, tensor<?x?x2x160xf32>, tensor<?x?x2x160xf32>, tensor<?x2x160x160xf32>) -> (tensor<?x?x2x160xf32>, tensor<?x2x160x160xf32>)
+  return %o, %s : tensor<?x?x2x160xf32>, tensor<?x2x160x160xf32>
 }
 
 // -----

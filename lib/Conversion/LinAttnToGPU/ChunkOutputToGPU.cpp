@@ -88,7 +88,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                             << elementOf(op.getChunkStates());
 
   // Shared memory: Q [C][K], K [C][K] (per-key gates: and the decayed
-  // keys K' [64][K]; f32 q and k, an f32 spec's: their lo parts), then
+  // keys K' [64][K]; f32 q and k, an f32 spec's: the lo parts of those
+  // tiles after them), then
   // S [K][cols] and D [C][cols]
   // (each split if f32; 16-bit ones are operands as they are; both read
   // transposed by ldmatrix .trans); C row gates, or per key [64][K].
@@ -97,13 +98,14 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   bool sIsOperand = elementOf(op.getChunkStates()) == *mmaElem;
   bool dIsOperand = elementOf(op.getNewValues()) == *mmaElem;
   // An f32 spec's q and k are split like S and D: rounded, Q K^T and Q S
-  // would cost it its 1e-4 (per-key gates take 16-bit keys: mmaTypeOf).
-  bool splitQK = elementOf(op.getQ()).isF32() && !perKey;
+  // would cost it its 1e-4. So is K' under per-key gates.
+  bool splitQK = elementOf(op.getQ()).isF32();
   // With two units, each has its own S and D tiles and an output tile
   // (the Q tile's rows, which unit 0 stages its output in, are read by
   // unit 1 until it is done).
   int64_t qBytes = chunk * (K + kPad) * 2;
-  int64_t sOffset = (perKey ? 3 : splitQK ? 4 : 2) * qBytes;
+  int64_t qkTiles = perKey ? 3 : 2;
+  int64_t sOffset = (splitQK ? 2 : 1) * qkTiles * qBytes;
   // Per-key gate rows are padded by 16 bytes: the score operands read
   // 8-byte pairs of 8 rows at once, which an unpadded 512-byte stride
   // (K = 128) puts in the same banks.
@@ -213,9 +215,14 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value qTile = k.tile(0, chunk, K + kPad, elem);
     Value kTile = k.tile(qBytes, chunk, K + kPad, elem);
-    Value qLo = splitQK ? k.tile(2 * qBytes, chunk, K + kPad, elem) : Value();
-    Value kLo = splitQK ? k.tile(3 * qBytes, chunk, K + kPad, elem) : Value();
+    // Tile i's lo part, where q and k are split.
+    auto loTile = [&](int64_t i, int64_t rows) {
+      return splitQK ? k.tile((qkTiles + i) * qBytes, rows, K + kPad, elem)
+                     : Value();
+    };
+    Value qLo = loTile(0, chunk), kLo = loTile(1, chunk);
     Operand qOperand = Operand::of(qTile, qLo);
+    Operand kOperand = Operand::of(kTile, kLo);
     // Unit u's S and D tiles (hi, then lo where they are f32), and the
     // calling warp's.
     auto sTile = [&](Value u, int64_t part) {
@@ -229,6 +236,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     Value sHi = sTile(unit, 0), sLo = sIsOperand ? Value() : sTile(unit, 1);
     Value dHi = dTile(unit, 0), dLo = dIsOperand ? Value() : dTile(unit, 1);
     Value kdTile = perKey ? k.tile(2 * qBytes, kChunk, K + kPad, elem) : Value();
+    Value kdLo = perKey ? loTile(2, kChunk) : Value();
     Value gShared = perKey ? k.tile(gOffset, kChunk, gStride, f32)
                            : k.vec(gOffset, chunk, f32);
 
@@ -300,7 +308,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         Value row0 =
             e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
         return blockLastRow(e, row0, rows.valid);
-      }, K);
+      }, K, kLo, kdLo);
       k.barrier();
     }
 
@@ -312,7 +320,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     auto segmentScores = [&](int64_t segment) {
       int64_t c0 = segment * kChunk;
       SmallVector<SmallVector<Value>> p = k.zeroAcc(kChunk / 8);
-      k.gemm(p, qOperand, m0, Operand::of(kTile, kLo), K, c0);
+      k.gemm(p, qOperand, m0, kOperand, K, c0);
       for (int64_t nt = 0; nt < kChunk / 8; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
           Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
@@ -354,18 +362,21 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
 
     // 3. O = scale (diag(exp(G)) Q S + P D), P over the segments up to the
     //    warp's; S comes from shared memory, split if it is f32. Per key,
-    //    the A operand of Q S is Q * exp(G) itself (<= |q|), rounded once.
+    //    the A operand of Q S is Q * exp(G) itself (<= |q|), rounded once
+    //    (split for an f32 spec).
     SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
     Operand sOperand = {{sHi, /*transposed=*/true}};
     if (sLo)
       sOperand.lo = TileView{sLo, true};
     if (perKey) {
-      k.gemm(o, [&](int64_t k0) -> MmaEmitter::FragmentA {
-        return {k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+      k.gemm(o, [&](int64_t k0) {
+        return k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
           Value q = k.loadWidened(qTile, {r, c}, 2);
+          if (qLo)
+            q = e.add(q, k.loadWidened(qLo, {r, c}, 2));
           Value g = k.loadWidened(gShared, {r, c}, 2);
           return e.mul(q, k.expPair(g));
-        }), {}};
+        }, /*split=*/splitQK);
       }, sOperand, K);
     } else {
       k.gemm(o, qOperand, m0, sOperand, K);
@@ -417,14 +428,15 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       // instruction cache (GLA's output kernel: 30% of its stalls were
       // instruction fetch, bench/NOTES.md c34).
       PerKeyDiagonal diagonal =
-          perKeyDiagonal(k, qTile, kTile, gShared, m0, rows.valid, K);
+          perKeyDiagonal(k, qOperand, kOperand, gShared, m0, rows.valid, K);
       Value numBlocks = k.select(k.ult(m0, rows.valid),
                                  e.addIndex(rowBlock, e.index(1)), e.index(0));
       ValueRange sums = e.forEachReduce(numBlocks, flatten(o),
           [&](Value block, ValueRange acc) -> SmallVector<Value> {
         Value row0 = e.mulIndex(block, e.index(16));
-        SmallVector<Value> scores = perKeyBlockScores(
-            k, qTile, kdTile, gShared, m0, row0, rows.valid, diagonal, K);
+        SmallVector<Value> scores =
+            perKeyBlockScores(k, qOperand, Operand::of(kdTile, kdLo), gShared,
+                              m0, row0, rows.valid, diagonal, K);
         for (int64_t i = 0; i < 8; ++i) {
           // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column
           // row0 + 8 (i / 4) + accCol(0, i % 4).

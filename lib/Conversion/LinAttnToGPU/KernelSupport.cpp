@@ -33,7 +33,8 @@ FailureOr<Type> mmaTypeOf(Operation *op, ValueRange inputs, Value gates) {
   if (std::string why = chunked_kernels::checkOperandType(elem); !why.empty())
     return op->emitOpError() << why << " (use strategy=recurrent)";
   if (std::string why = chunked_kernels::checkOperandGates(
-          elem, gates && cast<ShapedType>(gates.getType()).getRank() == 4);
+          elem, gates && cast<ShapedType>(gates.getType()).getRank() == 4,
+          cast<ShapedType>(inputs.front().getType()).getShape().back());
       !why.empty())
     return op->emitOpError() << why << " (use strategy=recurrent)";
   return chunked_kernels::mmaTypeFor(elem);

@@ -59,11 +59,14 @@ std::string checkOperandType(Type elem) {
   return text;
 }
 
-std::string checkOperandGates(Type elem, bool perKeyGates) {
-  // The per-key kernels decay their staged keys in place, rounded.
-  if (elem.isF32() && perKeyGates)
-    return "GPU chunked kernels take f32 inputs with scalar or no gates; "
-           "per-key gates decay 16-bit keys";
+std::string checkOperandGates(Type elem, bool perKeyGates, int64_t keyDim) {
+  // The per-key kernels hold q, k and the decayed keys split (hi and lo
+  // tiles each): twice the 16-bit tiles, beside [64][K] f32 gates.
+  if (elem.isF32() && perKeyGates && keyDim > kMaxSplitPerKeyHeadDim)
+    return "GPU chunked kernels take f32 inputs with per-key gates up to K "
+           "= " + std::to_string(kMaxSplitPerKeyHeadDim) +
+           " (their split tiles' shared memory), got K = " +
+           std::to_string(keyDim);
   return "";
 }
 
@@ -80,7 +83,8 @@ std::string whyNoKernels(RecurrenceOp op) {
       continue;
     const TransitionKindInfo &info = op.getKindInfo();
     if (std::string why =
-            checkOperandGates(elem, info.decay == DecayForm::PerKey);
+            checkOperandGates(elem, info.decay == DecayForm::PerKey,
+                              paddedHeadDim(op.getKeyDim()));
         !why.empty())
       return why;
     // The split's error (about 2^-17 of each product) is not damped by

@@ -29,27 +29,29 @@ namespace {
 /// `valid`): each warp its rows [m0, m0 + 16) against the column blocks at
 /// or before its own (perKeyBlockScores, with the keys as queries). Stages
 /// K' = K * exp(G_L - G) (L each 16-row block's last valid row) in `kd`
-/// first; ends with a barrier.
-void lowerTriangleOfPerKeyScores(MmaEmitter &k, Value keyTile, Value kd,
-                                 Value g, Value l, Value betaShared, Value m0,
-                                 Value valid, float rank1Scale, int64_t K) {
+/// first (split like the keys); ends with a barrier.
+void lowerTriangleOfPerKeyScores(MmaEmitter &k, const Operand &keys,
+                                 const Operand &kd, Value g, Value l,
+                                 Value betaShared, Value m0, Value valid,
+                                 float rank1Scale, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
-  decayRows(k, keyTile, kd, g, valid, [&](Value r) {
+  auto lo = [](const Operand &x) { return x.lo ? x.lo->buf : Value(); };
+  decayRows(k, keys.hi.buf, kd.hi.buf, g, valid, [&](Value r) {
     Value row0 = e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)),
                             e.index(16));
     return blockLastRow(e, row0, valid);
-  }, K);
+  }, K, lo(keys), lo(kd));
   zeroSquareTile(k, l);
   k.barrier();
-  PerKeyDiagonal diagonal = perKeyDiagonal(k, keyTile, keyTile, g, m0, valid, K);
+  PerKeyDiagonal diagonal = perKeyDiagonal(k, keys, keys, g, m0, valid, K);
   Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
   Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
                              e.index(0));
   e.forEach(numBlocks, [&](Value block) {
     Value row0 = e.mulIndex(block, e.index(16));
     SmallVector<Value> scores =
-        perKeyBlockScores(k, keyTile, kd, g, m0, row0, valid, diagonal, K);
+        perKeyBlockScores(k, keys, kd, g, m0, row0, valid, diagonal, K);
     // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column row0 +
     // 8 (i / 4) + accCol(0, i % 4).
     for (int64_t i = 0; i < 8; ++i) {
@@ -127,12 +129,16 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   // f32 keys (an f32 spec's, or the backward's normalised ones) are held
   // split: their lo part in a tile of its own, so that W is the keys' own
   // (the state pass and the gradients take them split too). So are f32
-  // values (an f32 spec's), in the same tile once W is out.
-  bool splitKeys = elementOf(op.getK()).isF32() && !perKey;
+  // values (an f32 spec's), in the same tile once W is out. Per key, the
+  // decayed keys' lo part has a tile of its own after it.
+  bool splitKeys = elementOf(op.getK()).isF32();
   bool splitValues = elementOf(op.getV()).isF32();
   int64_t loOffset = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
   int64_t loCols = std::max(splitKeys ? K : 0, splitValues ? V : 0);
-  int64_t sharedBytes = loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
+  int64_t kdLoOffset = loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
+  bool splitDecayedKeys = perKey && splitKeys;
+  int64_t sharedBytes =
+      kdLoOffset + (splitDecayedKeys ? kChunk * (K + kPad) * 2 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
     return failure();
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
@@ -157,6 +163,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
     Value keyLo = splitKeys ? k.tile(loOffset, kChunk, K + kPad, elem) : Value();
     Value valueLo = splitValues ? k.tile(loOffset, kChunk, V + kPad, elem) : Value();
+    Value kdLo = splitDecayedKeys ? k.tile(kdLoOffset, kChunk, K + kPad, elem)
+                                  : Value();
 
     // 1. Keys, gates and betas of the chunk.
     k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
@@ -183,8 +191,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
 
     Value m0 = e.mulIndex(k.warp, e.index(16));
     if (perKey)
-      lowerTriangleOfPerKeyScores(k, keyTile, kdTile, gKeys, lTile, betaShared,
-                                  m0, rows.valid, rank1Scale, K);
+      lowerTriangleOfPerKeyScores(k, Operand::of(keyTile, keyLo),
+                                  Operand::of(kdTile, kdLo), gKeys, lTile,
+                                  betaShared, m0, rows.valid, rank1Scale, K);
     // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
     SmallVector<SmallVector<Value>> acc = k.zeroAcc(perKey ? 0 : kChunk / 8);
     if (!perKey)
@@ -286,7 +295,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
     int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
     if (perKey) {
-      decayRows(k, keyTile, kdTile, gKeys, rows.valid, /*ref=*/nullptr, K);
+      decayRows(k, keyTile, kdTile, gKeys, rows.valid, /*ref=*/nullptr, K,
+                keyLo, kdLo);
       k.barrier();
     }
     splitScaledT([&](Value c) {
@@ -296,7 +306,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
         return e.mul(e.f32(rank1Scale), betaC);
       return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));
     });
-    Operand keys = perKey ? Operand::of(kdTile, Value(), true)
+    Operand keys = perKey ? Operand::of(kdTile, kdLo, /*transposed=*/true)
                           : Operand::of(keyTile, keyLo, /*transposed=*/true);
     int64_t wPiece = pieceColumns(K);
     for (int64_t c0 = 0; c0 < K; c0 += wPiece) {

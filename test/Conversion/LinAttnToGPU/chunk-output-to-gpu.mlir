@@ -208,6 +208,37 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
+// Per-key gates with f32 inputs (GLA's f32 spec), K = V = 64: Q, K and K'
+// are held split like S and D, their lo tiles after the three hi ones
+// (6 x 9216), S 2 x 9216, D 2 x 9216, gates 17408: 109568 bytes. Every
+// product takes three MMAs: (Q exp(G)) S 3 x 32 = 96 (its A operand split
+// in registers), a column block's scores 3 x 8, its P D 3 x 8.
+
+// CHECK-LABEL: func.func @per_key_gates_f32(
+// CHECK:         %[[FSMEM:.*]] = arith.constant 109568 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[FSMEM]] {
+// CHECK-COUNT-96:    nvvm.mma.sync
+// CHECK:             nvvm.vote.sync all
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK:             scf.for %{{.*}} = %c0{{[_0-9]*}} to %{{.*}} step %c1{{[_0-9]*}} iter_args({{.*}}) -> ({{(f32, ){31}f32}}) {
+// CHECK:               scf.if %{{.*}} -> ({{(f32, ){7}f32}}) {
+// CHECK-COUNT-24:        nvvm.mma.sync
+// CHECK:               } else {
+// CHECK-NOT:             nvvm.mma.sync
+// CHECK:               }
+// CHECK-COUNT-24:      nvvm.mma.sync
+// CHECK-NOT:         nvvm.mma.sync
+// CHECK-NOT:         nvvm.stmatrix
+// CHECK:           gpu.terminator
+// CHECK:         return
+func.func @per_key_gates_f32(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>, %G: tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xf32> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xf32>
+  return %o : tensor<?x?x2x64xf32>
+}
+
+// -----
+
 // GLA with V = 128 (K = 64): the output kernel's block takes both of the
 // chunk's 64-column tiles, two units of four warps (256 threads) that share
 // Q, K, K' and the gates (3 x 9216 + 17408 bytes) and each have their own

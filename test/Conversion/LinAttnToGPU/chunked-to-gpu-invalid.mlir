@@ -41,22 +41,22 @@ func.func @cumsum_too_many_keys(%g: tensor<?x?x1x2048xf32>) -> tensor<?x?x1x2048
 
 // -----
 
-// f32 inputs take the kernels split into bf16 hi + lo, but not beside
-// per-key gates (their kernels decay 16-bit keys).
-func.func @ut_f32_per_key_gates(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) {
-  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates decay 16-bit keys (use strategy=recurrent)}}
+// f32 inputs take the kernels split into bf16 hi + lo, beside per-key
+// gates only up to K = 128 (their split Q, K and K' tiles).
+func.func @ut_f32_per_key_gates_k160(%k: tensor<?x?x2x160xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2x160xf32>) -> (tensor<?x?x2x160xf32>, tensor<?x?x2x64xf32>) {
+  // expected-error @below {{'linattn.ut_transform' op GPU chunked kernels take f32 inputs with per-key gates up to K = 128 (their split tiles' shared memory), got K = 160 (use strategy=recurrent)}}
   %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%g) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
-      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
-  return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
+      : (tensor<?x?x2x160xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2x160xf32>) -> (tensor<?x?x2x160xf32>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x160xf32>, tensor<?x?x2x64xf32>
 }
 
 // -----
 
-func.func @state_pass_f32_per_key_gates(%k: tensor<?x?x2x64xf32>, %u: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels take f32 inputs with scalar or no gates; per-key gates decay 16-bit keys (use strategy=recurrent)}}
+func.func @state_pass_f32_per_key_gates_k160(%k: tensor<?x?x2x160xf32>, %u: tensor<?x?x2x64xf32>, %g: tensor<?x?x2x160xf32>, %s0: tensor<?x2x160x64xf32>) -> tensor<?x2x160x64xf32> {
+  // expected-error @below {{'linattn.chunk_state_pass' op GPU chunked kernels take f32 inputs with per-key gates up to K = 128 (their split tiles' shared memory), got K = 160 (use strategy=recurrent)}}
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 64 : i64}
-      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
-  return %final : tensor<?x2x64x64xf32>
+      : (tensor<?x?x2x160xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x160xf32>, tensor<?x2x160x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x160x64xf32>, tensor<?x2x160x64xf32>)
+  return %final : tensor<?x2x160x64xf32>
 }
 
 // -----

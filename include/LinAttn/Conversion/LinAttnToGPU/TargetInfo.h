@@ -168,10 +168,16 @@ std::string checkHeadDim(StringRef name, int64_t size);
 /// bf16 parts, x ~= hi + lo (about 16 significant bits; each product of
 /// two split operands is three MMAs, hi hi + hi lo + lo hi).
 std::string checkOperandType(Type elem);
+/// The largest (padded) K at which f32 inputs with per-key gates have
+/// chunked kernels: the output kernel holds Q, K and K' split (six 16-bit
+/// [64][K] tiles) beside the [64][K] f32 gates, 138 KB at K = 128 and
+/// 204 KB at 192, where the state tile no longer fits.
+constexpr int64_t kMaxSplitPerKeyHeadDim = 128;
 /// Why the kernels cannot take inputs of element type `elem` beside the
-/// gates, per key (`perKeyGates`) or not, or "" if they can: f32 inputs
-/// only with scalar or no gates.
-std::string checkOperandGates(Type elem, bool perKeyGates);
+/// gates, per key (`perKeyGates`) or not, at (padded) head size `keyDim`,
+/// or "" if they can: f32 inputs with per-key gates only up to
+/// kMaxSplitPerKeyHeadDim.
+std::string checkOperandGates(Type elem, bool perKeyGates, int64_t keyDim);
 /// The tensor-core operand type of inputs of element type `elem` (one
 /// checkOperandType takes): its own, or bf16 for f32 (the split's parts).
 Type mmaTypeFor(Type elem);

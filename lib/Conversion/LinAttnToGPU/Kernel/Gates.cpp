@@ -137,7 +137,8 @@ void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
 }
 
 void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
-               function_ref<Value(Value)> ref, int64_t cols) {
+               function_ref<Value(Value)> ref, int64_t cols, Value srcLo,
+               Value dstLo) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   constexpr int64_t kWidth = 8;
@@ -148,6 +149,8 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
     Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                          e.index(kWidth));
     Value xs = k.loadWidened(src, {r, c}, kWidth);
+    if (srcLo)
+      xs = arith::AddFOp::create(b, xs, k.loadWidened(srcLo, {r, c}, kWidth));
     Value gs = k.loadWidened(g, {r, c}, kWidth);
     Value gRef = ref ? k.loadWidened(g, {ref(r), c}, kWidth) : Value();
     Value keep = k.ult(r, valid);
@@ -161,10 +164,19 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
     }
     Value y = vector::FromElementsOp::create(
         b, VectorType::get({kWidth}, b.getF32Type()), ys);
-    if (!elem.isF32())
-      y = arith::TruncFOp::create(b, VectorType::get({kWidth}, elem), y);
-    vector::StoreOp::create(b, y, dst, ValueRange{r, c}, /*nontemporal=*/false,
-                            llvm::Align(16));
+    if (elem.isF32()) {
+      vector::StoreOp::create(b, y, dst, ValueRange{r, c},
+                              /*nontemporal=*/false, llvm::Align(16));
+      return;
+    }
+    auto narrow = VectorType::get({kWidth}, elem);
+    auto [hi, lo] = dstLo ? k.split(y, narrow)
+                          : std::pair<Value, Value>(
+                                arith::TruncFOp::create(b, narrow, y), Value());
+    for (auto [part, buf] : {std::pair{hi, dst}, std::pair{lo, dstLo}})
+      if (buf)
+        vector::StoreOp::create(b, part, buf, ValueRange{r, c},
+                                /*nontemporal=*/false, llvm::Align(16));
   });
 }
 

@@ -71,9 +71,12 @@ void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
 /// the factor is <= 1 (gates <= 0), so nothing overflows. Without `ref`
 /// the rows decay from the chunk's start instead (G = 0 before its first
 /// row): dst[r][c] = src[r][c] * exp(G[r][c]), <= 1 as well. Rows past
-/// `valid` are dropped by a select: their gates are staged zeros.
+/// `valid` are dropped by a select: their gates are staged zeros. A split
+/// src (an f32 spec's keys, `srcLo` given) is read as hi + lo, and a split
+/// dst (`dstLo` given) takes the decayed rows as hi and lo parts again.
 void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
-               function_ref<Value(Value)> ref, int64_t cols);
+               function_ref<Value(Value)> ref, int64_t cols,
+               Value srcLo = Value(), Value dstLo = Value());
 
 /// The sum of the chunk totals G_C(m) = G[b, min(chunk (m + 1), T) - 1,
 /// hv] over the chunks m in [m0, m1), m1 - m0 <= maxChunks, in every lane

@@ -150,6 +150,23 @@ SmallVector<Value> MmaEmitter::fragAFromPairs(Value m0, int64_t k0,
   return regs;
 }
 
+MmaEmitter::FragmentA
+MmaEmitter::fragAFromPairs(Value m0, int64_t k0,
+                           function_ref<Value(Value, Value)> pair, bool split) {
+  if (!split)
+    return {fragAFromPairs(m0, k0, pair), {}};
+  FragmentA fragment;
+  for (int64_t kHalf : {0, 8})
+    for (int64_t rowHalf : {0, 8}) {
+      Value r = e.addIndex(e.addIndex(m0, group), e.index(rowHalf));
+      Value c = e.addIndex(e.index(k0 + kHalf), e.mulIndex(quad, e.index(2)));
+      auto [hi, lo] = splitRegister(pair(r, c));
+      fragment.first.push_back(hi);
+      fragment.second.push_back(lo);
+    }
+  return fragment;
+}
+
 SmallVector<Value> MmaEmitter::fragA(TileView a, Value m0, int64_t k0) {
   return ldmatrix4(a, m0, k0, /*swap=*/false);
 }

@@ -119,6 +119,10 @@ public:
   /// 2q; a1 row g + 8; a2 and a3 the same at k + 8.
   SmallVector<Value> fragAFromPairs(Value m0, int64_t k0,
                                     function_ref<Value(Value, Value)> pair);
+  /// The same operand held split (hi and lo fragments) where `split`, an
+  /// f32 spec's: rounded once it would cost the spec its 1e-4.
+  FragmentA fragAFromPairs(Value m0, int64_t k0,
+                           function_ref<Value(Value, Value)> pair, bool split);
 
   /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of a view:
   /// tiles (m0, k0), (m0 + 8, k0), (m0, k0 + 8), (m0 + 8, k0 + 8).

@@ -7,8 +7,20 @@
 
 namespace mlir::linattn::kernel {
 
-SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
-                                  Value g, Value m0, int64_t K) {
+/// `width` consecutive elements of an operand's row in fp32: hi + lo where
+/// it is split.
+static Value loadOperand(MmaEmitter &k, const Operand &x, ValueRange indices,
+                         int64_t width) {
+  Value value = k.loadWidened(x.hi.buf, indices, width);
+  if (!x.lo)
+    return value;
+  return arith::AddFOp::create(k.b, value,
+                               k.loadWidened(x.lo->buf, indices, width));
+}
+
+SmallVector<Value> diagonalScores(MmaEmitter &k, const Operand &q,
+                                  const Operand &keys, Value g, Value m0,
+                                  int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Value row = e.addIndex(m0, k.group);
@@ -20,13 +32,13 @@ SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
       e.index(K / 2), SmallVector<Value>(8, e.f32(0.0f)),
       [&](Value step, ValueRange acc) -> SmallVector<Value> {
     Value c = e.mulIndex(step, e.index(2));
-    Value q[2], gq[2], kv[4], gk[4];
+    Value qs[2], gq[2], kv[4], gk[4];
     for (int64_t r = 0; r < 2; ++r) {
-      q[r] = k.loadWidened(qTile, {rowIdx[r], c}, 2);
+      qs[r] = loadOperand(k, q, {rowIdx[r], c}, 2);
       gq[r] = k.loadWidened(g, {rowIdx[r], c}, 2);
     }
     for (int64_t j = 0; j < 4; ++j) {
-      kv[j] = k.loadWidened(kTile, {colIdx[j], c}, 2);
+      kv[j] = loadOperand(k, keys, {colIdx[j], c}, 2);
       gk[j] = k.loadWidened(g, {colIdx[j], c}, 2);
     }
     SmallVector<Value> next(acc);
@@ -35,7 +47,7 @@ SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
         if (r == 0 && j >= 2)
           continue;
         // Accumulator element (tile j / 2, index 2 r + j % 2).
-        Value term = e.mul(e.mul(q[r], kv[j]), k.expPair(e.sub(gq[r], gk[j])));
+        Value term = e.mul(e.mul(qs[r], kv[j]), k.expPair(e.sub(gq[r], gk[j])));
         int64_t slot = 4 * (j / 2) + 2 * r + j % 2;
         for (int64_t x = 0; x < 2; ++x)
           next[slot] = e.add(next[slot], vector::ExtractOp::create(b, term, x));
@@ -45,8 +57,9 @@ SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
   return llvm::to_vector(sums);
 }
 
-PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
-                              Value m0, Value valid, int64_t K) {
+PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, const Operand &q,
+                              const Operand &keys, Value g, Value m0,
+                              Value valid, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
@@ -74,14 +87,15 @@ PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
       true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(elementwiseIf.thenBlock());
-  scf::YieldOp::create(b, diagonalScores(k, qTile, kTile, g, m0, K));
+  scf::YieldOp::create(b, diagonalScores(k, q, keys, g, m0, K));
   b.setInsertionPointToStart(elementwiseIf.elseBlock());
   scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
   return {factored, SmallVector<Value>(elementwiseIf.getResults())};
 }
 
-SmallVector<Value> perKeyBlockScores(MmaEmitter &k, Value qTile, Value kdTile,
-                                     Value g, Value m0, Value row0, Value valid,
+SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
+                                     const Operand &decayedKeys, Value g,
+                                     Value m0, Value row0, Value valid,
                                      const PerKeyDiagonal &diagonal, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
@@ -94,15 +108,21 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, Value qTile, Value kdTile,
   Value ref = blockLastRow(e, row0, valid);
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(2);
   for (int64_t k0 = 0; k0 < K; k0 += 16) {
-    SmallVector<Value> a = k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
-      Value q = k.loadWidened(qTile, {r, c}, 2);
+    auto [aHi, aLo] = k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
+      Value qs = loadOperand(k, q, {r, c}, 2);
       Value decay =
           e.sub(k.loadWidened(g, {r, c}, 2), k.loadWidened(g, {ref, c}, 2));
-      return e.mul(q, k.expPair(decay));
-    });
-    SmallVector<Value> bFrag = k.fragB2({kdTile}, row0, 0, k0);
+      return e.mul(qs, k.expPair(decay));
+    }, /*split=*/q.lo.has_value());
+    SmallVector<Value> bHi = k.fragB2(decayedKeys.hi, row0, 0, k0);
+    SmallVector<Value> bLo = decayedKeys.lo
+                                 ? k.fragB2(*decayedKeys.lo, row0, 0, k0)
+                                 : SmallVector<Value>();
     for (int64_t j = 0; j < 2; ++j)
-      acc[j] = k.mma(a, ArrayRef(bFrag).slice(2 * j, 2), acc[j]);
+      acc[j] = k.mmaSplit(aHi, aLo, ArrayRef(bHi).slice(2 * j, 2),
+                          bLo.empty() ? ArrayRef<Value>()
+                                      : ArrayRef(bLo).slice(2 * j, 2),
+                          acc[j]);
   }
   scf::YieldOp::create(b, llvm::to_vector(llvm::concat<Value>(acc[0], acc[1])));
   // Not factored: the elementwise diagonal block.

@@ -2,7 +2,9 @@
 //
 // P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk) for a warp's 16 rows against a
 // 16-key column block, on tensor cores where the decay factors and in fp32
-// where it does not: GLA's intra-chunk scores.
+// where it does not: GLA's intra-chunk scores. q, k and K' are operands:
+// 16-bit tiles, or an f32 spec's split ones (hi + lo), whose products are
+// split too (MmaEmitter::mmaSplit).
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,8 +28,9 @@ constexpr float kMaxDiagonalSpread = 64.0f;
 /// own elements over k, two keys per step; the elements above the
 /// diagonal for every lane (rows m0 + g, columns m0 + 8..) are not
 /// computed, the others above it are dropped by the caller's mask.
-SmallVector<Value> diagonalScores(MmaEmitter &k, Value qTile, Value kTile,
-                                  Value g, Value m0, int64_t K);
+SmallVector<Value> diagonalScores(MmaEmitter &k, const Operand &q,
+                                  const Operand &keys, Value g, Value m0,
+                                  int64_t K);
 
 /// The per-key-gate scores' diagonal block, what every column block of
 /// perKeyBlockScores needs from it: whether the warp factors it, and the
@@ -43,8 +46,9 @@ struct PerKeyDiagonal {
 /// some key (strong gates), the warp computes the block elementwise in
 /// fp32 instead (diagonalScores), as flash-linear-attention does for every
 /// diagonal block; elsewhere `elementwise` is zero.
-PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
-                              Value m0, Value valid, int64_t K);
+PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, const Operand &q,
+                              const Operand &keys, Value g, Value m0,
+                              Value valid, int64_t K);
 
 /// The per-key-gate scores of the warp's rows [m0, m0 + 16) against the
 /// keys of column block [row0, row0 + 16), row0 <= m0 (a run-time value),
@@ -52,12 +56,13 @@ PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, Value qTile, Value kTile, Value g,
 ///   P[i][j] = sum_k q_ik k_jk exp(G_ik - G_jk).
 /// The block factors the decay around its last valid row L, P = (q_i
 /// exp(G_i - G_L)) (k_j exp(G_L - G_j))^T; the second factor is K'
-/// (`kdTile`, staged by the caller), the first is built in registers.
+/// (`decayedKeys`, staged by the caller), the first is built in registers.
 /// Below the diagonal (rows i > L) both factors are <= 1, so strong gates
 /// only underflow what is negligible anyway; the diagonal block is
 /// `diagonal`'s (factored, or elementwise).
-SmallVector<Value> perKeyBlockScores(MmaEmitter &k, Value qTile, Value kdTile,
-                                     Value g, Value m0, Value row0, Value valid,
+SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
+                                     const Operand &decayedKeys, Value g,
+                                     Value m0, Value row0, Value valid,
                                      const PerKeyDiagonal &diagonal, int64_t K);
 
 } // namespace mlir::linattn::kernel
