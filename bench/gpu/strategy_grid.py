@@ -28,10 +28,12 @@ from model_shapes import SPECS, write_specs  # noqa: E402
 # Gated DeltaNet as Qwen3-Next runs it (GVA, in-op L2 norm), at H = HV = 8
 # with K = V = 128 and 64; kinds without the rank-1 term (scalar and
 # per-key gates) and KDA (per-key gates and the rank-1 term); f32 inputs
-# (split on the tensor cores) with and without the rank-1 term, and head
+# (split on the tensor cores) with and without the rank-1 term, with row
+# and per-key gates (GLA, KDA: bench/NOTES.md f4), and head
 # sizes the chunked path pads (48 -> 64, 80 -> 96).
 GRID_SPECS = ("qwen3next", "gdn_h8", "gdn_k64_v64", "simple_gla_h8", "gla_h8", "kda_h8",
-              "gdn_h8_f32", "simple_gla_h8_f32", "gdn_k48_v48", "gdn_k80_v80")
+              "gdn_h8_f32", "simple_gla_h8_f32", "gdn_k48_v48", "gdn_k80_v80", "gla_h8_f32",
+              "kda_h8_f32")
 STRATEGIES = ("recurrent", "chunked")
 BATCHES = (1, 16, 64, 256)
 SEQ_LENS = (1, 2, 4, 8, 16, 32, 64, 256, 1024, 4096)

@@ -31,7 +31,7 @@ struct PaddingFit {
 // BEGIN FITTED CONSTANTS: bench/results/gpu_cost_model_fit.json, made by
 //   /usr/bin/python3 bench/gpu/fit_cost_model.py \
 //       bench/results/gpu_strategy_grid_h200.jsonl --json bench/results/gpu_cost_model_fit.json
-// from the H200 grid (670 calls; bench/NOTES.md f1, d4, p3, p4). test/Transforms/
+// from the H200 grid (804 calls; bench/NOTES.md f1, d4, p3, p4, f4). test/Transforms/
 // gpu-cost-model-fit.test checks these against that file, and the estimates
 // below (paddingBytes included) against fit_cost_model.py --predict.
 constexpr RecurrentFit kRecurrentFits[] = {
@@ -41,6 +41,8 @@ constexpr RecurrentFit kRecurrentFits[] = {
     {"recurrent_delta_keygates", 4.371e-06, 8.681e-07, 9.502e-11, 2.303e-13, 0},
     {"recurrent_delta_f32", 4.442e-06, 7.25e-07, 1.151e-10, 2.363e-13, 0},
     {"recurrent_f32", 4.099e-06, 9.616e-07, 1.114e-10, 2.601e-13, 0},
+    {"recurrent_keygates_f32", 3.905e-06, 1.286e-06, 1.652e-10, 2.726e-13, 0},
+    {"recurrent_delta_keygates_f32", 4.047e-06, 1.155e-06, 1.707e-10, 2.526e-13, 0},
 };
 constexpr ChunkedFit kChunkedFits[] = {
     {"chunked_delta", 1.597e-05, 1.174e-12, 7.283e-13, 2.101e-06},
@@ -49,6 +51,8 @@ constexpr ChunkedFit kChunkedFits[] = {
     {"chunked_delta_keygates", 2.66e-05, 2.178e-12, 8.817e-13, 2.413e-06},
     {"chunked_delta_f32", 2.015e-05, 8.483e-13, 1.018e-12, 6.181e-06},
     {"chunked_f32", 1.133e-05, 5.521e-13, 1.001e-12, 3.34e-06},
+    {"chunked_keygates_f32", 1.82e-05, 1.312e-12, 1.165e-12, 3.758e-06},
+    {"chunked_delta_keygates_f32", 3.484e-05, 2.159e-12, 1.626e-12, 5.728e-06},
 };
 constexpr PaddingFit kPaddingFit = {"padding", 1.769e-05, 4.055e-13};
 // END FITTED CONSTANTS
@@ -62,18 +66,15 @@ std::string familyName(StringRef path, const ProblemShape &s) {
       .str();
 }
 
-/// The fit of `path`'s family for `s`; for a combination the grid has no
-/// rows of (f32 with per-key gates, whose chunked kernels came after the
-/// grid: bench/NOTES.md f4) the 16-bit family's.
+/// The fit of `path`'s family for `s`: the grid has rows of every
+/// combination (bench/NOTES.md f4 added f32 with per-key gates).
 template <typename Fit, size_t N>
 const Fit &fitFor(const Fit (&fits)[N], StringRef path, const ProblemShape &s) {
   std::string name = familyName(path, s);
-  for (StringRef candidate :
-       {StringRef(name), StringRef(name).drop_back(s.elementBytes == 4 ? 4 : 0)})
-    for (const Fit &f : fits)
-      if (candidate == f.family)
-        return f;
-  llvm_unreachable("every 16-bit family is fitted");
+  for (const Fit &f : fits)
+    if (name == f.family)
+      return f;
+  llvm_unreachable("every family is fitted");
 }
 
 std::string microseconds(double seconds) {
