@@ -371,9 +371,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     if (perKey) {
       k.gemm(o, [&](int64_t k0) {
         return k.fragAFromPairs(m0, k0, [&](Value r, Value c) {
-          Value q = k.loadWidened(qTile, {r, c}, 2);
-          if (qLo)
-            q = e.add(q, k.loadWidened(qLo, {r, c}, 2));
+          Value q = k.loadWidenedJoined(qTile, qLo, {r, c}, 2);
           Value g = k.loadWidened(gShared, {r, c}, 2);
           return e.mul(q, k.expPair(g));
         }, /*split=*/splitQK);

@@ -148,9 +148,7 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
     Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
     Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                          e.index(kWidth));
-    Value xs = k.loadWidened(src, {r, c}, kWidth);
-    if (srcLo)
-      xs = arith::AddFOp::create(b, xs, k.loadWidened(srcLo, {r, c}, kWidth));
+    Value xs = k.loadWidenedJoined(src, srcLo, {r, c}, kWidth);
     Value gs = k.loadWidened(g, {r, c}, kWidth);
     Value gRef = ref ? k.loadWidened(g, {ref(r), c}, kWidth) : Value();
     Value keep = k.ult(r, valid);

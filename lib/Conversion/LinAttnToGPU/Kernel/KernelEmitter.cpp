@@ -215,6 +215,13 @@ Value KernelEmitter::loadWidened(Value memref, ValueRange indices, int64_t width
   return x;
 }
 
+Value KernelEmitter::loadWidenedJoined(Value hi, Value lo, ValueRange indices,
+                                       int64_t width) {
+  Value x = loadWidened(hi, indices, width);
+  return lo ? arith::AddFOp::create(b, x, loadWidened(lo, indices, width))
+            : x;
+}
+
 Value KernelEmitter::load8(Value memref, ValueRange indices) {
   return loadWidened(memref, indices, 8);
 }

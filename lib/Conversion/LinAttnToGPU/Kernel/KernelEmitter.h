@@ -118,6 +118,10 @@ public:
   /// vector<width x f32> of memref[indices..., c .. c + width - 1]
   /// (widened).
   Value loadWidened(Value memref, ValueRange indices, int64_t width);
+  /// The same of a split tile: hi's elements plus lo's where `lo` is
+  /// non-null (loadJoined's vector form).
+  Value loadWidenedJoined(Value hi, Value lo, ValueRange indices,
+                          int64_t width);
   Value load8(Value memref, ValueRange indices);
 
   /// The shared-memory pointer (!llvm.ptr<3>) of buf[row][col], for the

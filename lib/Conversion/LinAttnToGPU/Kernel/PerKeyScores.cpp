@@ -11,11 +11,8 @@ namespace mlir::linattn::kernel {
 /// it is split.
 static Value loadOperand(MmaEmitter &k, const Operand &x, ValueRange indices,
                          int64_t width) {
-  Value value = k.loadWidened(x.hi.buf, indices, width);
-  if (!x.lo)
-    return value;
-  return arith::AddFOp::create(k.b, value,
-                               k.loadWidened(x.lo->buf, indices, width));
+  return k.loadWidenedJoined(x.hi.buf, x.lo ? x.lo->buf : Value(), indices,
+                             width);
 }
 
 SmallVector<Value> diagonalScores(MmaEmitter &k, const Operand &q,
