@@ -2,22 +2,23 @@
 # Compiles one spec per kind x head sizes x {H = HV, H = HV / 2} with
 # linattn-compile under each strategy given, and sorts every outcome into
 # ok, error (a diagnostic) or CRASH (a signal, an assertion, LLVM ERROR):
-#   [SWEEP_ONLY=REGEX] scripts/compile_sweep.sh [OUT_DIR=/tmp/linattn-sweep] [STRATEGIES="auto chunked"]
+#   [SWEEP_ONLY=REGEX] [SWEEP_DTYPE=bf16|f16|f32] scripts/compile_sweep.sh [OUT_DIR=/tmp/linattn-sweep] [STRATEGIES="auto chunked"]
 # Prints one line per compile (NAME STRATEGY OUTCOME RC FIRST-ERROR) and a
 # count per outcome (SWEEP_ONLY: only the specs whose name matches); exits
 # non-zero on any CRASH. Kinds: every one test/lib/linattn_ref.py knows;
 # sizes: K = V in 16..256 by 16 (both head layouts), and nine K != V pairs.
-# bf16, dynamic B and T. About 20 minutes on 2 cores for both strategies.
+# q, k, v in SWEEP_DTYPE (default bf16), dynamic B and T. About 20 minutes
+# on 2 cores for both strategies.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/linattn-sweep}
 strategies=${2:-auto chunked}
 mkdir -p "$out/logs"
-/usr/bin/python3 - "$out" > "$out/specs.txt" <<'PY'
+/usr/bin/python3 - "$out" "${SWEEP_DTYPE:-bf16}" > "$out/specs.txt" <<'PY'
 import sys
 sys.path.insert(0, "test/lib")
 import linattn_ref as ref
-out = sys.argv[1]
+out, dtype = sys.argv[1:]
 sizes = range(16, 257, 16)
 pairs = [(s, s) for s in sizes] + [(128, 64), (64, 128), (96, 160), (256, 64), (64, 256),
                                    (48, 192), (240, 112), (16, 256), (256, 16)]
@@ -28,7 +29,7 @@ for kind in ref.KINDS:
                 continue
             name = f"{kind}_k{K}_v{V}_h{H}_hv{HV}"
             decay = ref.retnet_decay(HV) if kind == "constant_decay" else None
-            ref.write_spec(f"{out}/{name}.mlir", kind, kind, "bf16", 1, 1, H, HV, K, V, decay=decay)
+            ref.write_spec(f"{out}/{name}.mlir", kind, kind, dtype, 1, 1, H, HV, K, V, decay=decay)
             print(name)
 PY
 one() {

@@ -45,7 +45,12 @@ HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128)), "deltanet": (
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
 # take the normalised keys in f32, split (the key kernel's 32-key blocks at
 # K = V = 128).
-L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64, 64),)}
+L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64, 64),),
+                     "kda": ((128, 128),)}
+# The kinds whose default-size specs are also checked with {qk_l2norm}: the
+# gated delta rule and the per-key gates (whose recomputed UT transform takes
+# the normalised keys split, bench/NOTES.md f4).
+L2NORM_KINDS = ("gated_delta", "key_gate", "kda")
 FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
             "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
             "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -57,7 +62,7 @@ def variants(spec_dir):
     os.makedirs(spec_dir, exist_ok=True)
     for family, kind in FAMILIES.items():
         for dtype in ("f32", "bf16"):
-            for l2norm in ((False, True) if kind == "gated_delta" else (False,)):
+            for l2norm in ((False, True) if kind in L2NORM_KINDS else (False,)):
                 name = f"{family}{'_l2norm' if l2norm else ''}_{dtype}"
                 path = os.path.join(spec_dir, name + ".mlir")
                 decay = ref.retnet_decay(HV) if kind == "constant_decay" else None

@@ -5,6 +5,8 @@ Runs linattn-gpu-run once with LINATTN_KERNEL_TIMES=1 (the runtime times
 each launch with its own pair of CUDA events and prints it) on the
 benchmark's inputs (B = 4, H = 8, bf16, K = V from the library name):
     kernel_times.py --runner R --lib LIBDIR/gated_deltanet_bf16_128_chunked.so --T 16384
+or, for a model-shape library (mm_<spec id>.so, bench/gpu/model_shapes.py),
+on its spec's heads, head sizes and type.
 The first run includes module loading; the numbers printed are those of a
 second, warm run. With --ncu, Nsight Compute profiles the kernels of the
 second of two calls made in a Python process (call_in_process.py: ncu does
@@ -74,6 +76,13 @@ def profile(args, name):
     return 0
 
 
+def model_shape_spec(stem):
+    """The model-shape spec (bench/gpu/model_shapes.py) a library named
+    library_name(spec id) was compiled from, or None for check-style names."""
+    from model_shapes import SPECS, library_name
+    return next((s for spec_id, s in SPECS.items() if library_name(spec_id) == stem), None)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__)
     p.add_argument("--runner", required=True)
@@ -96,9 +105,16 @@ def main():
         if not args.ncu:
             p.error("--backward needs --ncu (bench_backward.py --kernel-times times its kernels)")
         return profile(args, os.path.basename(args.lib)[:-len(".so")] + "_backward")
-    name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
-    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
+    stem = os.path.basename(args.lib)[:-len(".so")]
+    spec = model_shape_spec(stem)
+    if spec:
+        name = spec["family"]
+        ins = make_inputs(spec["kind"], args.B, args.T, spec["K"], spec["V"], spec["dtype"],
+                          False, gen, spec["qk_l2norm"], spec["H"], spec["HV"])
+    else:
+        name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
+        ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
     with tempfile.TemporaryDirectory() as work:
         cmd, _ = runner_command(args.runner, args.lib, name, ins, work)
         if args.ncu:

@@ -1,8 +1,8 @@
 //===- ChunkCumsumToGPU.cpp - linattn.chunk_cumsum to a kernel --------------===//
 //
-// Scalar gates: a warp per (chunk, head). Per-key gates: a thread per
-// (chunk, head, key), which can also write the keys decayed to their
-// chunk's end for the state pass.
+// Scalar gates: a warp per (chunk, head). Per-key gates: four threads per
+// (chunk, head, key), 16 rows each, which can also write the keys decayed
+// to their chunk's end for the state pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,8 +33,8 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, RewriterBase &rewriter) {
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   int64_t numKeys = perKey ? type.getDimSize(3) : 1;
-  if (numKeys > 1024)
-    return op.emitOpError() << "GPU cumsum runs a thread per key; at most 1024 keys";
+  if (numKeys > 256)
+    return op.emitOpError() << "GPU cumsum runs four threads per key; at most 256 keys";
   GateReader gate(e, op.getGate());
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < type.getRank(); ++d)
@@ -75,8 +75,12 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, RewriterBase &rewriter) {
     return finish({out});
   }
 
-  // Per-key gates [B, T, HV, K]: a thread per (chunk, head, key), keys
-  // contiguous in memory.
+  // Per-key gates [B, T, HV, K]: kParts threads per (chunk, head, key),
+  // keys contiguous in memory; thread part * K + key takes the chunk's
+  // rows [16 part, 16 part + 16). A thread holding all 64 rows' gates,
+  // keys and sums took 255 registers (two blocks of 128 threads an SM);
+  // two threads per key took 110, which the occupancy hint (three blocks
+  // of 256) cut to 80 with spills (bench/NOTES.md k2).
   Value keys, decayedKeys, chunkTotals;
   int64_t numVHeads = type.getDimSize(2), numQKHeads = 0;
   bool decay = op.getKeys() != nullptr;
@@ -87,59 +91,79 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, RewriterBase &rewriter) {
     chunkTotals = e.allocFor(op.getChunkTotals().getType(),
                              {sizes[0], numChunks, sizes[2], sizes[3]});
   }
-  auto launch = gpu::LaunchOp::create(b, numChunks, sizes[2], sizes[0],
-                                      e.index(numKeys), e.index(1), e.index(1));
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToEnd(&launch.getBody().front());
-    auto terminator = gpu::TerminatorOp::create(b);
-    b.setInsertionPoint(terminator);
-    Value n = launch.getBlockIds().x, hv = launch.getBlockIds().y;
-    Value bIdx = launch.getBlockIds().z, key = launch.getThreadIds().x;
+  constexpr int64_t kParts = 4, kPartRows = kChunk / kParts;
+  // Shared: the parts' totals, [kParts][K].
+  emitLaunch(b, {numChunks, sizes[2], sizes[0]}, kParts * numKeys * 4,
+             [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = body->getArgument(0), hv = body->getArgument(1);
+    Value bIdx = body->getArgument(2);
+    Value key = arith::RemUIOp::create(b, k.tid, e.index(numKeys));
+    Value part = arith::DivUIOp::create(b, k.tid, e.index(numKeys));
+    Value partTotals = k.tile(0, kParts, numKeys, b.getF32Type());
     ChunkRows rows = chunkRows(e, n, sizes[1]);
-    // Straight-line code: the chunk's 64 gates are loaded first, all in
+    // The thread's rows r0 + i, i < 16; valid below rows.valid.
+    Value r0 = e.mulIndex(part, e.index(kPartRows));
+    // Straight-line code: the part's 16 gates are loaded first, all in
     // flight at once (rows past T clamped to the last valid row and
     // counted as 0), then summed and stored. A loop of load, add, store
     // waits a full memory latency per row: the stores may alias the gates
     // as far as the compiler knows, so no load moves above them.
     Value lastRow = e.subIndex(e.addIndex(rows.t0, rows.valid), e.index(1));
     auto index = [&](Value t) { return SmallVector<Value>{bIdx, t, hv, key}; };
-    SmallVector<Value> gates, inRange, rowKeys;
+    SmallVector<Value> gates, inRange, rowKeys, rowIdx;
     Value h = decay ? e.qkHead(hv, numVHeads, numQKHeads) : Value();
-    for (int64_t r = 0; r < kChunk; ++r) {
-      Value t = e.addIndex(rows.t0, e.index(r));
-      Value valid = arith::CmpIOp::create(b, arith::CmpIPredicate::ult,
-                                          e.index(r), rows.valid);
-      inRange.push_back(valid);
-      Value clamped = e.minIndex(t, lastRow);
+    for (int64_t i = 0; i < kPartRows; ++i) {
+      Value r = e.addIndex(r0, e.index(i));
+      rowIdx.push_back(e.addIndex(rows.t0, r));
+      inRange.push_back(k.ult(r, rows.valid));
+      Value clamped = e.minIndex(rowIdx.back(), lastRow);
       gates.push_back(gate.read(b, index(clamped)));
       if (decay)
         rowKeys.push_back(e.loadF32(keys, {bIdx, clamped, h, key}));
     }
     Value sum = e.f32(0.0f);
     SmallVector<Value> sums;
-    for (int64_t r = 0; r < kChunk; ++r) {
-      sum = e.add(sum, arith::SelectOp::create(b, inRange[r], gates[r],
-                                               e.f32(0.0f)));
+    for (int64_t i = 0; i < kPartRows; ++i) {
+      sum = e.add(sum, k.select(inRange[i], gates[i], e.f32(0.0f)));
       sums.push_back(sum);
-      auto store = scf::IfOp::create(b, inRange[r], /*withElseRegion=*/false);
+    }
+    // G_t = (the earlier parts' totals) + the part's own prefix sum; G_C
+    // is every part's total (rows past T add 0).
+    memref::StoreOp::create(b, sum, partTotals, ValueRange{part, key});
+    k.barrier();
+    Value offset = e.f32(0.0f), total = e.f32(0.0f);
+    for (int64_t p = 0; p < kParts; ++p) {
+      Value x = memref::LoadOp::create(b, partTotals, ValueRange{e.index(p), key});
+      total = e.add(total, x);
+      if (p + 1 < kParts)
+        offset = e.add(offset, k.select(k.ult(e.index(p), part), x, e.f32(0.0f)));
+    }
+    for (int64_t i = 0; i < kPartRows; ++i) {
+      sums[i] = e.add(offset, sums[i]);
+      auto store = scf::IfOp::create(b, inRange[i], /*withElseRegion=*/false);
       OpBuilder::InsertionGuard storeGuard(b);
       b.setInsertionPointToStart(store.thenBlock());
-      memref::StoreOp::create(
-          b, sum, out, index(e.addIndex(rows.t0, e.index(r))));
+      memref::StoreOp::create(b, sums[i], out, index(rowIdx[i]));
     }
     if (decay) {
-      // G_C is the last sum (rows past T add 0); exp(G_C - G_t) <= 1.
-      memref::StoreOp::create(b, sum, chunkTotals, ValueRange{bIdx, n, hv, key});
-      for (int64_t r = 0; r < kChunk; ++r) {
-        auto store = scf::IfOp::create(b, inRange[r], /*withElseRegion=*/false);
+      // exp(G_C - G_t) <= 1. Part 0's threads store G_C.
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(
+            scf::IfOp::create(b, k.ult(part, e.index(1)), false).thenBlock());
+        memref::StoreOp::create(b, total, chunkTotals,
+                                ValueRange{bIdx, n, hv, key});
+      }
+      for (int64_t i = 0; i < kPartRows; ++i) {
+        auto store = scf::IfOp::create(b, inRange[i], /*withElseRegion=*/false);
         OpBuilder::InsertionGuard storeGuard(b);
         b.setInsertionPointToStart(store.thenBlock());
-        e.storeFromF32(e.mul(rowKeys[r], approxExp(b, e.sub(sum, sums[r]))),
-                       decayedKeys, index(e.addIndex(rows.t0, e.index(r))));
+        e.storeFromF32(e.mul(rowKeys[i], approxExp(b, e.sub(total, sums[i]))),
+                       decayedKeys, index(rowIdx[i]));
       }
     }
-  }
+  }, kParts * numKeys);
   if (decay)
     return finish({out, decayedKeys, chunkTotals});
   return finish({out});

@@ -1,8 +1,9 @@
 // RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s
 // RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s --check-prefix=GONE
 
-// linattn.chunk_cumsum: a kernel without shared memory; a warp per (chunk,
-// head) for scalar gates, a thread per (chunk, head, key) for per-key gates.
+// linattn.chunk_cumsum: a kernel; a warp per (chunk, head) for scalar
+// gates (no shared memory), four threads per (chunk, head, key) for per-key
+// gates (their parts' totals in shared memory).
 // Nothing of the cumsum is left, nor the generator of constant gates (it is
 // inlined into the kernel).
 // GONE-NOT: linattn.
@@ -80,16 +81,22 @@ func.func @generated_gates(%q: tensor<?x?x2x64xbf16>) -> tensor<?x?x2xf32> {
 
 // -----
 
-// A per-key cumsum (key_gate gates, [B, T, HV, K]) runs one thread per key:
-// threads = K = 128, and the key is the thread index.
+// A per-key cumsum (key_gate gates, [B, T, HV, K]) runs four threads per
+// key, 16 of the chunk's rows each: threads = 4 K = 512, thread t on key
+// t % K; the parts' totals ([4][K] floats) meet in shared memory, after
+// one barrier.
 
 // CHECK-LABEL: func.func @key_cumsum(
 // CHECK-SAME:      %[[KG:[^:]+]]: tensor<?x?x2x128xf32>)
 // CHECK:         %[[KGB:.*]] = bufferization.to_buffer %[[KG]] read_only
 // CHECK:         %[[KGC:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
-// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[KHV:[^,]*]], %[[KB:[^)]*]]) in ({{.*}}) threads(%[[KEY:[^,]*]], %{{[^)]*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
-// CHECK:           memref.load %[[KGB]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
-// CHECK:           memref.store %{{.*}}, %[[KGC]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
+// CHECK:         gpu.launch blocks(%{{[^,]*}}, %[[KHV:[^,]*]], %[[KB:[^)]*]]) in ({{.*}}) threads(%[[TID:[^,]*]], %{{[^)]*}}) in (%{{.*}} = %c512{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size
+// CHECK:           %[[KEY:.*]] = arith.remui %[[TID]], %c128{{[_0-9]*}} : index
+// CHECK-COUNT-16:  memref.load %[[KGB]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
+// CHECK-NOT:       memref.load %[[KGB]]
+// CHECK:           gpu.barrier
+// CHECK-COUNT-16:  memref.store %{{.*}}, %[[KGC]][%[[KB]], %{{.*}}, %[[KHV]], %[[KEY]]] : memref<?x?x2x128xf32>
+// CHECK-NOT:       memref.store %{{.*}}, %[[KGC]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[KGT:.*]] = bufferization.to_tensor %[[KGC]] restrict writable
 // CHECK:         return %[[KGT]]
@@ -100,20 +107,25 @@ func.func @key_cumsum(%g: tensor<?x?x2x128xf32>) -> tensor<?x?x2x128xf32> {
 
 // -----
 
-// With keys (linattn-fuse-chunk-cumsum): the thread per key also writes
-// the chunk's total gate G_C [B, NC, HV, K] and the keys decayed to their
+// With keys (linattn-fuse-chunk-cumsum): the threads also write the
+// chunk's total gate G_C [B, NC, HV, K] (the sum of the parts' totals,
+// stored by the first part's threads) and the keys decayed to their
 // chunk's last row, K' = k exp(G_C - G) (bf16, one per value head), after
-// loading all 64 of its gates and keys.
+// loading all 16 of their gates and keys.
 
 // CHECK-LABEL: func.func @decaying_keys(
 // CHECK:         %[[GCUM:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x64xf32>
 // CHECK:         %[[KD:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x64xbf16>
 // CHECK:         %[[GC:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x64xf32>
-// CHECK:         gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c64{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) {{[{]$}}
-// CHECK-COUNT-64:  memref.store %{{.*}}, %[[GCUM]]
+// CHECK:         gpu.launch blocks({{.*}}) threads({{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size
+// CHECK:           gpu.barrier
+// CHECK-NOT:       gpu.barrier
+// CHECK-COUNT-16:  memref.store %{{.*}}, %[[GCUM]]
 // CHECK-NOT:       memref.store %{{.*}}, %[[GCUM]]
 // CHECK:           memref.store %{{.*}}, %[[GC]]
-// CHECK-COUNT-64:    memref.store %{{.*}}, %[[KD]]
+// CHECK-NOT:       gpu.barrier
+// CHECK-COUNT-16:    memref.store %{{.*}}, %[[KD]]
+// CHECK-NOT:       memref.store %{{.*}}, %[[KD]]
 // CHECK:           gpu.terminator
 // CHECK:         %[[GT:.*]] = bufferization.to_tensor %[[GCUM]]
 // CHECK:         %[[KDT:.*]] = bufferization.to_tensor %[[KD]]

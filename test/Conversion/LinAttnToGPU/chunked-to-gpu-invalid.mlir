@@ -32,11 +32,12 @@ func.func @cumsum_chunk_32(%g: tensor<?x?x2xf32>) -> tensor<?x?x2xf32> {
 
 // -----
 
-// Per-key cumsum runs one thread per key: at most 1024 per block.
-func.func @cumsum_too_many_keys(%g: tensor<?x?x1x2048xf32>) -> tensor<?x?x1x2048xf32> {
-  // expected-error @below {{'linattn.chunk_cumsum' op GPU cumsum runs a thread per key; at most 1024 keys}}
-  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x1x2048xf32> -> tensor<?x?x1x2048xf32>
-  return %G : tensor<?x?x1x2048xf32>
+// Per-key cumsum runs four threads per key: at most 256 keys (1024
+// threads a block).
+func.func @cumsum_too_many_keys(%g: tensor<?x?x1x512xf32>) -> tensor<?x?x1x512xf32> {
+  // expected-error @below {{'linattn.chunk_cumsum' op GPU cumsum runs four threads per key; at most 256 keys}}
+  %G = linattn.chunk_cumsum %g {chunk_size = 64 : i64} : tensor<?x?x1x512xf32> -> tensor<?x?x1x512xf32>
+  return %G : tensor<?x?x1x512xf32>
 }
 
 // -----
