@@ -77,10 +77,9 @@ LogicalResult lowerChunkCumsum(ChunkCumsumOp op, RewriterBase &rewriter) {
 
   // Per-key gates [B, T, HV, K]: kParts threads per (chunk, head, key),
   // keys contiguous in memory; thread part * K + key takes the chunk's
-  // rows [16 part, 16 part + 16). A thread holding all 64 rows' gates,
-  // keys and sums took 255 registers (two blocks of 128 threads an SM);
-  // two threads per key took 110, which the occupancy hint (three blocks
-  // of 256) cut to 80 with spills (bench/NOTES.md k2).
+  // rows [16 part, 16 part + 16), so that its gates, keys and sums fit
+  // its registers without spills (a thread per key held 192 values;
+  // bench/NOTES.md k2).
   Value keys, decayedKeys, chunkTotals;
   int64_t numVHeads = type.getDimSize(2), numQKHeads = 0;
   bool decay = op.getKeys() != nullptr;
