@@ -38,10 +38,12 @@ import time
 
 H, HV, KDIM, VDIM = 2, 4, 32, 32
 KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
-# bf16 specs at other head sizes (K, V): kinds with row gates or none, and
-# the delta rules, whose chunk_grad keys are a tensor-core kernel.
+# bf16 specs at other head sizes (K, V): kinds with row gates or none, the
+# delta rules, whose chunk_grad keys are a tensor-core kernel, and the
+# per-key gates, whose reverse pass is.
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128)), "deltanet": ((128, 128),),
-              "simple_gla": ((128, 128),), "linear_attention": ((64, 64),)}
+              "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
+              "gla": ((128, 128), (64, 128)), "kda": ((128, 128),)}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
 # take the normalised keys in f32, split (the key kernel's 32-key blocks at
 # K = V = 128).

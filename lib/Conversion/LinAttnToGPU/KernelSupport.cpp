@@ -112,8 +112,7 @@ backwardOperandForms(ValueRange keys, ValueRange others, Value gates,
   for (Value v : keys)
     if (v && elementOf(v) != keyElem)
       return no("its q and k differ in element type");
-  if (gates && cast<ShapedType>(gates.getType()).getRank() == 4)
-    return no("its gates are per key");
+  forms.perKeyGates = gates && cast<ShapedType>(gates.getType()).getRank() == 4;
   return forms;
 }
 

@@ -57,13 +57,16 @@ struct BackwardOperandForms {
   /// bf16 the normalised keys moved dgate by 3e-2 on hard inputs,
   /// bench/NOTES.md b6).
   bool splitKeys = false;
+  /// The gates are per key ([B, T, HV, K]: GLA, KDA), which only the
+  /// reverse pass takes so far.
+  bool perKeyGates = false;
 };
 
 /// The forms the backward's kernels take an op's operands in, or none
 /// where they do not take it: the non-null `others` in one 16-bit type (a
 /// split W does not count as one), the non-null `keys` (q, k) in that type
-/// or all f32, gates per row or none, 64-token chunks, and head sizes K
-/// and V the chunked kernels take. Those ops then keep their loop
+/// or all f32, gates per row, per key or none, 64-token chunks, and head
+/// sizes K and V the chunked kernels take. Those ops then keep their loop
 /// lowering, so this is a choice, not an error; `whyNot` (when given) gets
 /// the reason, for --explain.
 std::optional<BackwardOperandForms>

@@ -100,16 +100,47 @@ func.func @no_w_no_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
-// Forms the kernel does not take stay for their loop lowering
-// (convert-linattn-to-loops): per-key gates.
+// Per-key gates (GLA), K = V = 64: the gates staged [64][64 + 4] f32
+// (17408) beside q, k and dO, three stages of 40960 (122880); the scores
+// (18432); the exchange (16384), which first holds the keys decayed toward
+// their 16-row block's last row for the scores (64 x 72 x 2 = 9216):
+// 157696. Per chunk and
+// warp 104 products: the per-key scores' one block in the loop (2 x 4),
+// H^T Kd^T (H split: 2 x 2 x 8), dO^T A (2 x 2 x 8), dO'^T Qg (dO' split:
+// 2 x 4 x 4). The scores leave transposed (stmatrix .trans); K and Q are
+// decayed in place (Kd, Qg) before dD's products.
 // CHECK-LABEL: func.func @per_key_gates(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linattn.chunk_state_pass_grad
+// CHECK:         arith.constant 157696 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK:             nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// CHECK-NOT:     linattn.chunk_state_pass_grad
+// MMA-LABEL:     func.func @per_key_gates(
+// MMA-COUNT-104: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
   %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// Forms the kernel does not take stay for their loop lowering
+// (convert-linattn-to-loops): per-key gates with W (KDA) and f32 keys at
+// K = V = 128, whose stages (q, k and their lo parts, W, dO and the
+// [64][132] f32 gates: 125952 bytes) do not fit twice. (16-bit keys there:
+// two stages of 91136, the scores and K' in the exchange: 218112.)
+// CHECK-LABEL: func.func @per_key_split_keys_k128(
+// CHECK-NOT:     gpu.launch
+// CHECK:         linattn.chunk_state_pass_grad
+func.func @per_key_split_keys_k128(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2x128xf32>, %do: tensor<?x?x2x128xbf16>, %ds: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x2x128x128xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>)
+      -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x2x128x128xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x2x128x128xf32>
 }
 
 // -----

@@ -85,6 +85,11 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
+  if (forms->perKeyGates) {
+    if (whyNot)
+      *whyNot = "its gates are per key";
+    return std::nullopt;
+  }
   // Its dq and dk accumulators hold 16 rows x 64 keys, the state tiles
   // [64][V + 8] split and their f32 landing tile [64][V]: up to K = V =
   // 128 in one block's memory.

@@ -82,6 +82,11 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                            op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
+  if (forms->perKeyGates) {
+    if (whyNot)
+      *whyNot = "its gates are per key";
+    return std::nullopt;
+  }
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;

@@ -16,6 +16,14 @@
 //   d. dD leaves (f32)
 //   e. H^T = exp(G_C) H^T + scale dO^T diag(exp(G)) Q - dD^T W
 //
+// With per-key gates (G [64][K], GLA and KDA) the exponentials are per
+// key: A_ji = sum_r q_jr k_ir exp(G_jr - G_ir) comes a 16 x 16 block at a
+// time from PerKeyScores.h (factored around each block's last row, the
+// strong-gate diagonal blocks elementwise), Kd = K * exp(G_C - G) and
+// Qg = Q * exp(G) replace the staged K and Q in place (rounded once, as
+// the forward's per-key kernels round their decayed keys), and H's row r
+// decays by exp(G_C[r]).
+//
 // so nothing but the inputs is read and nothing but the results written
 // (the loop lowering stages the scores, Kd, Qg and the H-independent
 // shares of dD and H through global scratch). Every product runs on the
@@ -24,9 +32,8 @@
 // + lo parts, the 16-bit inputs exactly.
 //
 // The kernel takes 16-bit dO and W (the WY form as the UT transform rounds
-// it, or no W), q and k of their type or f32, with gates per row or none;
-// other forms (a split W, per-key gates, f32 inputs) keep the loop
-// lowering.
+// it, or no W), q and k of their type or f32, with gates per row, per key
+// or none; other forms (a split W, f32 inputs) keep the loop lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +41,10 @@
 #include "StatePassPlan.h"
 
 #include "../ChunkedToGPUPatterns.h"
+#include "../Kernel/ChunkGeometry.h"
+#include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
+#include "../Kernel/PerKeyScores.h"
 #include "../KernelSupport.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -53,6 +63,8 @@ struct ReversePassPlan {
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
   bool hasW = false, hasGates = false;
+  /// Gates per key: staged [64][K + 4] f32 rather than [64][1].
+  bool perKeyGates = false;
   /// q and k f32: staged split (their lo parts beside them), through
   /// registers rather than cp.async.
   bool splitKeys = false;
@@ -63,12 +75,17 @@ struct ReversePassPlan {
   // Shared memory: `stages` stages of q, k (and their lo parts where
   // split), W ([64][K + pad] 16-bit), the block's dO columns ([64][32 +
   // pad]) and the row gates ([64] f32); then the scores' hi and lo parts
-  // ([64][64 + pad]); then the key parts' exchange.
-  int64_t keyStride = 0, gradStride = 0, scoreStride = 0;
+  // ([64][64 + pad]); then the key parts' exchange, which with per-key
+  // gates first holds the keys decayed toward their 16-row block's last
+  // row for the scores (K', hi and lo where split: read only before dD's
+  // products, barriers away from the exchange's first store).
+  int64_t keyStride = 0, gradStride = 0, scoreStride = 0, gateStride = 0;
   int64_t qOffset = 0, kOffset = 0, qLoOffset = 0, kLoOffset = 0;
   int64_t wOffset = 0, dOffset = 0, gOffset = 0;
   int64_t stageBytes = 0, stages = 0;
-  int64_t scoreOffset = 0, scoreBytes = 0, exchangeOffset = 0;
+  int64_t scoreOffset = 0, scoreBytes = 0;
+  int64_t blockKeysOffset = 0, blockKeysLoOffset = 0, blockKeysBytes = 0;
+  int64_t exchangeOffset = 0;
   int64_t sharedBytes = 0;
 };
 
@@ -101,12 +118,14 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.splitKeys = forms->splitKeys;
   p.hasW = bool(op.getW());
   p.hasGates = bool(op.getGates());
+  p.perKeyGates = forms->perKeyGates;
   p.keysPerWarp = p.K / kStateKeySplit;
   p.keyTiles = p.keysPerWarp / 8;
 
   p.keyStride = p.K + kPad;
   p.gradStride = p.block.columns + kPad;
   p.scoreStride = kChunk + kPad;
+  p.gateStride = p.perKeyGates ? p.K + 4 : 1;
   int64_t keyBytes = kChunk * p.keyStride * 2;
   p.qOffset = 0;
   p.kOffset = keyBytes;
@@ -118,14 +137,19 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   }
   p.dOffset = p.wOffset + (p.hasW ? keyBytes : 0);
   p.gOffset = p.dOffset + kChunk * p.gradStride * 2;
-  p.stageBytes = p.gOffset + (p.hasGates ? kChunk * 4 : 0);
+  p.stageBytes = p.gOffset + (p.hasGates ? kChunk * p.gateStride * 4 : 0);
   p.scoreBytes = 2 * kChunk * p.scoreStride * 2;
+  if (p.perKeyGates)
+    p.blockKeysBytes = keyBytes * (p.splitKeys ? 2 : 1);
   int64_t exchangeBytes = keyPartsExchangeBytes(p.block.warps, rowTiles);
   int64_t limit = target.maxSharedBytesPerBlock();
   for (p.stages = kStateStages; p.stages >= 2; --p.stages) {
     p.scoreOffset = p.stages * p.stageBytes;
     p.exchangeOffset = p.scoreOffset + p.scoreBytes;
-    p.sharedBytes = p.exchangeOffset + exchangeBytes;
+    p.blockKeysOffset = p.exchangeOffset;
+    p.blockKeysLoOffset = p.blockKeysOffset + keyBytes;
+    p.sharedBytes =
+        p.exchangeOffset + std::max(exchangeBytes, p.blockKeysBytes);
     if (p.sharedBytes <= limit)
       return p;
   }
@@ -171,6 +195,14 @@ private:
   /// memory as hi and lo parts.
   void stageScores(const ReverseStage &st, ChunkRows rows);
   void stageScoreTile(const ReverseStage &st, ChunkRows rows, Value m0);
+  /// b. with per-key gates: K' to shared memory, then the scores of the
+  /// warp's query rows, stored transposed as A^T's columns.
+  void stagePerKeyScores(const ReverseStage &st, ChunkRows rows);
+  void stagePerKeyScoreColumns(const ReverseStage &st, ChunkRows rows, Value m0);
+  /// The staged score tiles (hi, lo).
+  std::pair<Value, Value> scoreTiles();
+  /// Per-key gates: K and Q become Kd and Qg in place.
+  void decayKeysAndQueries(const ReverseStage &st, ChunkRows rows);
   /// c. The warp's partial of dD^T: H^T Kd^T over its keys, dO^T A over its
   /// half of the chunk's tokens.
   SmallVector<SmallVector<Value>> gradValuesPartial(const ReverseStage &st,
@@ -178,7 +210,8 @@ private:
   void writeGradValues(ArrayRef<SmallVector<Value>> d, ChunkRows rows);
   /// e. The next H^T tiles.
   SmallVector<Value> updateState(const ReverseStage &st, ValueRange flat,
-                                 ArrayRef<SmallVector<Value>> d, Value gLast);
+                                 ArrayRef<SmallVector<Value>> d, Value gLast,
+                                 ChunkRows rows);
   Value rowGate(const ReverseStage &st, Value t) {
     return memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
   }
@@ -228,8 +261,8 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
   if (p.hasW)
     st.w = k.tile(at(p.wOffset), kChunk, p.keyStride, p.mmaElem);
   st.dO = k.tile(at(p.dOffset), kChunk, p.gradStride, p.mmaElem);
-  if (p.hasGates) // [64][1]: one 4-byte copy per row
-    st.g = k.tile(at(p.gOffset), kChunk, 1, b.getF32Type());
+  if (p.hasGates) // [64][1] (one 4-byte copy per row) or [64][K + 4]
+    st.g = k.tile(at(p.gOffset), kChunk, p.gateStride, b.getF32Type());
   return st;
 }
 
@@ -265,7 +298,12 @@ Value ReversePassKernel::prefetch(Value j) {
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
   }, kChunk, /*narrowRows=*/true);
-  if (p.hasGates)
+  if (p.perKeyGates)
+    k.copyRowsAsync(st.g, zero, p.K, t0, valid, io.seqLen, io.gates,
+                    [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, hv, c};
+    }, kChunk, /*narrowRows=*/true);
+  else if (p.hasGates)
     k.copyRowsAsync(st.g, zero, 1, t0, valid, io.seqLen, io.gates,
                     [&](Value t, Value) -> SmallVector<Value> {
       return {bIdx, t, hv};
@@ -349,15 +387,104 @@ void ReversePassKernel::stageScoreTile(const ReverseStage &st, ChunkRows rows,
     }
     lo.push_back(tileLo);
   }
-  Value hiTile = k.tile(p.scoreOffset, kChunk, p.scoreStride, p.mmaElem);
-  Value loTile = k.tile(p.scoreOffset + p.scoreBytes / 2, kChunk, p.scoreStride,
-                        p.mmaElem);
+  auto [hiTile, loTile] = scoreTiles();
   for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
     k.stmatrix4(hiTile, m0, e.index(8 * nt), acc[nt], acc[nt + 1],
                 /*transposed=*/false);
     k.stmatrix4(loTile, m0, e.index(8 * nt), lo[nt], lo[nt + 1],
                 /*transposed=*/false);
   }
+}
+
+std::pair<Value, Value> ReversePassKernel::scoreTiles() {
+  return {k.tile(p.scoreOffset, kChunk, p.scoreStride, p.mmaElem),
+          k.tile(p.scoreOffset + p.scoreBytes / 2, kChunk, p.scoreStride,
+                 p.mmaElem)};
+}
+
+// K' = K * exp(G_L - G), L the last valid row of the key's 16-row block
+// (what perKeyBlockScores factors around), then the scores: P's row block
+// m by warp m % warps, as stageScores splits A^T's.
+void ReversePassKernel::stagePerKeyScores(const ReverseStage &st,
+                                          ChunkRows rows) {
+  Value blockKeys = k.tile(p.blockKeysOffset, kChunk, p.keyStride, p.mmaElem);
+  Value blockKeysLo =
+      p.splitKeys ? k.tile(p.blockKeysLoOffset, kChunk, p.keyStride, p.mmaElem)
+                  : Value();
+  decayRows(k, st.k, blockKeys, st.g, rows.valid, [&](Value r) {
+    Value row0 =
+        e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+    return blockLastRow(e, row0, rows.valid);
+  }, p.K, st.kLo, blockKeysLo);
+  k.barrier();
+  int64_t warps = p.block.warps;
+  for (int64_t rep = 0; rep < kChunk / 16 / warps; ++rep)
+    stagePerKeyScoreColumns(
+        st, rows,
+        e.mulIndex(e.addIndex(k.warp, e.index(rep * warps)), e.index(16)));
+}
+
+// P[j][i] = sum_r q_jr k_ir exp(G_jr - G_ir) for the query rows j in [m0,
+// m0 + 16) against every key block [i0, i0 + 16) (zero for i0 > m0), kept
+// for i <= j < valid, scaled and stored transposed, hi and lo: A^T[i][j]
+// = scale P[j][i]. The loop body is one block's code (the forward's
+// per-key output kernel loops for the instruction cache's sake too).
+void ReversePassKernel::stagePerKeyScoreColumns(const ReverseStage &st,
+                                                ChunkRows rows, Value m0) {
+  Operand q = Operand::of(st.q, st.qLo), keys = Operand::of(st.k, st.kLo);
+  Operand blockKeys = Operand::of(
+      k.tile(p.blockKeysOffset, kChunk, p.keyStride, p.mmaElem),
+      p.splitKeys ? k.tile(p.blockKeysLoOffset, kChunk, p.keyStride, p.mmaElem)
+                  : Value());
+  PerKeyDiagonal diagonal = perKeyDiagonal(k, q, keys, st.g, m0, rows.valid, p.K);
+  auto [hiTile, loTile] = scoreTiles();
+  Type f32 = b.getF32Type();
+  Value scaleF = e.f32(scale);
+  e.forEach(e.index(kChunk / 16), [&](Value block) {
+    Value i0 = e.mulIndex(block, e.index(16));
+    auto below = scf::IfOp::create(
+        b, SmallVector<Type>(8, f32),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i0, m0), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(below.thenBlock());
+      scf::YieldOp::create(b, perKeyBlockScores(k, q, blockKeys, st.g, m0, i0,
+                                                rows.valid, diagonal, p.K));
+      b.setInsertionPointToStart(below.elseBlock());
+      scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
+    }
+    SmallVector<Value> hi, lo;
+    for (int64_t x = 0; x < 8; ++x) {
+      // Element x % 4 of tile x / 4: query row accRow(m0, x % 4), key
+      // column i0 + 8 (x / 4) + accCol(0, x % 4).
+      Value j = k.accRow(m0, x % 4);
+      Value i = e.addIndex(i0, k.accCol(8 * (x / 4), x % 4));
+      Value keep = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i, j),
+          k.ult(j, rows.valid));
+      Value y = k.select(keep, e.mul(below.getResult(x), scaleF), e.f32(0.0f));
+      Value rounded = arith::ExtFOp::create(
+          b, f32, arith::TruncFOp::create(b, p.mmaElem, y).getResult());
+      hi.push_back(y);
+      lo.push_back(e.sub(y, rounded));
+    }
+    ArrayRef<Value> hiRef(hi), loRef(lo);
+    k.stmatrix4(hiTile, i0, m0, hiRef.take_front(4), hiRef.drop_front(4),
+                /*transposed=*/true);
+    k.stmatrix4(loTile, i0, m0, loRef.take_front(4), loRef.drop_front(4),
+                /*transposed=*/true);
+  });
+}
+
+// Kd = K * exp(G_C - G) (G_C the last valid row's) and Qg = Q * exp(G),
+// each factor <= 1, in place of the staged K and Q (their lo parts too
+// where split): what dD's and the update's products take.
+void ReversePassKernel::decayKeysAndQueries(const ReverseStage &st,
+                                            ChunkRows rows) {
+  Value last = e.subIndex(rows.valid, e.index(1));
+  decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return last; }, p.K,
+            st.kLo, st.kLo);
+  decayRows(k, st.q, st.q, st.g, rows.valid, nullptr, p.K, st.qLo, st.qLo);
 }
 
 // The warp's dD^T tiles (m = its 16 value columns, n = the chunk's 64
@@ -392,9 +519,7 @@ ReversePassKernel::gradValuesPartial(const ReverseStage &st, ValueRange flat,
         for (int64_t i : {odd, odd + 2})
           d[rt][i] = e.mul(d[rt][i], decay);
       }
-  Value hiTile = k.tile(p.scoreOffset, kChunk, p.scoreStride, p.mmaElem);
-  Value loTile = k.tile(p.scoreOffset + p.scoreBytes / 2, kChunk, p.scoreStride,
-                        p.mmaElem);
+  auto [hiTile, loTile] = scoreTiles();
   // Key part `part` takes the tokens of k-steps [part * stepsPerPart, +
   // stepsPerPart).
   int64_t stepsPerPart = kChunk / 16 / kStateKeySplit;
@@ -444,14 +569,23 @@ void ReversePassKernel::writeGradValues(ArrayRef<SmallVector<Value>> d,
 SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
                                                   ValueRange flat,
                                                   ArrayRef<SmallVector<Value>> d,
-                                                  Value gLast) {
+                                                  Value gLast, ChunkRows rows) {
   SmallVector<SmallVector<Value>> acc;
   Value stateDecay = gLast ? k.exp(gLast) : Value();
+  Value last = e.subIndex(rows.valid, e.index(1));
   for (int64_t kt = 0; kt < p.keyTiles; ++kt) {
     SmallVector<Value> tile(flat.slice(4 * kt, 4));
-    if (stateDecay)
-      for (Value &x : tile)
-        x = e.mul(x, stateDecay);
+    for (int64_t i = 0; i < 4; ++i) {
+      if (stateDecay)
+        tile[i] = e.mul(tile[i], stateDecay);
+      if (!p.perKeyGates)
+        continue;
+      // Element i of tile kt is H[key][column]: H's row `key` decays by
+      // exp(G_C[key]).
+      Value key = stateIndex(kt, i).first;
+      tile[i] = e.mul(tile[i], k.exp(memref::LoadOp::create(
+                                   b, st.g, ValueRange{last, key})));
+    }
     acc.push_back(tile);
   }
   auto f32x2 = VectorType::get({2}, b.getF32Type());
@@ -470,7 +604,9 @@ SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
                              e.mulIndex(k.quad, e.index(2)));
         SmallVector<Value> f;
         for (Value r : {t, e.addIndex(t, e.index(1))})
-          f.push_back(p.hasGates ? e.mul(scaleF, k.exp(rowGate(st, r))) : scaleF);
+          f.push_back(p.hasGates && !p.perKeyGates
+                          ? e.mul(scaleF, k.exp(rowGate(st, r)))
+                          : scaleF);
         factors = vector::FromElementsOp::create(b, f32x2, f);
       }
       Value wide = arith::MulFOp::create(
@@ -518,16 +654,22 @@ SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
   prefetch(e.addIndex(j, e.index(p.stages - 1)));
   ReverseStage st = stageAt(j);
   storeState(carriedIn, io.gradStates, {bIdx, n, hv});
-  stageScores(st, rows);
+  Value gLast;
+  if (p.perKeyGates) {
+    stagePerKeyScores(st, rows);
+    k.barrier();
+    decayKeysAndQueries(st, rows);
+  } else {
+    stageScores(st, rows);
+    if (p.hasGates)
+      gLast = rowGate(st, e.subIndex(rows.valid, e.index(1)));
+  }
   k.barrier();
-  Value gLast = p.hasGates
-                    ? rowGate(st, e.subIndex(rows.valid, e.index(1)))
-                    : Value();
   SmallVector<SmallVector<Value>> d = sumKeyParts(
       k, p.exchangeOffset, p.block.warps, columnGroup,
       gradValuesPartial(st, carriedIn, gLast));
   writeGradValues(d, rows);
-  return updateState(st, carriedIn, d, gLast);
+  return updateState(st, carriedIn, d, gLast, rows);
 }
 
 void ReversePassKernel::emit() {
