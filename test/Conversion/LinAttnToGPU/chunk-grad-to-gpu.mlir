@@ -66,10 +66,24 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: ten
 
 // -----
 
-// Per-key gates (GLA): the op stays whole for its loop lowering.
+// Per-key gates (GLA, no WY factors): dv = dD by the loops' nest, then
+// the key kernel in its per-key form. Shared memory at K = V = 64 (one key
+// block of 64): the 11 split or 16-bit tiles of the row-gate kernel but L
+// (9 x 9216), the landing tile (16384), the per-key gates [64][68] f32
+// (17408), K' and Q'' (2 x 9216), the block's dL/dG and k * dkState (2 x
+// 16384), <S_r, H_r> (256): 168192. 352 products a warp: dO D^T (64), dO
+// S^T (64), dP~ K' over the four 16-token blocks (A split: 64), D H^T
+// (96), dP~^T Q'' (64); the warp's own block elementwise.
 // CHECK-LABEL: func.func @per_key_gates(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linattn.chunk_grad
+// CHECK:         scf.parallel
+// CHECK:         arith.constant 168192 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT:     linattn.chunk_grad
+// MMA-LABEL:     func.func @per_key_gates(
+// MMA:           gpu.launch
+// MMA-COUNT-352: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
   %dq, %dk, %dv, %dg = linattn.chunk_grad q(%q) k(%k) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
@@ -87,6 +101,7 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // (768), the row terms (3072): 198656. The key kernel's: q, k, dO, D split
 // (5 x 17408), dP~ and L split (4 x 9216), the split state tiles (2 x
 // 17408), the f32 landing tile (32768), c (256): 191744.
+// MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
 // CHECK:         arith.constant 198656 : i32
 // CHECK:         gpu.launch

@@ -17,7 +17,22 @@
 //   dL/dG_C += sum_i k_i . dkState_i + exp(G_C) <S, H>
 //   dgate = the reverse cumulative sum of dL/dG inside the chunk
 //
-// (dkState = diag(exp(G_C - G)) D H^T). Every f32 operand (D, S, H, dP~,
+// (dkState = diag(exp(G_C - G)) D H^T). With per-key gates (GLA: G
+// [64][K], E per key) dP~ = scale dO D^T masked, and per key r
+//
+//   dq_ir = scale exp(G_ir) (dO S^T)_ir + sum_{j <= i} dP~_ij k_jr exp(G_ir - G_jr)
+//   dk_jr = exp(G_Cr - G_jr) (D H^T)_jr + sum_{i >= j} dP~_ij q_ir exp(G_ir - G_jr)
+//   dL/dG_ir = q_ir dq_ir - k_ir dk_ir
+//              [+ sum_i k_ir dkState_ir + exp(G_Cr) <S_r, H_r> at i = C]
+//
+// with the pair sums by 16-token blocks: below the warp's block on tensor
+// cores, factored around a row of the other block so that both factors
+// stay <= 1 (dq: K' = K exp(G_L - G), L the key block's last row; dk: Q'' =
+// Q exp(G - G_F), F the query block's first row), the diagonal block
+// elementwise in fp32 (as flash-linear-attention's chunk_gla_bwd does);
+// dL/dG in f32, its reverse cumulative sum a thread per key.
+//
+// Every f32 operand (D, S, H, dP~,
 // F * E, and q and k where they come f32: qk_l2norm's normalised keys)
 // enters the tensor cores split into hi + lo parts; the 16-bit inputs
 // exactly. M's row and column sums are taken in f64 from the same
@@ -25,13 +40,15 @@
 // loop lowering's reason for its f64 dL/dG).
 //
 // The kernel takes 16-bit dO, q and k of its type or f32, gates per row or
-// none, K and V up to 128; the loops keep the rest (per-key gates, f32
-// inputs, larger heads).
+// none, or per key with 16-bit q and k and no WY factors (GLA); K and V up
+// to 128; the loops keep the rest (KDA, f32 inputs, larger heads).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ChunkGradKernels.h"
 
+#include "../Kernel/ChunkGeometry.h"
+#include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
 #include "../KernelSupport.h"
 
@@ -53,7 +70,8 @@ struct KeyGradPlan {
   /// each lands f32 by cp.async while the previous one is in use, then
   /// goes split to the state tiles (S's rows for dq, then H's for dk).
   int64_t keyBlock = 0;
-  bool wy = false, gates = false;
+  /// `gates`: per row; `perKey`: per key ([B, T, HV, K]).
+  bool wy = false, gates = false, perKey = false;
   /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
   bool splitKeys = false;
   float scale = 0.0f, rank1Scale = 0.0f;
@@ -65,6 +83,10 @@ struct KeyGradPlan {
   int64_t pHiOff = 0, pLoOff = 0, fHiOff = 0, fLoOff = 0;
   int64_t stateHiOff = 0, stateLoOff = 0, landingOff = 0;
   int64_t mOff = 0, rowOff = 0, shareOff = 0, dotOff = 0, gOff = 0, cOff = 0;
+  // Per-key gates: G [64][K + 4] f32, K' and Q'' [64][K + pad], the key
+  // block's dL/dG and k * dkState [64][keyBlock] f32, <S_r, H_r> per key.
+  int64_t gKeyStride = 0, gKeyOff = 0, kPrimeOff = 0, qPrimeOff = 0;
+  int64_t gradGOff = 0, stateShareOff = 0, rowDotOff = 0;
   int64_t sharedBytes = 0;
 
 private:
@@ -85,9 +107,10 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  if (forms->perKeyGates) {
+  if (forms->perKeyGates && (op.getBeta() || forms->splitKeys)) {
     if (whyNot)
-      *whyNot = "its gates are per key";
+      *whyNot = op.getBeta() ? "its gates are per key, with WY factors"
+                             : "its gates are per key, its keys f32";
     return std::nullopt;
   }
   // Its dq and dk accumulators hold 16 rows x 64 keys, the state tiles
@@ -101,7 +124,8 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.wy = bool(op.getBeta());
-  p.gates = bool(op.getGates());
+  p.perKey = forms->perKeyGates;
+  p.gates = op.getGates() && !p.perKey;
   p.scale = op.getScale().convertToFloat();
   p.rank1Scale = p.wy ? op.getRank1Scale()->convertToFloat() : 0.0f;
 
@@ -156,6 +180,15 @@ void KeyGradPlan::layOut() {
   }
   if (wy)
     cOff = take(kChunk * 4);
+  if (perKey) {
+    gKeyStride = K + 4;
+    gKeyOff = take(kChunk * gKeyStride * 4);
+    kPrimeOff = take(keyTile);
+    qPrimeOff = take(keyTile);
+    gradGOff = take(kChunk * keyBlock * 4);
+    stateShareOff = take(kChunk * keyBlock * 4);
+    rowDotOff = take(keyBlock * 4);
+  }
   sharedBytes = layout.size();
 }
 
@@ -193,6 +226,21 @@ private:
   /// <S, H> to shDot (f64; S as held, hi + lo).
   void splitLanded(bool dotWithHeld);
   void keyBlockGradients(Value key0);
+  /// Per-key gates: G[row][key].
+  Value keyGate(Value row, Value key) {
+    return memref::LoadOp::create(b, gKeyTile, ValueRange{row, key});
+  }
+  /// Per-key gates: acc[nt] (16 rows x keyBlock keys of pairs `pairs`
+  /// times the staged `rowsOf` rows: dq's dP~ K, or dk's dP~^T Q) summed
+  /// over the chunk's 16-token blocks, the warp's own elementwise.
+  void addPerKeyPairs(SmallVector<SmallVector<Value>> &acc, Value key0,
+                      bool forKeys);
+  /// Per-key gates: <S_r, H_r> of the key block's rows, S held and H
+  /// landed, to rowDot.
+  void rowDots();
+  /// Per-key gates: dL/dG of the key block's keys, its reverse cumulative
+  /// sum inside the chunk, to dgates.
+  void perKeyGateGradient(Value key0);
   void keyBlocks();
   void gateGradient();
   void storeRows(ArrayRef<SmallVector<Value>> acc, Value dst, Value key0);
@@ -209,6 +257,7 @@ private:
   Value qTile, kTile, qLo, kLo, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
   Value stateHi, stateLo, landing;
   Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
+  Value gKeyTile, kPrime, qPrime, gradG, stateShare, rowDot;
   /// Per thread, f64: the row terms of its rows group and group + 8 (q .
   /// throughState + fromW . k - k . dkState), and k . dkState alone.
   Value rowAcc[2], shareAcc[2];
@@ -237,6 +286,8 @@ void KeyGradKernel::stageInputs() {
     k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
   }
   k.copyTokenRowsAsync(dOTile, p.V, rows, io.seqLen, io.gradOutput, bIdx, hv);
+  if (p.perKey)
+    k.copyTokenRowsAsync(gKeyTile, p.K, rows, io.seqLen, io.gates, bIdx, hv);
   Value copies = k.commitCopies();
   // The first key block's S rows land while everything before it runs.
   copyStateRows(io.states, zero);
@@ -269,6 +320,19 @@ void KeyGradKernel::stageInputs() {
           cTile, ValueRange{k.tid, e.index(0)});
   }
   k.waitCopies(copies, /*pending=*/1); // S's rows may still be on the way
+  k.barrier();
+  if (!p.perKey)
+    return;
+  // K' = K exp(G_L - G), L the last valid row of the row's 16-token block;
+  // Q'' = Q exp(G - G_F), F its first row.
+  auto blockFirst = [&](Value r) {
+    return e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+  };
+  decayRows(k, kTile, kPrime, gKeyTile, rows.valid, [&](Value r) {
+    return blockLastRow(e, blockFirst(r), rows.valid);
+  }, p.K);
+  decayRows(k, qTile, qPrime, gKeyTile, rows.valid, blockFirst, p.K, Value(),
+            Value(), /*sinceRef=*/true);
   k.barrier();
 }
 
@@ -371,6 +435,10 @@ void KeyGradKernel::splitLanded(bool dotWithHeld) {
   // Landed for every thread; with dotWithHeld, every warp is past its
   // products with S's tiles.
   k.barrier();
+  if (dotWithHeld && p.perKey) {
+    rowDots();
+    k.barrier();
+  }
   bool dot = dotWithHeld && shDot;
   SmallVector<Value> init = {dot ? shDot : Value(e.f32(0.0f))};
   ValueRange out = e.forEachReduce(
@@ -444,11 +512,16 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
   k.gemm(dq, Operand{TileView{dOTile}, std::nullopt}, m0,
          Operand{TileView{stateHi}, TileView{stateLo}}, p.V);
+  auto keyOf = [&](int64_t nt, int64_t i) {
+    return e.addIndex(key0, k.accCol(8 * nt, i));
+  };
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       Value factor = e.f32(p.scale);
       if (p.gates)
         factor = e.mul(factor, k.exp(rowGates[i / 2]));
+      if (p.perKey)
+        factor = e.mul(factor, k.exp(keyGate(k.accRow(m0, i), keyOf(nt, i))));
       dq[nt][i] = e.mul(dq[nt][i], factor);
       if (p.gates)
         rowAcc[i / 2] = arith::AddFOp::create(
@@ -456,8 +529,19 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
             wide(e.mul(keyAt(qTile, qLo, k.accRow(m0, i), k.accCol(8 * nt, i)),
                        dq[nt][i])));
     }
-  k.gemm(dq, Operand{TileView{pHi}, TileView{pLo}}, m0,
-         Operand::of(kTile, kLo, /*transposed=*/true), kChunk, key0);
+  // dL/dG's q share (per key), from the whole dq.
+  SmallVector<Value> gradShare;
+  if (p.perKey) {
+    addPerKeyPairs(dq, key0, /*forKeys=*/false);
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        gradShare.push_back(e.mul(
+            k.loadJoined(qTile, Value(), {k.accRow(m0, i), keyOf(nt, i)}),
+            dq[nt][i]));
+  } else {
+    k.gemm(dq, Operand{TileView{pHi}, TileView{pLo}}, m0,
+           Operand::of(kTile, kLo, /*transposed=*/true), kChunk, key0);
+  }
   storeRows(dq, io.dq, key0);
 
   // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K]. Y's entries
@@ -486,6 +570,17 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
     for (int64_t i = 0; i < 4; ++i) {
       if (p.gates)
         dk[nt][i] = e.mul(dk[nt][i], k.exp(e.sub(gLast, rowGates[i / 2])));
+      if (p.perKey) {
+        // dkState = exp(G_C - G) (D H^T) per key, and k * dkState for
+        // the last row's share of dL/dG.
+        Value row = k.accRow(m0, i), key = keyOf(nt, i);
+        Value lastRow = e.subIndex(rows.valid, e.index(1));
+        dk[nt][i] = e.mul(dk[nt][i], k.exp(e.sub(keyGate(lastRow, key),
+                                                 keyGate(row, key))));
+        memref::StoreOp::create(
+            b, e.mul(k.loadJoined(kTile, Value(), {row, key}), dk[nt][i]),
+            stateShare, ValueRange{row, k.accCol(8 * nt, i)});
+      }
       if (!p.gates)
         continue;
       Value share = wide(
@@ -493,8 +588,11 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       shareAcc[i / 2] = arith::AddFOp::create(b, shareAcc[i / 2], share);
       rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
     }
-  k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
-         Operand::of(qTile, qLo, /*transposed=*/true), kChunk, key0);
+  if (p.perKey)
+    addPerKeyPairs(dk, key0, /*forKeys=*/true);
+  else
+    k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
+           Operand::of(qTile, qLo, /*transposed=*/true), kChunk, key0);
   if (p.wy) {
     for (bool transposed : {false, true})
       k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
@@ -515,6 +613,156 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
       }
   }
   storeRows(dk, io.dk, key0);
+  if (!p.perKey || !io.dgates)
+    return;
+  // dL/dG = q dq - k dk, the warp's rows of the key block.
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row = k.accRow(m0, i);
+      Value g = e.sub(gradShare[4 * nt + i],
+                      e.mul(k.loadJoined(kTile, Value(), {row, keyOf(nt, i)}),
+                            dk[nt][i]));
+      memref::StoreOp::create(b, g, gradG, ValueRange{row, k.accCol(8 * nt, i)});
+    }
+  perKeyGateGradient(key0);
+}
+
+void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
+                                   Value key0, bool forKeys) {
+  int64_t tiles = acc.size();
+  Value valid = rows.valid;
+  auto keyOf = [&](int64_t nt, int64_t i) {
+    return e.addIndex(key0, k.accCol(8 * nt, i));
+  };
+  // The other blocks, factored: dq_I += exp(G_I - G_L) (dP~_IJ K'_J) for
+  // J below I (L = J's last row); dk_J += exp(G_F - G_J) (dP~_IJ^T Q''_I)
+  // for I above J (F = I's first row). Every block is multiplied (the
+  // masked dP~ is zero above the diagonal) and the others' share
+  // selected, so the warps run one code path.
+  for (int64_t block = 0; block < kChunk / 16; ++block) {
+    int64_t b0 = 16 * block;
+    SmallVector<Value> aHi = k.fragA(TileView{pHi, forKeys}, m0, b0);
+    SmallVector<Value> aLo = k.fragA(TileView{pLo, forKeys}, m0, b0);
+    SmallVector<SmallVector<Value>> part = k.zeroAcc(tiles);
+    TileView rowsOf{forKeys ? qPrime : kPrime, /*transposed=*/true};
+    for (int64_t nt = 0; nt < tiles; nt += 2) {
+      SmallVector<Value> bFrag = k.fragB2(rowsOf, key0, 8 * nt, b0);
+      for (int64_t j = 0; j < 2; ++j)
+        part[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                  /*bLo=*/{}, part[nt + j]);
+    }
+    Value blockStart = e.index(b0);
+    Value other = forKeys ? arith::AndIOp::create(b, k.ult(m0, blockStart),
+                                                  k.ult(blockStart, valid))
+                                .getResult()
+                          : k.ult(blockStart, m0);
+    Value ref = forKeys ? blockStart : blockLastRow(e, blockStart, valid);
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value row = k.accRow(m0, i), key = keyOf(nt, i);
+        Value gRow = keyGate(row, key), gRef = keyGate(ref, key);
+        Value decay = k.exp(forKeys ? e.sub(gRef, gRow) : e.sub(gRow, gRef));
+        Value keep = arith::AndIOp::create(b, other, k.ult(row, valid));
+        acc[nt][i] = k.select(keep, e.add(acc[nt][i], e.mul(part[nt][i], decay)),
+                              acc[nt][i]);
+      }
+  }
+  // The warp's own block elementwise, a token t of it per step:
+  //   dq: acc_ir += [t <= i < valid] dP~_it k_tr exp(G_ir - G_tr)
+  //   dk: acc_jr += [j <= t < valid] dP~_tj q_tr exp(G_tr - G_jr)
+  SmallVector<Value> flat, own;
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      flat.push_back(acc[nt][i]);
+      own.push_back(keyGate(k.accRow(m0, i), keyOf(nt, i)));
+    }
+  Value rowsTile = forKeys ? qTile : kTile;
+  ValueRange sums = e.forEachReduce(
+      e.index(16), flat, [&](Value step, ValueRange in) -> SmallVector<Value> {
+        Value t = e.addIndex(m0, step);
+        SmallVector<Value> out(in);
+        Value pair[2], keep[2];
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = k.accRow(m0, 2 * half);
+          pair[half] = forKeys ? k.loadJoined(pHi, pLo, {t, row})
+                               : k.loadJoined(pHi, pLo, {row, t});
+          keep[half] = forKeys
+                           ? arith::AndIOp::create(
+                                 b, arith::CmpIOp::create(
+                                        b, arith::CmpIPredicate::ule, row, t),
+                                 k.ult(t, valid)).getResult()
+                           : arith::AndIOp::create(
+                                 b, arith::CmpIOp::create(
+                                        b, arith::CmpIPredicate::ule, t, row),
+                                 k.ult(row, valid)).getResult();
+        }
+        for (int64_t nt = 0; nt < tiles; ++nt)
+          for (int64_t odd = 0; odd < 2; ++odd) {
+            Value key = keyOf(nt, odd);
+            Value x = k.loadJoined(rowsTile, Value(), {t, key});
+            Value gt = keyGate(t, key);
+            for (int64_t half = 0; half < 2; ++half) {
+              int64_t idx = 4 * nt + 2 * half + odd;
+              Value decay = k.exp(forKeys ? e.sub(gt, own[idx]) : e.sub(own[idx], gt));
+              Value term = e.mul(e.mul(pair[half], x), decay);
+              out[idx] = k.select(keep[half], e.add(out[idx], term), out[idx]);
+            }
+          }
+        return out;
+      });
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i)
+      acc[nt][i] = sums[4 * nt + i];
+}
+
+// threadsPerKey threads a key row r of the block: their parts of
+// sum_c S_rc H_rc (S split as held, H as landed), then shuffles.
+void KeyGradKernel::rowDots() {
+  int64_t threadsPerKey = kThreads / p.keyBlock;
+  int64_t perThread = p.V / threadsPerKey;
+  Value r = arith::DivUIOp::create(b, k.tid, e.index(threadsPerKey));
+  Value c0 = e.mulIndex(arith::RemUIOp::create(b, k.tid, e.index(threadsPerKey)),
+                        e.index(perThread));
+  Value sum = e.forEachReduce(
+      e.index(perThread), {e.f32(0.0f)},
+      [&](Value c, ValueRange acc) -> SmallVector<Value> {
+        Value col = e.addIndex(c0, c);
+        Value held = k.loadJoined(stateHi, stateLo, {r, col});
+        Value landed = memref::LoadOp::create(b, landing, ValueRange{r, col});
+        return {e.add(acc[0], e.mul(held, landed))};
+      })[0];
+  for (int64_t offset = 1; offset < threadsPerKey; offset *= 2)
+    sum = e.add(sum, k.shuffle(sum, offset, gpu::ShuffleMode::XOR));
+  memref::StoreOp::create(b, sum, rowDot, ValueRange{r, e.index(0)});
+}
+
+// A thread per key r of the block: the last row's share sum_i k_ir
+// dkState_ir + exp(G_Cr) <S_r, H_r>, then the rows' dL/dG from the last
+// up: dgate_ir = sum_{i' >= i} dL/dG_i'r.
+void KeyGradKernel::perKeyGateGradient(Value key0) {
+  k.barrier();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(k.tid, e.index(p.keyBlock)), false).thenBlock());
+    Value r = k.tid, key = e.addIndex(key0, r);
+    Value last = e.subIndex(rows.valid, e.index(1));
+    Value share = e.forEachReduce(
+        rows.valid, {e.f32(0.0f)}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          return {e.add(acc[0], memref::LoadOp::create(b, stateShare, ValueRange{i, r}))};
+        })[0];
+    share = e.add(share, e.mul(k.exp(keyGate(last, key)),
+                               memref::LoadOp::create(b, rowDot, ValueRange{r, e.index(0)})));
+    e.forEachReduce(rows.valid, {share},
+                    [&](Value fromLast, ValueRange acc) -> SmallVector<Value> {
+      Value i = e.subIndex(last, fromLast);
+      Value sum = e.add(acc[0], memref::LoadOp::create(b, gradG, ValueRange{i, r}));
+      memref::StoreOp::create(b, sum, io.dgates,
+                              ValueRange{bIdx, e.addIndex(rows.t0, i), hv, key});
+      return {sum};
+    });
+  }
+  k.barrier();
 }
 
 // dL/dG per row (f64): the quads' row terms, M's row sum minus its column
@@ -661,6 +909,14 @@ void KeyGradKernel::emit() {
           arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
     if (io.dgates)
       shDot = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+  }
+  if (p.perKey) {
+    gKeyTile = tileOf(p.gKeyOff, kChunk, p.gKeyStride, f32);
+    kPrime = tile16(p.kPrimeOff, kChunk, p.keyStride);
+    qPrime = tile16(p.qPrimeOff, kChunk, p.keyStride);
+    gradG = tileOf(p.gradGOff, kChunk, p.keyBlock, f32);
+    stateShare = tileOf(p.stateShareOff, kChunk, p.keyBlock, f32);
+    rowDot = tileOf(p.rowDotOff, p.keyBlock, 1, f32);
   }
 
   stageInputs();

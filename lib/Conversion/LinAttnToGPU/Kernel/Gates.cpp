@@ -138,7 +138,7 @@ void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
 
 void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
                function_ref<Value(Value)> ref, int64_t cols, Value srcLo,
-               Value dstLo) {
+               Value dstLo, bool sinceRef) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   constexpr int64_t kWidth = 8;
@@ -155,8 +155,12 @@ void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
     SmallVector<Value> ys;
     for (int64_t i = 0; i < kWidth; ++i) {
       Value gi = vector::ExtractOp::create(b, gs, i);
-      Value decay = k.exp(
-          gRef ? e.sub(vector::ExtractOp::create(b, gRef, i), gi) : gi);
+      Value decay = gi;
+      if (gRef) {
+        Value gr = vector::ExtractOp::create(b, gRef, i);
+        decay = sinceRef ? e.sub(gi, gr) : e.sub(gr, gi);
+      }
+      decay = k.exp(decay);
       ys.push_back(k.select(
           keep, e.mul(vector::ExtractOp::create(b, xs, i), decay), e.f32(0.0f)));
     }

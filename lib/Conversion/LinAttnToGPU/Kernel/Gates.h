@@ -74,9 +74,12 @@ void storeChunkCumsum(KernelEmitter &k, ArrayRef<Value> sums, Value dst,
 /// `valid` are dropped by a select: their gates are staged zeros. A split
 /// src (an f32 spec's keys, `srcLo` given) is read as hi + lo, and a split
 /// dst (`dstLo` given) takes the decayed rows as hi and lo parts again.
+/// With `sinceRef` the rows decay from reference rows ref(r) <= r instead:
+/// dst[r][c] = src[r][c] * exp(G[r][c] - G[ref(r)][c]), <= 1 too.
 void decayRows(KernelEmitter &k, Value src, Value dst, Value g, Value valid,
                function_ref<Value(Value)> ref, int64_t cols,
-               Value srcLo = Value(), Value dstLo = Value());
+               Value srcLo = Value(), Value dstLo = Value(),
+               bool sinceRef = false);
 
 /// The sum of the chunk totals G_C(m) = G[b, min(chunk (m + 1), T) - 1,
 /// hv] over the chunks m in [m0, m1), m1 - m0 <= maxChunks, in every lane
