@@ -175,19 +175,25 @@ void ChunkGradLowering::emitBackSubstitution() {
   });
 }
 
-// A thread per token i: dv_i (beta_i Z_i, or dD_i without the WY form);
-// with it c_i dL_ij = -c_i (Y_i . W_j + Z_i . U_j) for j < i and
+// Without the WY form dv = dD. With it, a thread per token i: dv_i =
+// beta_i Z_i, c_i dL_ij = -c_i (Y_i . W_j + Z_i . U_j) for j < i and
 // dbeta_i = rank1_scale (Y_i . (k_i * exp(G_i)) + sum_j dL_ij P_ij) + Z_i . v_i.
 void ChunkGradLowering::emitRowScalars() {
+  if (!beta) {
+    // dv = dD: a thread per value column over the chunk's tokens, so that
+    // a GPU warp's accesses are 32 adjacent columns of one row (a thread
+    // per token strode a row apart: 0.33 ms of simple GLA's 1.01 ms
+    // backward at B 4, T 4096, bench/NOTES.md b11).
+    forEachChunk(V, [&](Value c) {
+      e.forRange(t0, t1, [&](Value i) {
+        e.storeFromF32(at(gradNewValues, i, c), dv, idx(i, c));
+      });
+    });
+    return;
+  }
   forEachChunk(C, [&](Value lane) {
     Value i = e.addIndex(t0, lane);
     ifInChunk(i, [&] {
-      if (!beta) {
-        e.forEach(vDim, [&](Value c) {
-          e.storeFromF32(at(gradNewValues, i, c), dv, idx(i, c));
-        });
-        return;
-      }
       Value ci = coeff(i);
       Value throughL = l.sumRange(t0, i, [&](Value j) {
         Value dL = arith::NegFOp::create(

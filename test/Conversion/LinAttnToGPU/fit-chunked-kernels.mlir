@@ -108,11 +108,11 @@ func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128x
 // -----
 
 // Per-key gates (GLA): the forward's kernels fit, so chunked; the
-// backward's reverse pass is a kernel, chunk_grad keeps its loops, and the
-// remark says why.
+// backward's reverse pass and chunk_grad's key gradients are kernels
+// (KDA's chunk_grad, with WY factors, keeps its loops).
 // CHECK-LABEL: func.func @gla_backward
 // CHECK: linattn.recurrence_grad key_gate {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: loops (the key kernel: its gates are per key); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the key kernel; qk_grad: a warp per (b, t, h) row)
 func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
