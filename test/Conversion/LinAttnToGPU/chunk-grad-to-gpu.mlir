@@ -71,9 +71,11 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: ten
 // block of 64): the 11 split or 16-bit tiles of the row-gate kernel but L
 // (9 x 9216), the landing tile (16384), the per-key gates [64][68] f32
 // (17408), K' and Q'' (2 x 9216), the block's dL/dG and k * dkState (2 x
-// 16384), <S_r, H_r> (256): 168192. 352 products a warp: dO D^T (64), dO
-// S^T (64), dP~ K' over the four 16-token blocks (A split: 64), D H^T
-// (96), dP~^T Q'' (64); the warp's own block elementwise.
+// 16384), <S_r, H_r> (256): 168192. 544 products a warp in the code: dO
+// D^T (64), dO S^T (64), dP~ K' over the four 16-token blocks (A split:
+// 64), D H^T (96), dP~^T Q'' (64), and for each block the warp's own
+// factored form under a branch (both split: 8 x 3, for dq and dk: 192);
+// the own block's elementwise form has none.
 // CHECK-LABEL: func.func @per_key_gates(
 // CHECK:         scf.parallel
 // CHECK:         arith.constant 168192 : i32
@@ -82,7 +84,7 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: ten
 // CHECK-NOT:     linattn.chunk_grad
 // MMA-LABEL:     func.func @per_key_gates(
 // MMA:           gpu.launch
-// MMA-COUNT-352: nvvm.mma.sync
+// MMA-COUNT-544: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
   %dq, %dk, %dv, %dg = linattn.chunk_grad q(%q) k(%k) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.125 : f32}

@@ -50,6 +50,7 @@
 #include "../Kernel/ChunkGeometry.h"
 #include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
+#include "../Kernel/PerKeyScores.h"
 #include "../KernelSupport.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -638,7 +639,15 @@ void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
   // J below I (L = J's last row); dk_J += exp(G_F - G_J) (dP~_IJ^T Q''_I)
   // for I above J (F = I's first row). Every block is multiplied (the
   // masked dP~ is zero above the diagonal) and the others' share
-  // selected, so the warps run one code path.
+  // selected, so the warps run one code path. The warp's own block is
+  // factored the same way where its gates' spread allows (the factor
+  // exp(G_i - G_L) or exp(G_F - G_j) >= 1 then stays below
+  // exp(kMaxDiagonalSpread)), its B operand computed in fp32 and held
+  // split: a pair (i, j) then enters dq_i and dk_j to ~2^-17 alike, so
+  // its shares of dL/dG (q_i dq_i and -k_j dk_j) cancel as the elementwise
+  // sums' do (with the rounded K' and Q'' they left dgate 1e-2 off,
+  // bench/NOTES.md b11); else elementwise below.
+  Value ownFactored = diagonalFactorable(k, gKeyTile, m0, valid, p.K);
   for (int64_t block = 0; block < kChunk / 16; ++block) {
     int64_t b0 = 16 * block;
     SmallVector<Value> aHi = k.fragA(TileView{pHi, forKeys}, m0, b0);
@@ -657,17 +666,63 @@ void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
                                 .getResult()
                           : k.ult(blockStart, m0);
     Value ref = forKeys ? blockStart : blockLastRow(e, blockStart, valid);
-    for (int64_t nt = 0; nt < tiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i) {
-        Value row = k.accRow(m0, i), key = keyOf(nt, i);
-        Value gRow = keyGate(row, key), gRef = keyGate(ref, key);
-        Value decay = k.exp(forKeys ? e.sub(gRef, gRow) : e.sub(gRow, gRef));
-        Value keep = arith::AndIOp::create(b, other, k.ult(row, valid));
-        acc[nt][i] = k.select(keep, e.add(acc[nt][i], e.mul(part[nt][i], decay)),
-                              acc[nt][i]);
+    // acc += x * exp(G_i - G_ref) (dq) or exp(G_ref - G_j) (dk) where
+    // `where` and the row is valid.
+    auto addDecayed = [&](ArrayRef<SmallVector<Value>> x, Value where) {
+      for (int64_t nt = 0; nt < tiles; ++nt)
+        for (int64_t i = 0; i < 4; ++i) {
+          Value row = k.accRow(m0, i), key = keyOf(nt, i);
+          Value gRow = keyGate(row, key), gRef = keyGate(ref, key);
+          Value decay = k.exp(forKeys ? e.sub(gRef, gRow) : e.sub(gRow, gRef));
+          Value keep = arith::AndIOp::create(b, where, k.ult(row, valid));
+          acc[nt][i] = k.select(keep, e.add(acc[nt][i], e.mul(x[nt][i], decay)),
+                                acc[nt][i]);
+        }
+    };
+    addDecayed(part, other);
+    // The warp's own block, factored: B = K exp(G_L - G) (dq) or Q exp(G -
+    // G_F) (dk) of its rows, from fp32, split.
+    Value own = arith::AndIOp::create(
+        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, blockStart, m0),
+        ownFactored);
+    SmallVector<Value> before;
+    for (const SmallVector<Value> &tile : acc)
+      before.append(tile.begin(), tile.end());
+    auto ownIf = scf::IfOp::create(b, TypeRange(ValueRange(before)), own, true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ownIf.elseBlock());
+      scf::YieldOp::create(b, before);
+      b.setInsertionPointToStart(ownIf.thenBlock());
+      Value src = forKeys ? qTile : kTile;
+      auto element = [&](Value t, Value key) {
+        Value x = k.loadJoined(src, Value(), {t, key});
+        Value g = keyGate(t, key), gRef = keyGate(ref, key);
+        Value decayed = e.mul(x, k.exp(forKeys ? e.sub(g, gRef) : e.sub(gRef, g)));
+        return k.select(k.ult(t, valid), decayed, e.f32(0.0f));
+      };
+      SmallVector<SmallVector<Value>> ownPart = k.zeroAcc(tiles);
+      for (int64_t nt = 0; nt < tiles; nt += 2) {
+        SmallVector<Value> bLo;
+        SmallVector<Value> bHi =
+            k.fragB2FromElements(blockStart, key0, 8 * nt, element, bLo);
+        for (int64_t j = 0; j < 2; ++j)
+          ownPart[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bHi).slice(2 * j, 2),
+                                       ArrayRef(bLo).slice(2 * j, 2),
+                                       ownPart[nt + j]);
       }
+      addDecayed(ownPart, arith::ConstantOp::create(b, b.getBoolAttr(true)));
+      SmallVector<Value> after;
+      for (const SmallVector<Value> &tile : acc)
+        after.append(tile.begin(), tile.end());
+      scf::YieldOp::create(b, after);
+    }
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        acc[nt][i] = ownIf.getResult(4 * nt + i);
   }
-  // The warp's own block elementwise, a token t of it per step:
+  // The warp's own block elementwise where it was not factored, a token t
+  // of it per step:
   //   dq: acc_ir += [t <= i < valid] dP~_it k_tr exp(G_ir - G_tr)
   //   dk: acc_jr += [j <= t < valid] dP~_tj q_tr exp(G_tr - G_jr)
   SmallVector<Value> flat, own;
@@ -677,6 +732,15 @@ void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
       own.push_back(keyGate(k.accRow(m0, i), keyOf(nt, i)));
     }
   Value rowsTile = forKeys ? qTile : kTile;
+  auto elementwise = scf::IfOp::create(
+      b, TypeRange(ValueRange(flat)),
+      arith::XOrIOp::create(b, ownFactored,
+                            arith::ConstantOp::create(b, b.getBoolAttr(true))),
+      true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(elementwise.elseBlock());
+  scf::YieldOp::create(b, flat);
+  b.setInsertionPointToStart(elementwise.thenBlock());
   ValueRange sums = e.forEachReduce(
       e.index(16), flat, [&](Value step, ValueRange in) -> SmallVector<Value> {
         Value t = e.addIndex(m0, step);
@@ -710,9 +774,11 @@ void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
           }
         return out;
       });
+  scf::YieldOp::create(b, sums);
+  b.setInsertionPointAfter(elementwise);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i)
-      acc[nt][i] = sums[4 * nt + i];
+      acc[nt][i] = elementwise.getResult(4 * nt + i);
 }
 
 // threadsPerKey threads a key row r of the block: their parts of

@@ -112,6 +112,12 @@ public:
   /// returned and its lo part appended to `lo`.
   SmallVector<Value> fragB2FromF32Columns(Value buf, Value base, int64_t n0,
                                           int64_t k0, SmallVector<Value> &lo);
+  /// The same for B's elements computed in fp32, element(k, n) for k in
+  /// [k0, k0 + 16) and n in [base + n0, + 16): held split, as an operand
+  /// whose rounding the product must not see.
+  SmallVector<Value> fragB2FromElements(Value k0, Value base, int64_t n0,
+                                        function_ref<Value(Value, Value)> element,
+                                        SmallVector<Value> &lo);
 
   /// The A fragment of rows [m0, m0 + 16) and k [k0, k0 + 16) of an
   /// operand computed in fp32 and rounded once: pair(r, c) is the

@@ -54,26 +54,35 @@ SmallVector<Value> diagonalScores(MmaEmitter &k, const Operand &q,
   return llvm::to_vector(sums);
 }
 
+Value diagonalFactorable(MmaEmitter &k, Value g, Value m0, Value valid,
+                         int64_t K) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  // Every lane tests keys lane, lane + 32, ... (those below K); the warp
+  // votes.
+  Value ownLast = blockLastRow(e, m0, valid);
+  Value narrow = arith::ConstantOp::create(b, b.getBoolAttr(true));
+  for (int64_t c0 = 0; c0 < K; c0 += 32) {
+    Value c = e.addIndex(k.lane, e.index(c0));
+    Value spread = e.sub(e.loadF32(g, {m0, c}), e.loadF32(g, {ownLast, c}));
+    Value ok = arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, spread,
+                                     e.f32(kMaxDiagonalSpread));
+    if (c0 + 32 > K) // a key past K (the last group of a K = 16 or 48)
+      ok = arith::OrIOp::create(b, ok, k.ult(e.index(K - 1), c));
+    narrow = arith::AndIOp::create(b, narrow, ok);
+  }
+  Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+  return NVVM::VoteSyncOp::create(b, b.getI1Type(), fullWarp, narrow,
+                                  NVVM::VoteSyncKind::all);
+}
+
 PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, const Operand &q,
                               const Operand &keys, Value g, Value m0,
                               Value valid, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
-  // Every lane tests keys lane, lane + 32, ...; the warp votes.
-  Value ownLast = blockLastRow(e, m0, valid);
-  Value narrow = arith::ConstantOp::create(b, b.getBoolAttr(true));
-  for (int64_t c0 = 0; c0 < K; c0 += 32) {
-    Value c = e.addIndex(k.lane, e.index(c0));
-    Value spread = e.sub(e.loadF32(g, {m0, c}), e.loadF32(g, {ownLast, c}));
-    narrow = arith::AndIOp::create(
-        b, narrow,
-        arith::CmpFOp::create(b, arith::CmpFPredicate::OLT, spread,
-                              e.f32(kMaxDiagonalSpread)));
-  }
-  Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
-  Value factored = NVVM::VoteSyncOp::create(b, b.getI1Type(), fullWarp, narrow,
-                                            NVVM::VoteSyncKind::all);
+  Value factored = diagonalFactorable(k, g, m0, valid, K);
   // The elementwise block, once (its code is long).
   auto elementwiseIf = scf::IfOp::create(
       b, SmallVector<Type>(8, f32),

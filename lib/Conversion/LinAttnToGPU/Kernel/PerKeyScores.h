@@ -32,6 +32,13 @@ SmallVector<Value> diagonalScores(MmaEmitter &k, const Operand &q,
                                   const Operand &keys, Value g, Value m0,
                                   int64_t K);
 
+/// Whether the calling warp's 16-row block [m0, m0 + 16) may be factored
+/// around its last valid row L: G_{m0} - G_L < kMaxDiagonalSpread for
+/// every key (G the staged [64][K] f32 gates), the same in every lane (a
+/// warp vote).
+Value diagonalFactorable(MmaEmitter &k, Value g, Value m0, Value valid,
+                         int64_t K);
+
 /// The per-key-gate scores' diagonal block, what every column block of
 /// perKeyBlockScores needs from it: whether the warp factors it, and the
 /// elementwise scores where it does not.
