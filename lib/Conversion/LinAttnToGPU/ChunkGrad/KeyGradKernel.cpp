@@ -29,8 +29,10 @@
 // cores, factored around a row of the other block so that both factors
 // stay <= 1 (dq: K' = K exp(G_L - G), L the key block's last row; dk: Q'' =
 // Q exp(G - G_F), F the query block's first row), the diagonal block
-// elementwise in fp32 (as flash-linear-attention's chunk_gla_bwd does);
-// dL/dG in f32, its reverse cumulative sum a thread per key.
+// factored too where its gates' spread allows (its B operand from fp32,
+// split), elementwise in fp32 where not (as flash-linear-attention's
+// chunk_gla_bwd does every diagonal block); dL/dG in f32, its reverse
+// cumulative sum a thread per key.
 //
 // Every f32 operand (D, S, H, dP~,
 // F * E, and q and k where they come f32: qk_l2norm's normalised keys)
