@@ -120,26 +120,11 @@ MmaEmitter::FragmentA MmaEmitter::fragmentAFromAcc(ArrayRef<Value> tile0,
 SmallVector<Value> MmaEmitter::fragB2FromF32Columns(Value buf, Value base,
                                                     int64_t n0, int64_t k0,
                                                     SmallVector<Value> &lo) {
-  SmallVector<Value> regs;
-  auto f32x2 = VectorType::get({2}, b.getF32Type());
-  for (int64_t j = 0; j < 2; ++j) {
-    Value n = e.addIndex(base, e.addIndex(e.index(n0 + 8 * j), group));
-    for (int64_t half = 0; half < 2; ++half) {
-      Value k = e.addIndex(e.index(k0 + 8 * half), e.mulIndex(quad, e.index(2)));
-      Value x0 = e.loadF32(buf, {k, n});
-      Value x1 = e.loadF32(buf, {e.addIndex(k, e.index(1)), n});
-      Value pair = vector::FromElementsOp::create(b, f32x2, ValueRange{x0, x1});
-      auto [hi, rest] = splitRegister(pair);
-      regs.push_back(hi);
-      lo.push_back(rest);
-    }
-  }
-  return regs;
+  return fragB2FromElements(
+      e.index(k0), base, n0,
+      [&](Value k, Value n) { return e.loadF32(buf, {k, n}); }, lo);
 }
 
-// fragB2FromF32Columns's layout with a run-time k0 and computed elements
-// (kept apart so that the forward state pass's code is the measured one;
-// folding the two is in bench/NOTES.md b11's next steps).
 SmallVector<Value> MmaEmitter::fragB2FromElements(
     Value k0, Value base, int64_t n0, function_ref<Value(Value, Value)> element,
     SmallVector<Value> &lo) {
