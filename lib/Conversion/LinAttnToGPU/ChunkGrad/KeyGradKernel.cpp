@@ -233,9 +233,10 @@ private:
   Value keyGate(Value row, Value key) {
     return memref::LoadOp::create(b, gKeyTile, ValueRange{row, key});
   }
-  /// Per-key gates: acc[nt] (16 rows x keyBlock keys of pairs `pairs`
-  /// times the staged `rowsOf` rows: dq's dP~ K, or dk's dP~^T Q) summed
-  /// over the chunk's 16-token blocks, the warp's own elementwise.
+  /// Per-key gates: acc[nt] (16 rows x keyBlock keys) += dq's decayed
+  /// dP~ K, or (forKeys) dk's decayed dP~^T Q, over the chunk's 16-token
+  /// blocks: the others factored, the warp's own factored where its
+  /// gates' spread allows and elementwise where not.
   void addPerKeyPairs(SmallVector<SmallVector<Value>> &acc, Value key0,
                       bool forKeys);
   /// Per-key gates: <S_r, H_r> of the key block's rows, S held and H
