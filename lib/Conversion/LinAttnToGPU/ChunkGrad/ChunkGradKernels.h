@@ -43,7 +43,8 @@ void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io);
 
 /// Why the key kernel does not take `op`, or "" if it does: it takes
-/// 16-bit q, k and dO, gates per row or none, K and V at most 128.
+/// 16-bit dO, q and k 16-bit or f32, gates per row or none, or per key
+/// with 16-bit q and k and no WY factors, K and V at most 128.
 std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
