@@ -437,7 +437,10 @@ void ReversePassKernel::stagePerKeyScoreColumns(const ReverseStage &st,
       p.splitKeys ? k.tile(p.blockKeysLoOffset, kChunk, p.keyStride, p.mmaElem)
                   : Value());
   PerKeyDiagonal diagonal = perKeyDiagonal(k, q, keys, st.g, m0, rows.valid, p.K);
-  auto [hiTile, loTile] = scoreTiles();
+  // Named values, not a structured binding: the loop body's lambda takes
+  // them (which C++17 does not allow of a binding).
+  Value hiTile, loTile;
+  std::tie(hiTile, loTile) = scoreTiles();
   Type f32 = b.getF32Type();
   Value scaleF = e.f32(scale);
   e.forEach(e.index(kChunk / 16), [&](Value block) {
