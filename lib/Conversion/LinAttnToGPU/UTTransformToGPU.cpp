@@ -26,43 +26,20 @@ namespace {
 /// L = StrictLower(diag(c) P) under per-key gates, c = rank1Scale beta and
 ///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),
 /// into the fp32 tile `l` ([64][64], zero above the diagonal and past
-/// `valid`): each warp its rows [m0, m0 + 16) against the column blocks at
-/// or before its own (perKeyBlockScores, with the keys as queries). Stages
-/// K' = K * exp(G_L - G) (L each 16-row block's last valid row) in `kd`
-/// first (split like the keys); ends with a barrier.
+/// `valid`) by forEachLowerKeyScore (K' staged in `kd` on the way); ends
+/// with a barrier.
 void lowerTriangleOfPerKeyScores(MmaEmitter &k, const Operand &keys,
                                  const Operand &kd, Value g, Value l,
                                  Value betaShared, Value m0, Value valid,
                                  float rank1Scale, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
-  auto lo = [](const Operand &x) { return x.lo ? x.lo->buf : Value(); };
-  decayRows(k, keys.hi.buf, kd.hi.buf, g, valid, [&](Value r) {
-    Value row0 = e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)),
-                            e.index(16));
-    return blockLastRow(e, row0, valid);
-  }, K, lo(keys), lo(kd));
   zeroSquareTile(k, l);
-  k.barrier();
-  PerKeyDiagonal diagonal = perKeyDiagonal(k, keys, keys, g, m0, valid, K);
-  Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
-  Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
-                             e.index(0));
-  e.forEach(numBlocks, [&](Value block) {
-    Value row0 = e.mulIndex(block, e.index(16));
-    SmallVector<Value> scores =
-        perKeyBlockScores(k, keys, kd, g, m0, row0, valid, diagonal, K);
-    // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column row0 +
-    // 8 (i / 4) + accCol(0, i % 4).
-    for (int64_t i = 0; i < 8; ++i) {
-      Value r = k.accRow(m0, i % 4);
-      Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
-      Value cr = e.mul(e.f32(rank1Scale),
-                       memref::LoadOp::create(b, betaShared, r));
-      Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, valid));
-      memref::StoreOp::create(b, k.select(keep, e.mul(scores[i], cr), e.f32(0.0f)),
-                              l, ValueRange{r, c});
-    }
+  forEachLowerKeyScore(k, keys, kd, g, m0, valid, K,
+                       [&](Value r, Value c, Value score, Value keep) {
+    Value cr = e.mul(e.f32(rank1Scale), memref::LoadOp::create(b, betaShared, r));
+    memref::StoreOp::create(b, k.select(keep, e.mul(score, cr), e.f32(0.0f)), l,
+                            ValueRange{r, c});
   });
   k.barrier();
 }

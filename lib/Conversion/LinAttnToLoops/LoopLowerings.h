@@ -34,12 +34,16 @@ void lowerChunkGradOpsToLoops(Operation *root);
 /// its key gradients (dq, dk and the gates' gradient) in place of its loops:
 /// the op's inputs as buffers, the WY factors' loop results (P = keyPairs,
 /// F = c dL = factorPairs, Y = A^T dW, each [B, T, HV, *] f32; null without
-/// beta) and the results to fill (dgates null where the op has none).
+/// beta) and the results to fill (dgates null where the op has none). With
+/// per-key gates only the GPU's WY kernel precedes the key kernel: yW then
+/// holds dk's WY share and wyGateShare dL/dG's ([B, T, HV, K] f32), and P
+/// and F stay null.
 struct ChunkGradKeyInputs {
   Value q, k, beta, gates, newValues, states, gradOutput, gradStates;
   Value keyPairs, factorPairs, yW;
   Value dq, dk, dgates;
   Value batch, seqLen;
+  Value wyGateShare;
 };
 using ChunkGradKeyKernel =
     function_ref<void(ImplicitLocOpBuilder &, const ChunkGradKeyInputs &)>;

@@ -99,13 +99,13 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // blocks (64 keys each) are a run-time loop of two trips, its products
 // emitted once. The WY kernel's shared memory: k and W (17408 each), U,
 // dD and dW split (6 x 17408), S's split key block or T, L and T's split
-// tiles (35840), P (16640), the inverse's scratch (3072), gates, c and beta
-// (768), the row terms (3072): 198656. The key kernel's: q, k, dO, D split
+// tiles (35840), P (16640), the inverse's scratch (3072), c and beta (512;
+// no gates), the row terms (3072): 198400. The key kernel's: q, k, dO, D split
 // (5 x 17408), dP~ and L split (4 x 9216), the split state tiles (2 x
 // 17408), the f32 landing tile (32768), c (256): 191744.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
-// CHECK:         arith.constant 198656 : i32
+// CHECK:         arith.constant 198400 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK:         arith.constant 191744 : i32
@@ -151,4 +151,41 @@ func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128x
       : (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
       -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Per-key gates with WY factors (KDA): the WY kernel computes P under
+// per-key gates (PerKeyScores.h, K' over T's tile) and goes on to reduce
+// F and Y to dk's and dL/dG's shares, which the key kernel (its per-key
+// form, as GLA's) adds; no P or F leaves for it. The WY kernel's shared
+// memory at K = V = 64: the row-gate kernel's but the row gates (133120 -
+// 256 = 132864), plus G [64][68] f32 (17408): 150272 (F split, K' and
+// K'' for the shares go over W's to M's tiles, dead by then). The key
+// kernel's is GLA's: 168192.
+// CHECK-LABEL: func.func @kda(
+// CHECK:         arith.constant 150272 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
+// CHECK:         arith.constant 168192 : i32
+// CHECK:         gpu.launch
+// CHECK-NOT:     scf.parallel
+// CHECK-NOT:     linattn.chunk_grad
+//
+// The WY kernel, 616 products per warp: dD S^T (96), K K^T's factored
+// 16-key blocks (K' unsplit, a loop: 4 k-steps x 2 = 8), T^T dW and T^T
+// dD (96 each), Y W^T (64), Z U^T (96); then per 32-key pass F's row and
+// column sums over the four 16-token blocks (A split: 2 x 32) and the
+// warp's own block factored (both split: 2 x 48). The key kernel's 544
+// are GLA's.
+// MMA-LABEL: func.func @kda(
+// MMA-COUNT-616: nvvm.mma.sync
+// MMA:           gpu.launch
+// MMA-COUNT-544: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @kda(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2x64xf32>, %w: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>) grad_gates tensor<?x?x2x64xf32> grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>
 }

@@ -109,7 +109,7 @@ func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128x
 
 // Per-key gates (GLA): the forward's kernels fit, so chunked; the
 // backward's reverse pass and chunk_grad's key gradients are kernels
-// (KDA's chunk_grad, with WY factors, keeps its loops).
+// (KDA's chunk_grad: the WY and key kernels, below).
 // CHECK-LABEL: func.func @gla_backward
 // CHECK: linattn.recurrence_grad key_gate {{.*}} {linattn.strategy = "chunked"}
 // EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the key kernel; qk_grad: a warp per (b, t, h) row)
@@ -121,4 +121,38 @@ func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
       -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>)
   return %dq, %dk, %dv, %dg, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// KDA (per-key gates with WY factors): chunk_grad on both kernels, the WY
+// kernel reducing its factors to dk's and dL/dG's shares.
+// CHECK-LABEL: func.func @kda_backward
+// CHECK: linattn.recurrence_grad kda {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY and key kernels; qk_grad: a warp per (b, t, h) row)
+func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
+    %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
+    -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad kda q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// KDA with {qk_l2norm}: the backward keeps the normalised keys in f32,
+// which neither chunk_grad kernel takes with per-key gates, and the key
+// kernel cannot follow the WY share's loops with them: chunk_grad's loops.
+// CHECK-LABEL: func.func @kda_l2norm_backward
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: loops (the key kernel: its gates are per key, its keys f32); qk_grad: a warp per (b, t, h) row)
+func.func @kda_l2norm_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
+    %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
+    -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad kda q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds) {qk_l2norm}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>
 }

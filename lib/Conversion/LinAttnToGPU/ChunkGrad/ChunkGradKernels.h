@@ -29,22 +29,26 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
 
 /// The WY share's buffers: inputs, then its results (P = keyPairs, F =
 /// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).
+/// With per-key gates P and F stay null, and yW and gateShare ([B, T, HV,
+/// K] f32; null without a gates' gradient) take dk's and dL/dG's shares.
 struct WYGradBuffers {
   Value k, v, beta, gates, w, u, states, gradValues;
-  Value keyPairs, factorPairs, yW, dv, dbeta;
+  Value keyPairs, factorPairs, yW, gateShare, dv, dbeta;
   Value batch, seqLen;
 };
 
 /// Why the WY kernel does not take `op`, or "" if it does: it takes beta,
 /// a 16-bit W as the UT transform rounds it, f32 U, gates per row or none,
-/// within shared memory.
+/// or per key with 16-bit keys and K a multiple of 32, within shared
+/// memory.
 std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io);
 
 /// Why the key kernel does not take `op`, or "" if it does: it takes
 /// 16-bit dO, q and k 16-bit or f32, gates per row or none, or per key
-/// with 16-bit q and k and no WY factors, K and V at most 128.
+/// with 16-bit q and k (with WY factors only after the WY kernel), K and V
+/// at most 128.
 std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
@@ -55,7 +59,8 @@ struct ChunkGradLowering {
   enum class Kind {
     Loops,          ///< the loop lowering alone (`why`: the key kernel's reason)
     KeyKernel,      ///< the WY share (if any) as loops, then the key kernel
-                    ///< (`why`: the WY kernel's reason, "" without beta)
+                    ///< (`why`: the WY kernel's reason, "" without beta;
+                    ///< not with per-key gates and WY factors)
     WYAndKeyKernels ///< both kernels, no loops
   };
   Kind kind;

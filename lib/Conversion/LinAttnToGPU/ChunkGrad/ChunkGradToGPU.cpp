@@ -2,8 +2,10 @@
 //
 // linattn.chunk_grad on the GPU: both tensor-core kernels where they take
 // the op (the WY share, then the key gradients); the key kernel after the
-// loops of the WY share where only it does (a split W, say); the loop
-// lowering alone elsewhere (per-key gates, f32 keys, heads above 128).
+// loops of the WY share where only it does (a split W, say; not with
+// per-key gates, whose WY share only the kernel reduces as the key kernel
+// reads it); the loop lowering alone elsewhere (f32 keys with per-key
+// gates, heads above 128).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,11 @@
 #include "LinAttn/Utils/LoopEmitter.h"
 
 namespace mlir::linattn::kernel {
+
+/// Gates per key ([B, T, HV, K]: GLA, KDA).
+static bool hasPerKeyGates(ChunkGradOp op) {
+  return op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+}
 
 void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
                          int64_t numVHeads, Value batch, int64_t smemBytes,
@@ -31,8 +38,13 @@ ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
     return {Kind::Loops, why};
   if (!op.getBeta())
     return {Kind::KeyKernel, ""};
-  if (std::string why = whyNoWYGradKernel(op, target); !why.empty())
+  if (std::string why = whyNoWYGradKernel(op, target); !why.empty()) {
+    // Per-key gates: the key kernel takes the WY kernel's shares, which
+    // the loops do not leave.
+    if (hasPerKeyGates(op))
+      return {Kind::Loops, "the WY kernel: " + why};
     return {Kind::KeyKernel, why};
+  }
   return {Kind::WYAndKeyKernels, ""};
 }
 
@@ -69,9 +81,16 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
                                       b.getF32Type()),
                       {keys.batch, keys.seqLen, hvDim, e.index(last)});
   };
-  keys.keyPairs = scratch(op.getChunkSize());
-  keys.factorPairs = scratch(op.getChunkSize());
+  // Per-key gates: the WY kernel reduces P and F itself, to dk's and
+  // dL/dG's shares (yW, wyGateShare).
+  bool perKey = hasPerKeyGates(op);
+  if (!perKey) {
+    keys.keyPairs = scratch(op.getChunkSize());
+    keys.factorPairs = scratch(op.getChunkSize());
+  }
   keys.yW = scratch(K);
+  if (perKey && op.getGradGates())
+    keys.wyGateShare = scratch(K);
   keys.dq = e.allocFor(op.getGradQ().getType(), keySizes);
   keys.dk = e.allocFor(op.getGradK().getType(), keySizes);
   SmallVector<Value> results = {keys.dq, keys.dk};
@@ -88,6 +107,7 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   wy.keyPairs = keys.keyPairs;
   wy.factorPairs = keys.factorPairs;
   wy.yW = keys.yW;
+  wy.gateShare = keys.wyGateShare;
   wy.dv = e.allocFor(op.getGradV().getType(),
                      {keys.batch, keys.seqLen, hvDim, e.index(V)});
   results.push_back(wy.dv);

@@ -1,7 +1,8 @@
 //===- KeyGradKernel.cpp - chunk_grad's key gradients, a kernel -----------===//
 //
 // The key gradients of linattn.chunk_grad, after its WY share (the WY
-// kernel or the loops: P, Y, F; nothing without beta): one tensor-core
+// kernel or the loops: P, Y, F; with per-key gates the WY kernel's shares
+// of dk and dL/dG; nothing without beta): one tensor-core
 // kernel per (chunk, value head, sequence) computes what the loops did one
 // thread per key with every pair product in global memory. With G the in-chunk
 // cumulative row gate, E_ij = exp(G_i - G_j) for j <= i < valid (0
@@ -25,6 +26,9 @@
 //   dL/dG_ir = q_ir dq_ir - k_ir dk_ir
 //              [+ sum_i k_ir dkState_ir + exp(G_Cr) <S_r, H_r> at i = C]
 //
+// and with WY factors (KDA) dk and dL/dG add the WY kernel's shares
+// (WYGradKernel.cpp: c exp(G) Y and F's pair sums, with their signs).
+//
 // with the pair sums by 16-token blocks: below the warp's block on tensor
 // cores, factored around a row of the other block so that both factors
 // stay <= 1 (dq: K' = K exp(G_L - G), L the key block's last row; dk: Q'' =
@@ -42,8 +46,8 @@
 // loop lowering's reason for its f64 dL/dG).
 //
 // The kernel takes 16-bit dO, q and k of its type or f32, gates per row or
-// none, or per key with 16-bit q and k and no WY factors (GLA); K and V up
-// to 128; the loops keep the rest (KDA, f32 inputs, larger heads).
+// none, or per key with 16-bit q and k (GLA; KDA after the WY kernel); K
+// and V up to 128; the loops keep the rest (f32 inputs, larger heads).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +56,7 @@
 #include "../Kernel/ChunkGeometry.h"
 #include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
+#include "../Kernel/PerKeyPairSums.h"
 #include "../Kernel/PerKeyScores.h"
 #include "../KernelSupport.h"
 
@@ -73,8 +78,14 @@ struct KeyGradPlan {
   /// each lands f32 by cp.async while the previous one is in use, then
   /// goes split to the state tiles (S's rows for dq, then H's for dk).
   int64_t keyBlock = 0;
-  /// `gates`: per row; `perKey`: per key ([B, T, HV, K]).
+  /// `gates`: per row; `perKey`: per key ([B, T, HV, K]); `wy`: WY
+  /// factors (beta).
   bool wy = false, gates = false, perKey = false;
+  /// With WY factors and row gates or none, this kernel takes their P, F
+  /// and Y (wyFactors); with per-key gates the WY kernel has already
+  /// reduced them to their shares of dk and dL/dG (wyShares).
+  bool wyFactors() const { return wy && !perKey; }
+  bool wyShares() const { return wy && perKey; }
   /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
   bool splitKeys = false;
   float scale = 0.0f, rank1Scale = 0.0f;
@@ -110,10 +121,9 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  if (forms->perKeyGates && (op.getBeta() || forms->splitKeys)) {
+  if (forms->perKeyGates && forms->splitKeys) {
     if (whyNot)
-      *whyNot = op.getBeta() ? "its gates are per key, with WY factors"
-                             : "its gates are per key, its keys f32";
+      *whyNot = "its gates are per key, its keys f32";
     return std::nullopt;
   }
   // Its dq and dk accumulators hold 16 rows x 64 keys, the state tiles
@@ -167,7 +177,7 @@ void KeyGradPlan::layOut() {
   dLoOff = take(valueTile);
   pHiOff = take(pairTile);
   pLoOff = take(pairTile);
-  if (wy) {
+  if (wyFactors()) {
     fHiOff = take(pairTile);
     fLoOff = take(pairTile);
   }
@@ -181,7 +191,7 @@ void KeyGradPlan::layOut() {
     dotOff = take(kThreads * 8);     // [128] f64: <S, H> partials
     gOff = take(kChunk * 4);
   }
-  if (wy)
+  if (wyFactors())
     cOff = take(kChunk * 4);
   if (perKey) {
     gKeyStride = K + 4;
@@ -234,11 +244,13 @@ private:
     return memref::LoadOp::create(b, gKeyTile, ValueRange{row, key});
   }
   /// Per-key gates: acc[nt] (16 rows x keyBlock keys) += dq's decayed
-  /// dP~ K, or (forKeys) dk's decayed dP~^T Q, over the chunk's 16-token
-  /// blocks: the others factored, the warp's own factored where its
-  /// gates' spread allows and elementwise where not.
+  /// dP~ K, or (forKeys) dk's decayed dP~^T Q (Kernel/PerKeyPairSums.h).
   void addPerKeyPairs(SmallVector<SmallVector<Value>> &acc, Value key0,
-                      bool forKeys);
+                      bool forKeys) {
+    PerKeyPairSumOperands x{pHi, pLo, forKeys ? qTile : kTile,
+                            forKeys ? qPrime : kPrime, gKeyTile};
+    addPerKeyPairSums(k, acc, x, forKeys, m0, rows.valid, key0, ownFactored);
+  }
   /// Per-key gates: <S_r, H_r> of the key block's rows, S held and H
   /// landed, to rowDot.
   void rowDots();
@@ -262,6 +274,8 @@ private:
   Value stateHi, stateLo, landing;
   Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
   Value gKeyTile, kPrime, qPrime, gradG, stateShare, rowDot;
+  /// Per-key gates: the warp's diagonalFactorable, once per kernel.
+  Value ownFactored;
   /// Per thread, f64: the row terms of its rows group and group + 8 (q .
   /// throughState + fromW . k - k . dkState), and k . dkState alone.
   Value rowAcc[2], shareAcc[2];
@@ -306,7 +320,7 @@ void KeyGradKernel::stageInputs() {
       }, lo);
     }
   // Row gates and c = rank1_scale beta: 0 at or past valid.
-  if (p.gates || p.wy) {
+  if (p.gates || p.wyFactors()) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
         scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
@@ -316,7 +330,7 @@ void KeyGradKernel::stageInputs() {
       memref::StoreOp::create(
           b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), e.f32(0.0f)), gTile,
           ValueRange{k.tid, e.index(0)});
-    if (p.wy)
+    if (p.wyFactors())
       memref::StoreOp::create(
           b,
           k.select(in, e.mul(e.f32(p.rank1Scale), e.loadF32(io.beta, {bIdx, t, hv})),
@@ -549,16 +563,22 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   storeRows(dq, io.dq, key0);
 
   // dk = exp(G_C - G_i) D H^T + dP~^T Q [+ c exp(G) Y + Fs K]. Y's entries
-  // are loaded first, so that their latency passes under dk's products (a
-  // load after them waited alone: bench/NOTES.md b9).
+  // (per key: dk's and dL/dG's WY shares) are loaded first, so that their
+  // latency passes under dk's products (a load after them waited alone:
+  // bench/NOTES.md b9).
   Value last = e.subIndex(rows.valid, e.index(1));
-  SmallVector<Value> y;
-  if (p.wy)
+  SmallVector<Value> y, yGate;
+  auto loadRows = [&](Value src, SmallVector<Value> &dst) {
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i)
-        y.push_back(e.loadF32(
-            io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(k.accRow(m0, i), last)), hv,
-                    e.addIndex(key0, k.accCol(8 * nt, i))}));
+        dst.push_back(e.loadF32(
+            src, {bIdx, e.addIndex(rows.t0, e.minIndex(k.accRow(m0, i), last)), hv,
+                  e.addIndex(key0, k.accCol(8 * nt, i))}));
+  };
+  if (p.wy)
+    loadRows(io.yW, y);
+  if (p.wyShares() && io.dgates)
+    loadRows(io.wyGateShare, yGate);
   splitLanded(/*dotWithHeld=*/true);
   {
     Value next = e.addIndex(key0, e.index(p.keyBlock));
@@ -597,7 +617,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
   else
     k.gemm(dk, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
            Operand::of(qTile, qLo, /*transposed=*/true), kChunk, key0);
-  if (p.wy) {
+  if (p.wyFactors()) {
     for (bool transposed : {false, true})
       k.gemm(dk, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
              Operand::of(kTile, kLo, /*transposed=*/true), kChunk, key0);
@@ -616,172 +636,27 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
               wide(e.mul(fromW, keyAt(kTile, kLo, row, k.accCol(8 * nt, i)))));
       }
   }
-  storeRows(dk, io.dk, key0);
-  if (!p.perKey || !io.dgates)
-    return;
-  // dL/dG = q dq - k dk, the warp's rows of the key block.
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i);
-      Value g = e.sub(gradShare[4 * nt + i],
-                      e.mul(k.loadJoined(kTile, Value(), {row, keyOf(nt, i)}),
-                            dk[nt][i]));
-      memref::StoreOp::create(b, g, gradG, ValueRange{row, k.accCol(8 * nt, i)});
-    }
-  perKeyGateGradient(key0);
-}
-
-void KeyGradKernel::addPerKeyPairs(SmallVector<SmallVector<Value>> &acc,
-                                   Value key0, bool forKeys) {
-  int64_t tiles = acc.size();
-  Value valid = rows.valid;
-  auto keyOf = [&](int64_t nt, int64_t i) {
-    return e.addIndex(key0, k.accCol(8 * nt, i));
-  };
-  // The other blocks, factored: dq_I += exp(G_I - G_L) (dP~_IJ K'_J) for
-  // J below I (L = J's last row); dk_J += exp(G_F - G_J) (dP~_IJ^T Q''_I)
-  // for I above J (F = I's first row). Every block is multiplied (the
-  // masked dP~ is zero above the diagonal) and the others' share
-  // selected, so the warps run one code path. The warp's own block is
-  // factored the same way where its gates' spread allows (the factor
-  // exp(G_i - G_L) or exp(G_F - G_j) >= 1 then stays below
-  // exp(kMaxDiagonalSpread)), its B operand computed in fp32 and held
-  // split: a pair (i, j) then enters dq_i and dk_j to ~2^-17 alike, so
-  // its shares of dL/dG (q_i dq_i and -k_j dk_j) cancel as the elementwise
-  // sums' do (with the rounded K' and Q'' they left dgate 1e-2 off,
-  // bench/NOTES.md b11); else elementwise below.
-  Value ownFactored = diagonalFactorable(k, gKeyTile, m0, valid, p.K);
-  for (int64_t block = 0; block < kChunk / 16; ++block) {
-    int64_t b0 = 16 * block;
-    SmallVector<Value> aHi = k.fragA(TileView{pHi, forKeys}, m0, b0);
-    SmallVector<Value> aLo = k.fragA(TileView{pLo, forKeys}, m0, b0);
-    SmallVector<SmallVector<Value>> part = k.zeroAcc(tiles);
-    TileView rowsOf{forKeys ? qPrime : kPrime, /*transposed=*/true};
-    for (int64_t nt = 0; nt < tiles; nt += 2) {
-      SmallVector<Value> bFrag = k.fragB2(rowsOf, key0, 8 * nt, b0);
-      for (int64_t j = 0; j < 2; ++j)
-        part[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
-                                  /*bLo=*/{}, part[nt + j]);
-    }
-    Value blockStart = e.index(b0);
-    Value other = forKeys ? arith::AndIOp::create(b, k.ult(m0, blockStart),
-                                                  k.ult(blockStart, valid))
-                                .getResult()
-                          : k.ult(blockStart, m0);
-    Value ref = forKeys ? blockStart : blockLastRow(e, blockStart, valid);
-    // acc += x * exp(G_i - G_ref) (dq) or exp(G_ref - G_j) (dk) where
-    // `where` and the row is valid.
-    auto addDecayed = [&](ArrayRef<SmallVector<Value>> x, Value where) {
-      for (int64_t nt = 0; nt < tiles; ++nt)
-        for (int64_t i = 0; i < 4; ++i) {
-          Value row = k.accRow(m0, i), key = keyOf(nt, i);
-          Value gRow = keyGate(row, key), gRef = keyGate(ref, key);
-          Value decay = k.exp(forKeys ? e.sub(gRef, gRow) : e.sub(gRow, gRef));
-          Value keep = arith::AndIOp::create(b, where, k.ult(row, valid));
-          acc[nt][i] = k.select(keep, e.add(acc[nt][i], e.mul(x[nt][i], decay)),
-                                acc[nt][i]);
-        }
-    };
-    addDecayed(part, other);
-    // The warp's own block, factored: B = K exp(G_L - G) (dq) or Q exp(G -
-    // G_F) (dk) of its rows, from fp32, split.
-    Value own = arith::AndIOp::create(
-        b, arith::CmpIOp::create(b, arith::CmpIPredicate::eq, blockStart, m0),
-        ownFactored);
-    SmallVector<Value> before;
-    for (const SmallVector<Value> &tile : acc)
-      before.append(tile.begin(), tile.end());
-    auto ownIf = scf::IfOp::create(b, TypeRange(ValueRange(before)), own, true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ownIf.elseBlock());
-      scf::YieldOp::create(b, before);
-      b.setInsertionPointToStart(ownIf.thenBlock());
-      Value src = forKeys ? qTile : kTile;
-      auto element = [&](Value t, Value key) {
-        Value x = k.loadJoined(src, Value(), {t, key});
-        Value g = keyGate(t, key), gRef = keyGate(ref, key);
-        Value decayed = e.mul(x, k.exp(forKeys ? e.sub(g, gRef) : e.sub(gRef, g)));
-        return k.select(k.ult(t, valid), decayed, e.f32(0.0f));
-      };
-      SmallVector<SmallVector<Value>> ownPart = k.zeroAcc(tiles);
-      for (int64_t nt = 0; nt < tiles; nt += 2) {
-        SmallVector<Value> bLo;
-        SmallVector<Value> bHi =
-            k.fragB2FromElements(blockStart, key0, 8 * nt, element, bLo);
-        for (int64_t j = 0; j < 2; ++j)
-          ownPart[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bHi).slice(2 * j, 2),
-                                       ArrayRef(bLo).slice(2 * j, 2),
-                                       ownPart[nt + j]);
+  if (p.perKey && io.dgates) {
+    // dL/dG = q dq - k dk [+ the WY share], the warp's rows of the key
+    // block (dk without its WY share: that comes with its own signs).
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value row = k.accRow(m0, i);
+        Value g = e.sub(gradShare[4 * nt + i],
+                        e.mul(k.loadJoined(kTile, Value(), {row, keyOf(nt, i)}),
+                              dk[nt][i]));
+        if (p.wyShares())
+          g = e.add(g, yGate[4 * nt + i]);
+        memref::StoreOp::create(b, g, gradG, ValueRange{row, k.accCol(8 * nt, i)});
       }
-      addDecayed(ownPart, arith::ConstantOp::create(b, b.getBoolAttr(true)));
-      SmallVector<Value> after;
-      for (const SmallVector<Value> &tile : acc)
-        after.append(tile.begin(), tile.end());
-      scf::YieldOp::create(b, after);
-    }
+  }
+  if (p.wyShares())
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i)
-        acc[nt][i] = ownIf.getResult(4 * nt + i);
-  }
-  // The warp's own block elementwise where it was not factored, a token t
-  // of it per step:
-  //   dq: acc_ir += [t <= i < valid] dP~_it k_tr exp(G_ir - G_tr)
-  //   dk: acc_jr += [j <= t < valid] dP~_tj q_tr exp(G_tr - G_jr)
-  SmallVector<Value> flat, own;
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      flat.push_back(acc[nt][i]);
-      own.push_back(keyGate(k.accRow(m0, i), keyOf(nt, i)));
-    }
-  Value rowsTile = forKeys ? qTile : kTile;
-  auto elementwise = scf::IfOp::create(
-      b, TypeRange(ValueRange(flat)),
-      arith::XOrIOp::create(b, ownFactored,
-                            arith::ConstantOp::create(b, b.getBoolAttr(true))),
-      true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(elementwise.elseBlock());
-  scf::YieldOp::create(b, flat);
-  b.setInsertionPointToStart(elementwise.thenBlock());
-  ValueRange sums = e.forEachReduce(
-      e.index(16), flat, [&](Value step, ValueRange in) -> SmallVector<Value> {
-        Value t = e.addIndex(m0, step);
-        SmallVector<Value> out(in);
-        Value pair[2], keep[2];
-        for (int64_t half = 0; half < 2; ++half) {
-          Value row = k.accRow(m0, 2 * half);
-          pair[half] = forKeys ? k.loadJoined(pHi, pLo, {t, row})
-                               : k.loadJoined(pHi, pLo, {row, t});
-          keep[half] = forKeys
-                           ? arith::AndIOp::create(
-                                 b, arith::CmpIOp::create(
-                                        b, arith::CmpIPredicate::ule, row, t),
-                                 k.ult(t, valid)).getResult()
-                           : arith::AndIOp::create(
-                                 b, arith::CmpIOp::create(
-                                        b, arith::CmpIPredicate::ule, t, row),
-                                 k.ult(row, valid)).getResult();
-        }
-        for (int64_t nt = 0; nt < tiles; ++nt)
-          for (int64_t odd = 0; odd < 2; ++odd) {
-            Value key = keyOf(nt, odd);
-            Value x = k.loadJoined(rowsTile, Value(), {t, key});
-            Value gt = keyGate(t, key);
-            for (int64_t half = 0; half < 2; ++half) {
-              int64_t idx = 4 * nt + 2 * half + odd;
-              Value decay = k.exp(forKeys ? e.sub(gt, own[idx]) : e.sub(own[idx], gt));
-              Value term = e.mul(e.mul(pair[half], x), decay);
-              out[idx] = k.select(keep[half], e.add(out[idx], term), out[idx]);
-            }
-          }
-        return out;
-      });
-  scf::YieldOp::create(b, sums);
-  b.setInsertionPointAfter(elementwise);
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i)
-      acc[nt][i] = elementwise.getResult(4 * nt + i);
+        dk[nt][i] = e.add(dk[nt][i], y[4 * nt + i]);
+  storeRows(dk, io.dk, key0);
+  if (p.perKey && io.dgates)
+    perKeyGateGradient(key0);
 }
 
 // threadsPerKey threads a key row r of the block: their parts of
@@ -958,7 +833,7 @@ void KeyGradKernel::emit() {
   dLo = tile16(p.dLoOff, kChunk, p.valueStride);
   pHi = tile16(p.pHiOff, kChunk, p.pairStride);
   pLo = tile16(p.pLoOff, kChunk, p.pairStride);
-  if (p.wy) {
+  if (p.wyFactors()) {
     fHi = tile16(p.fHiOff, kChunk, p.pairStride);
     fLo = tile16(p.fLoOff, kChunk, p.pairStride);
     cTile = tileOf(p.cOff, kChunk, 1, f32);
@@ -989,10 +864,12 @@ void KeyGradKernel::emit() {
   }
 
   stageInputs();
+  if (p.perKey)
+    ownFactored = diagonalFactorable(k, gKeyTile, m0, rows.valid, p.K);
   if (p.gates)
     gLast = gateAt(e.subIndex(rows.valid, e.index(1)));
   stagePairs();
-  if (p.wy)
+  if (p.wyFactors())
     stageFactors();
   keyBlocks();
   if (p.gates && io.dgates)

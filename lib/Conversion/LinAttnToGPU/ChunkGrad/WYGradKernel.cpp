@@ -14,7 +14,16 @@
 //   dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j dL_ij P_ij) + Z_i . v_i
 //
 // P, F and Y leave as the key-gradient kernel reads them ([B, T, HV, *]
-// f32, chunk-local columns). The f32 operands (dD, S, T, dW, Y, Z, U, and
+// f32, chunk-local columns). With per-key gates (KDA: G [64][K], E per
+// key) P is PerKeyScores.h's, Y_i . k_i takes exp(G_ir) per key, and this
+// kernel goes on to reduce F and Y to dk's and dL/dG's shares itself
+// (the key kernel has no room for F's tiles beside the per-key ones):
+//
+//   plus_ir  = c_i Y_ir exp(G_ir) + sum_{j < i} F_ij k_jr exp(G_ir - G_jr)
+//   minus_jr = sum_{i > j} F_ij k_ir exp(G_ir - G_jr)
+//   dk share = plus + minus,   dL/dG share = k (plus - minus)
+//
+// (the pair sums of PerKeyPairSums.h), into the buffers Y and P would take. The f32 operands (dD, S, T, dW, Y, Z, U, and
 // k where it comes f32: qk_l2norm's normalised keys) enter the tensor
 // cores split into hi + lo. [Y Z] as a product with the
 // inverse (the UT kernel's) rather than a back substitution a thread per
@@ -25,7 +34,11 @@
 
 #include "ChunkGradKernels.h"
 
+#include "../Kernel/ChunkGeometry.h"
+#include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
+#include "../Kernel/PerKeyPairSums.h"
+#include "../Kernel/PerKeyScores.h"
 #include "../Kernel/TriangularInverse.h"
 #include "../KernelSupport.h"
 
@@ -44,7 +57,8 @@ struct WYGradPlan {
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0, keyBlock = 0;
-  bool gates = false;
+  /// Gates per row (`gates`) or per key (`perKey`, [B, T, HV, K]).
+  bool gates = false, perKey = false;
   /// k f32, staged split (kLoOff beside kOff).
   bool splitKeys = false;
   float rank1Scale = 0.0f;
@@ -57,7 +71,15 @@ struct WYGradPlan {
   int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
   int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
   int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
+  // Per-key gates: G [64][K + 4] f32; K' = K exp(G_L - G) for the scores
+  // over T's tile (T is written after them). Once the factors are out, F
+  // split, K' again and K'' = K exp(G - G_F) for the pair sums over the
+  // tiles from W's to M's, dead by then.
+  int64_t gKeyStride = 0, gKeyOff = 0, kdOff = 0;
+  int64_t fHiOff = 0, fLoOff = 0, kPrimeOff = 0, kSinceOff = 0;
   int64_t sharedBytes = 0;
+  /// Keys per pass of the per-key pair sums (two accumulators of 16 rows).
+  static constexpr int64_t kPairKeyBlock = 32;
 };
 
 /// dbeta's row terms, each a sum over the row's columns kept per quad of
@@ -82,15 +104,17 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                            op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  if (forms->perKeyGates) {
+  if (forms->perKeyGates && (forms->splitKeys || p.K % kPairKeyBlock != 0)) {
     if (whyNot)
-      *whyNot = "its gates are per key";
+      *whyNot = forms->splitKeys ? "its gates are per key, its keys f32"
+                                 : "its gates are per key, K not a multiple of 32";
     return std::nullopt;
   }
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
-  p.gates = bool(op.getGates());
+  p.perKey = forms->perKeyGates;
+  p.gates = op.getGates() && !p.perKey;
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
@@ -101,13 +125,13 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.kOff = take(keyTile);
   if (p.splitKeys)
     p.kLoOff = take(keyTile);
+  p.dwHiOff = take(keyTile);
+  p.dwLoOff = take(keyTile);
   p.wOff = take(keyTile);
   p.uHiOff = take(valueTile);
   p.uLoOff = take(valueTile);
   p.dHiOff = take(valueTile);
   p.dLoOff = take(valueTile);
-  p.dwHiOff = take(keyTile);
-  p.dwLoOff = take(keyTile);
   int64_t region = layout.current();
   p.sHiOff = take(p.keyBlock * p.valueStride * 2);
   p.sLoOff = take(p.keyBlock * p.valueStride * 2);
@@ -120,10 +144,30 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   layout.rewind(layout.size());
   p.pOff = take(kChunk * (kChunk + 1) * 4);
   p.mOff = take(kInverseScratchBytes);
-  p.gOff = take(kChunk * 4);
+  int64_t deadAfterFactors = layout.current();
+  if (p.gates)
+    p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
   p.rowOff = take(kChunk * kRowTerms * 4);
+  if (p.perKey) {
+    p.gKeyStride = p.K + 4;
+    p.gKeyOff = take(kChunk * p.gKeyStride * 4);
+    // K' over T's tile, which is at least a [64][128 + 8] 16-bit tile.
+    p.kdOff = p.tOff;
+    assert(keyTile <= kChunk * kInverseStride * 4 && "K' over T's tile");
+    int64_t end = layout.current();
+    layout.rewind(p.wOff);
+    int64_t pairTile = kChunk * (kChunk + kPad) * 2;
+    p.fHiOff = take(pairTile);
+    p.fLoOff = take(pairTile);
+    p.kPrimeOff = take(keyTile);
+    p.kSinceOff = take(keyTile);
+    assert(layout.current() <= deadAfterFactors &&
+           "the pair sums' tiles fit from W's to M's");
+    layout.rewind(end);
+  }
+  (void)deadAfterFactors;
   p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
     if (whyNot)
@@ -160,8 +204,16 @@ private:
   void keyPairs();
   void splitInverse();
   void solve(bool keys);
-  void factors();
+  /// dL and F; with per-key gates F's accumulator tiles are returned for
+  /// perKeyShares instead of leaving for the key kernel.
+  SmallVector<SmallVector<Value>> factors();
   void betaGradient();
+  /// Per-key gates: dk's and dL/dG's WY shares from F (held) and Y.
+  void perKeyShares(ArrayRef<SmallVector<Value>> f);
+  /// Per-key gates: G[row][key].
+  Value keyGate(Value row, Value key) {
+    return memref::LoadOp::create(b, gKeyTile, ValueRange{row, key});
+  }
 
   const WYGradPlan &p;
   const WYGradBuffers &io;
@@ -174,6 +226,7 @@ private:
   Value kTile, kLo, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
   Value tF32, lTile, tHi, tLo, mTile;
   Value pTile, gTile, cTile, betaTile, rowTerms;
+  Value gKeyTile, kdTile, fHi, fLo, kPrime, kSince;
 };
 
 // k and W (16-bit: copied as they are) by cp.async, in flight while U and
@@ -188,6 +241,8 @@ void WYGradKernel::stage() {
   if (!p.splitKeys)
     k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
   k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
+  if (p.perKey)
+    k.copyTokenRowsAsync(gKeyTile, p.K, rows, io.seqLen, io.gates, bIdx, hv);
   Value copies = k.commitCopies();
   k.fillTile(uHi, kChunk, p.V, rows.valid, rowLoad(io.u, hv), uLo);
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
@@ -208,9 +263,9 @@ void WYGradKernel::stageRowScalars() {
   memref::StoreOp::create(b, beta, betaTile, ValueRange{k.tid, e.index(0)});
   memref::StoreOp::create(b, e.mul(e.f32(p.rank1Scale), beta), cTile,
                           ValueRange{k.tid, e.index(0)});
-  memref::StoreOp::create(
-      b, p.gates ? k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), zero) : zero,
-      gTile, ValueRange{k.tid, e.index(0)});
+  if (p.gates)
+    memref::StoreOp::create(b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), zero),
+                            gTile, ValueRange{k.tid, e.index(0)});
 }
 
 // dW = -dD S_n^T, key block by key block (S's rows staged split; a
@@ -240,6 +295,26 @@ void WYGradKernel::negatedWGradient() {
 // shared memory and to keyPairs; L = diag(c) P for the inverse, whose
 // upper blocks of T this zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
+  if (p.perKey) {
+    // P's and L's blocks after a warp's own are not visited: zero first.
+    zeroSquareTile(k, lTile);
+    k.forEachOfBlock(kChunk * kChunk, [&](Value idx) {
+      memref::StoreOp::create(b, e.f32(0.0f), pTile,
+                              ValueRange{arith::DivUIOp::create(b, idx, e.index(kChunk)),
+                                         arith::RemUIOp::create(b, idx, e.index(kChunk))});
+    });
+    forEachLowerKeyScore(k, Operand::of(kTile, Value()), Operand::of(kdTile, Value()),
+                         gKeyTile, m0, rows.valid, p.K,
+                         [&](Value row, Value col, Value score, Value keep) {
+      Value x = k.select(keep, score, e.f32(0.0f));
+      memref::StoreOp::create(b, x, pTile, ValueRange{row, col});
+      memref::StoreOp::create(b, e.mul(vecAt(cTile, row), x), lTile,
+                              ValueRange{row, col});
+    });
+    k.barrier(); // K' (over T) is read
+    zeroSquareTile(k, tF32);
+    return;
+  }
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
   k.gemm(acc, Operand::of(kTile, kLo), m0, Operand::of(kTile, kLo), p.K);
   for (int64_t nt = 0; nt < kChunk / 8; ++nt)
@@ -290,10 +365,15 @@ void WYGradKernel::solve(bool keys) {
       Value in = k.ult(row, rows.valid);
       Value with0, with1; // k_i or v_i at the pair's columns
       if (keys) {
-        // k_i's entries, hi + lo where split.
+        // k_i's entries, hi + lo where split; per key k_ir exp(G_ir).
         with0 = k.loadJoined(kTile, kLo, {row, col});
         with1 = k.loadJoined(kTile, kLo, {row, col1});
-        k.storePair(x0, x1, io.yW, {bIdx, token(row), hv, col}, in);
+        if (p.perKey) {
+          with0 = e.mul(with0, k.exp(keyGate(row, col)));
+          with1 = e.mul(with1, k.exp(keyGate(row, col1)));
+        } else {
+          k.storePair(x0, x1, io.yW, {bIdx, token(row), hv, col}, in);
+        }
       } else {
         auto value = [&](Value c) {
           return k.loadRowOrZero(row, rows.valid, f32, [&](Value r) {
@@ -323,7 +403,7 @@ void WYGradKernel::solve(bool keys) {
 
 // dL = -(Y W^T + Z U^T) for the warp's rows; F = c_i dL_ij below the
 // diagonal to factorPairs; the rows' sum_j dL_ij P_ij by quad.
-void WYGradKernel::factors() {
+SmallVector<SmallVector<Value>> WYGradKernel::factors() {
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
   k.gemm(acc, Operand{TileView{dwHi}, TileView{dwLo}}, m0,
          Operand{TileView{wTile}, std::nullopt}, p.K);
@@ -338,6 +418,10 @@ void WYGradKernel::factors() {
       partial[i / 2] = e.add(partial[i / 2],
                              e.mul(dL, memref::LoadOp::create(b, pTile,
                                                               ValueRange{row, col})));
+      if (p.perKey) {
+        acc[nt][i] = e.mul(vecAt(cTile, row), dL);
+        continue;
+      }
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
@@ -349,6 +433,7 @@ void WYGradKernel::factors() {
                             ValueRange{k.accRow(m0, 2 * half),
                                        e.addIndex(e.index(kThroughL), k.quad)});
   k.barrier();
+  return p.perKey ? acc : SmallVector<SmallVector<Value>>();
 }
 
 // A thread per row: dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j
@@ -365,12 +450,71 @@ void WYGradKernel::betaGradient() {
                                               ValueRange{i, e.index(first + q)}));
     return sum;
   };
-  Value throughW = term(kThroughW);
+  Value throughW = term(kThroughW); // per key: exp(G) taken in solve
   if (p.gates)
     throughW = e.mul(throughW, k.exp(vecAt(gTile, i)));
   Value dbeta = e.add(e.mul(e.f32(p.rank1Scale), e.add(throughW, term(kThroughL))),
                       term(kThroughU));
   memref::StoreOp::create(b, dbeta, io.dbeta, ValueRange{bIdx, token(i), hv});
+}
+
+// F (the warp's rows, held) split to fHi/fLo, K' and K'' staged over the
+// tiles the factors left dead; then, 32 keys a pass, dk's WY share plus +
+// minus and dL/dG's k (plus - minus) (the file's header) to yW and
+// gateShare, rows below valid.
+void WYGradKernel::perKeyShares(ArrayRef<SmallVector<Value>> f) {
+  Type f32 = b.getF32Type();
+  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
+    SmallVector<Value> lo[2];
+    for (int64_t j = 0; j < 2; ++j)
+      for (Value x : f[nt + j]) {
+        Value hi = arith::ExtFOp::create(
+            b, f32, arith::TruncFOp::create(b, p.mmaElem, x).getResult());
+        lo[j].push_back(e.sub(x, hi));
+      }
+    k.stmatrix4(fHi, m0, e.index(8 * nt), f[nt], f[nt + 1], false);
+    k.stmatrix4(fLo, m0, e.index(8 * nt), lo[0], lo[1], false);
+  }
+  auto blockFirst = [&](Value r) {
+    return e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+  };
+  decayRows(k, kTile, kPrime, gKeyTile, rows.valid, [&](Value r) {
+    return blockLastRow(e, blockFirst(r), rows.valid);
+  }, p.K);
+  decayRows(k, kTile, kSince, gKeyTile, rows.valid, blockFirst, p.K, Value(),
+            Value(), /*sinceRef=*/true);
+  k.barrier();
+  Value ownFactored = diagonalFactorable(k, gKeyTile, m0, rows.valid, p.K);
+  constexpr int64_t kBlock = WYGradPlan::kPairKeyBlock, tiles = kBlock / 8;
+  e.forEach(e.index(p.K / kBlock), [&](Value kb) {
+    Value key0 = e.mulIndex(kb, e.index(kBlock));
+    SmallVector<SmallVector<Value>> plus = k.zeroAcc(tiles), minus = k.zeroAcc(tiles);
+    addPerKeyPairSums(k, plus, {fHi, fLo, kTile, kPrime, gKeyTile},
+                      /*columns=*/false, m0, rows.valid, key0, ownFactored);
+    addPerKeyPairSums(k, minus, {fHi, fLo, kTile, kSince, gKeyTile},
+                      /*columns=*/true, m0, rows.valid, key0, ownFactored);
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
+        Value in = k.ult(row, rows.valid);
+        Value share[2], gate[2];
+        for (int64_t x = 0; x < 2; ++x) {
+          Value key = e.addIndex(key0, e.addIndex(col, e.index(x)));
+          // c_i Y_ir exp(G_ir), Y as split for the factors' products.
+          Value y = k.loadJoined(dwHi, dwLo, {row, key});
+          Value fromW = k.select(
+              in, e.mul(e.mul(vecAt(cTile, row), y), k.exp(keyGate(row, key))),
+              e.f32(0.0f));
+          Value up = e.add(plus[nt][i + x], fromW), down = minus[nt][i + x];
+          Value kr = k.loadJoined(kTile, Value(), {row, key});
+          share[x] = e.add(up, down);
+          gate[x] = e.mul(kr, e.sub(up, down));
+        }
+        SmallVector<Value> at = {bIdx, token(row), hv, e.addIndex(key0, col)};
+        k.storePair(share[0], share[1], io.yW, at, in);
+        if (io.gateShare)
+          k.storePair(gate[0], gate[1], io.gateShare, at, in);
+      });
+  });
 }
 
 void WYGradKernel::emit() {
@@ -400,10 +544,19 @@ void WYGradKernel::emit() {
   tLo = tile16(p.tLoOff, kChunk, kChunk + kPad);
   mTile = k.tile(p.mOff, 16, kChunk - 16, f32);
   pTile = k.tile(p.pOff, kChunk, kChunk + 1, f32);
-  gTile = k.tile(p.gOff, kChunk, 1, f32);
   cTile = k.tile(p.cOff, kChunk, 1, f32);
   betaTile = k.tile(p.betaOff, kChunk, 1, f32);
   rowTerms = k.tile(p.rowOff, kChunk, kRowTerms, f32);
+  if (p.gates)
+    gTile = k.tile(p.gOff, kChunk, 1, f32);
+  if (p.perKey) {
+    gKeyTile = k.tile(p.gKeyOff, kChunk, p.gKeyStride, f32);
+    kdTile = tile16(p.kdOff, kChunk, p.keyStride);
+    fHi = tile16(p.fHiOff, kChunk, kChunk + kPad);
+    fLo = tile16(p.fLoOff, kChunk, kChunk + kPad);
+    kPrime = tile16(p.kPrimeOff, kChunk, p.keyStride);
+    kSince = tile16(p.kSinceOff, kChunk, p.keyStride);
+  }
 
   stage();
   k.barrier();
@@ -416,8 +569,10 @@ void WYGradKernel::emit() {
   solve(/*keys=*/true);
   solve(/*keys=*/false);
   k.barrier();
-  factors();
+  SmallVector<SmallVector<Value>> f = factors();
   betaGradient();
+  if (p.perKey)
+    perKeyShares(f);
 }
 
 } // namespace

@@ -2,6 +2,9 @@
 
 #include "PerKeyScores.h"
 
+#include "ChunkGeometry.h"
+#include "Gates.h"
+
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -135,6 +138,38 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
   b.setInsertionPointToStart(factoredIf.elseBlock());
   scf::YieldOp::create(b, diagonal.elementwise);
   return SmallVector<Value>(factoredIf.getResults());
+}
+
+void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
+                          const Operand &decayed, Value g, Value m0,
+                          Value valid, int64_t K,
+                          function_ref<void(Value, Value, Value, Value)> use) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  auto lo = [](const Operand &x) { return x.lo ? x.lo->buf : Value(); };
+  decayRows(k, keys.hi.buf, decayed.hi.buf, g, valid, [&](Value r) {
+    Value row0 = e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)),
+                            e.index(16));
+    return blockLastRow(e, row0, valid);
+  }, K, lo(keys), lo(decayed));
+  k.barrier();
+  PerKeyDiagonal diagonal = perKeyDiagonal(k, keys, keys, g, m0, valid, K);
+  Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
+  Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
+                             e.index(0));
+  e.forEach(numBlocks, [&](Value block) {
+    Value row0 = e.mulIndex(block, e.index(16));
+    SmallVector<Value> scores =
+        perKeyBlockScores(k, keys, decayed, g, m0, row0, valid, diagonal, K);
+    // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column row0 +
+    // 8 (i / 4) + accCol(0, i % 4).
+    for (int64_t i = 0; i < 8; ++i) {
+      Value r = k.accRow(m0, i % 4);
+      Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
+      Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, valid));
+      use(r, c, scores[i], keep);
+    }
+  });
 }
 
 } // namespace mlir::linattn::kernel

@@ -72,6 +72,20 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
                                      Value m0, Value row0, Value valid,
                                      const PerKeyDiagonal &diagonal, int64_t K);
 
+/// The keys' own per-key-gate scores below the diagonal,
+///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),   j < i,
+/// each warp its rows [m0, m0 + 16) against the 16-key column blocks at or
+/// before its own (perKeyBlockScores with the keys as queries), handed
+/// element by element to `use(i, j, P_ij, keep)`, keep = j < i < valid (the
+/// caller drops the others); the blocks after a warp's own are not visited.
+/// Stages K' = K exp(G_L - G) (L each 16-row block's last valid row) in
+/// `decayed` first, split like the keys, with the barrier that publishes it:
+/// the UT transform's L and the backward's WY kernel's P.
+void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
+                          const Operand &decayed, Value g, Value m0,
+                          Value valid, int64_t K,
+                          function_ref<void(Value, Value, Value, Value)> use);
+
 } // namespace mlir::linattn::kernel
 
 #endif // LIB_CONVERSION_LINATTNTOGPU_KERNEL_PERKEYSCORES_H
