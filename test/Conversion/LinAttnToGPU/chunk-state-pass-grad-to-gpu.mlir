@@ -100,24 +100,31 @@ func.func @no_w_no_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
-// Per-key gates (GLA), K = V = 64: the gates staged [64][64 + 4] f32
-// (17408) beside q, k and dO, three stages of 40960 (122880); the scores
-// (18432); the exchange (16384), which first holds the keys decayed toward
-// their 16-row block's last row for the scores (64 x 72 x 2 = 9216):
-// 157696. Per chunk and
-// warp 104 products: the per-key scores' one block in the loop (2 x 4),
-// H^T Kd^T (H split: 2 x 2 x 8), dO^T A (2 x 2 x 8), dO'^T Qg (dO' split:
-// 2 x 4 x 4). The scores leave transposed (stmatrix .trans); K and Q are
-// decayed in place (Kd, Qg) before dD's products.
+// Per-key gates (GLA), K = V = 64, 16-bit keys: first the kernel of dD's
+// share through the output, X = scale (Q K^T * M)^T dO, in parallel over
+// chunks (q, k, K' and dO: 4 x 9216; the gates [64][64 + 4] f32, 17408;
+// the scores split, 18432: 72704; per warp 72 products: the per-key
+// scores' one block in the loop (2 x 4), P^T dO (P split: 2 x 4 x 8));
+// then the pass, which stages X's block columns f32 ([64][32 + 4], 9216)
+// beside q, k, dO and the gates: three stages of 50176, the exchange
+// (16384): 166912, and forms no scores: per chunk and warp 64 products,
+// H^T Kd^T (H split: 2 x 2 x 8) and dO'^T Qg (dO' split: 2 x 4 x 4). K
+// and Q are decayed in place (Kd, Qg) before dD's products.
 // CHECK-LABEL: func.func @per_key_gates(
-// CHECK:         arith.constant 157696 : i32
+// CHECK:         arith.constant 72704 : i32
 // CHECK:         gpu.launch
 // CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
 // CHECK:           scf.for
-// CHECK:             nvvm.stmatrix {{.*}}layout = #nvvm.mma_layout<col>
+// CHECK:             nvvm.stmatrix
+// CHECK:         arith.constant 166912 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x36xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT:       nvvm.stmatrix
 // CHECK-NOT:     linattn.chunk_state_pass_grad
 // MMA-LABEL:     func.func @per_key_gates(
-// MMA-COUNT-104: nvvm.mma.sync
+// MMA-COUNT-72:  nvvm.mma.sync
+// MMA:           gpu.launch
+// MMA-COUNT-64:  nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
   %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}

@@ -19,6 +19,13 @@ void addPerKeyPairSums(MmaEmitter &k, SmallVector<SmallVector<Value>> &acc,
   auto keyOf = [&](int64_t nt, int64_t i) {
     return e.addIndex(key0, k.accCol(8 * nt, i));
   };
+  // The thread's own elements' gates G_ir, and whether their rows are
+  // valid, read once for every block.
+  SmallVector<Value> own;
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i)
+      own.push_back(keyGate(k.accRow(m0, i), keyOf(nt, i)));
+  Value rowValid[2] = {k.ult(k.accRow(m0, 0), valid), k.ult(k.accRow(m0, 2), valid)};
   // The other blocks, factored: rows I += exp(G_I - G_L) (A_IJ X'_J) for
   // J below I (L = J's last row, X' = decayedX); columns J += exp(G_F -
   // G_J) (A_IJ^T X''_I) for I above J (F = I's first row, X'' = decayedX).
@@ -55,10 +62,9 @@ void addPerKeyPairSums(MmaEmitter &k, SmallVector<SmallVector<Value>> &acc,
     auto addDecayed = [&](ArrayRef<SmallVector<Value>> sums, Value where) {
       for (int64_t nt = 0; nt < tiles; ++nt)
         for (int64_t i = 0; i < 4; ++i) {
-          Value row = k.accRow(m0, i), key = keyOf(nt, i);
-          Value gRow = keyGate(row, key), gRef = keyGate(ref, key);
+          Value gRow = own[4 * nt + i], gRef = keyGate(ref, keyOf(nt, i));
           Value decay = k.exp(columns ? e.sub(gRef, gRow) : e.sub(gRow, gRef));
-          Value keep = arith::AndIOp::create(b, where, k.ult(row, valid));
+          Value keep = arith::AndIOp::create(b, where, rowValid[i / 2]);
           acc[nt][i] = k.select(keep, e.add(acc[nt][i], e.mul(sums[nt][i], decay)),
                                 acc[nt][i]);
         }
@@ -109,12 +115,10 @@ void addPerKeyPairSums(MmaEmitter &k, SmallVector<SmallVector<Value>> &acc,
   // of it per step:
   //   rows:    acc_ir += [t <= i < valid] A_it x_tr exp(G_ir - G_tr)
   //   columns: acc_jr += [j <= t < valid] A_tj x_tr exp(G_tr - G_jr)
-  SmallVector<Value> flat, own;
+  SmallVector<Value> flat;
   for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
+    for (int64_t i = 0; i < 4; ++i)
       flat.push_back(acc[nt][i]);
-      own.push_back(keyGate(k.accRow(m0, i), keyOf(nt, i)));
-    }
   Value rowsTile = x.x;
   auto elementwise = scf::IfOp::create(
       b, TypeRange(ValueRange(flat)),

@@ -22,7 +22,10 @@
 // strong-gate diagonal blocks elementwise), Kd = K * exp(G_C - G) and
 // Qg = Q * exp(G) replace the staged K and Q in place (rounded once, as
 // the forward's per-key kernels round their decayed keys), and H's row r
-// decays by exp(G_C[r]).
+// decays by exp(G_C[r]). With 16-bit keys the scores' share of dD,
+// X = dO^T A, does not depend on H and comes from a parallel kernel ahead
+// of the pass (OutputShareOfGradValues.h), staged with the chunk's inputs:
+// the pass then forms no scores on its sequential path.
 //
 // so nothing but the inputs is read and nothing but the results written
 // (the loop lowering stages the scores, Kd, Qg and the H-independent
@@ -38,6 +41,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KeyParts.h"
+#include "OutputShareOfGradValues.h"
 #include "StatePassPlan.h"
 
 #include "../ChunkedToGPUPatterns.h"
@@ -82,6 +86,12 @@ struct ReversePassPlan {
   int64_t keyStride = 0, gradStride = 0, scoreStride = 0, gateStride = 0;
   int64_t qOffset = 0, kOffset = 0, qLoOffset = 0, kLoOffset = 0;
   int64_t wOffset = 0, dOffset = 0, gOffset = 0;
+  /// Per-key gates with 16-bit keys: X = scale (Q K^T * M)^T dO, dD's
+  /// share through the output, comes from a parallel kernel ahead of the
+  /// pass (OutputShareOfGradValues.h), staged f32 [64][columns + 4] with the
+  /// chunk's inputs; no scores, K' or score tiles in the pass.
+  bool outputShareAhead = false;
+  int64_t xStride = 0, xOffset = 0;
   int64_t stageBytes = 0, stages = 0;
   int64_t scoreOffset = 0, scoreBytes = 0;
   int64_t blockKeysOffset = 0, blockKeysLoOffset = 0, blockKeysBytes = 0;
@@ -119,6 +129,8 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.hasW = bool(op.getW());
   p.hasGates = bool(op.getGates());
   p.perKeyGates = forms->perKeyGates;
+  p.outputShareAhead =
+      p.perKeyGates && whyNoOutputShareKernel(op, target).empty();
   p.keysPerWarp = p.K / kStateKeySplit;
   p.keyTiles = p.keysPerWarp / 8;
 
@@ -141,6 +153,12 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.scoreBytes = 2 * kChunk * p.scoreStride * 2;
   if (p.perKeyGates)
     p.blockKeysBytes = keyBytes * (p.splitKeys ? 2 : 1);
+  if (p.outputShareAhead) {
+    p.xStride = p.block.columns + 4;
+    p.xOffset = p.stageBytes;
+    p.stageBytes += kChunk * p.xStride * 4;
+    p.scoreBytes = p.blockKeysBytes = 0;
+  }
   int64_t exchangeBytes = keyPartsExchangeBytes(p.block.warps, rowTiles);
   int64_t limit = target.maxSharedBytesPerBlock();
   for (p.stages = kStateStages; p.stages >= 2; --p.stages) {
@@ -161,6 +179,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
 /// The reverse pass's buffers and run-time sizes.
 struct ReversePassOperands {
   Value q, k, w, gates, gradOutput, gradFinalState;  ///< inputs
+  Value outputShare; ///< X, where the plan has it computed ahead
   Value gradValues, gradStates, gradInitialState;    ///< results (f32)
   Value seqLen, numChunks;
 };
@@ -168,6 +187,7 @@ struct ReversePassOperands {
 /// A chunk's staged inputs.
 struct ReverseStage {
   Value q, k, w, dO, g;
+  Value x; ///< X's block columns, where computed ahead
   Value qLo, kLo; ///< q's and k's lo parts where split
 };
 
@@ -263,6 +283,8 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
   st.dO = k.tile(at(p.dOffset), kChunk, p.gradStride, p.mmaElem);
   if (p.hasGates) // [64][1] (one 4-byte copy per row) or [64][K + 4]
     st.g = k.tile(at(p.gOffset), kChunk, p.gateStride, b.getF32Type());
+  if (p.outputShareAhead)
+    st.x = k.tile(at(p.xOffset), kChunk, p.xStride, b.getF32Type());
   return st;
 }
 
@@ -298,6 +320,11 @@ Value ReversePassKernel::prefetch(Value j) {
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
   }, kChunk, /*narrowRows=*/true);
+  if (p.outputShareAhead)
+    k.copyRowsAsync(st.x, zero, p.block.columns, t0, valid, io.seqLen,
+                    io.outputShare, [&](Value t, Value c) -> SmallVector<Value> {
+      return {bIdx, t, hv, e.addIndex(v0, c)};
+    }, kChunk, /*narrowRows=*/true);
   if (p.perKeyGates)
     k.copyRowsAsync(st.g, zero, p.K, t0, valid, io.seqLen, io.gates,
                     [&](Value t, Value c) -> SmallVector<Value> {
@@ -522,6 +549,19 @@ ReversePassKernel::gradValuesPartial(const ReverseStage &st, ValueRange flat,
         for (int64_t i : {odd, odd + 2})
           d[rt][i] = e.mul(d[rt][i], decay);
       }
+  if (p.outputShareAhead) {
+    // + X^T, once per column group (key part 0's partial).
+    Value first = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyPart,
+                                        e.index(0));
+    for (int64_t rt = 0; rt < ReversePassPlan::rowTiles; ++rt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value t = k.accCol(8 * rt, i);
+        Value c = e.addIndex(vLocal, k.accRow(e.index(0), i));
+        Value xv = memref::LoadOp::create(b, st.x, ValueRange{t, c});
+        d[rt][i] = k.select(first, e.add(d[rt][i], xv), d[rt][i]);
+      }
+    return d;
+  }
   auto [hiTile, loTile] = scoreTiles();
   // Key part `part` takes the tokens of k-steps [part * stepsPerPart, +
   // stepsPerPart).
@@ -659,8 +699,10 @@ SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
   storeState(carriedIn, io.gradStates, {bIdx, n, hv});
   Value gLast;
   if (p.perKeyGates) {
-    stagePerKeyScores(st, rows);
-    k.barrier();
+    if (!p.outputShareAhead) {
+      stagePerKeyScores(st, rows);
+      k.barrier();
+    }
     decayKeysAndQueries(st, rows);
   } else {
     stageScores(st, rows);
@@ -709,6 +751,9 @@ struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
     io.gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
     io.gradOutput = e.toBuffer(op.getGradOutput());
     io.gradFinalState = e.toBuffer(op.getGradFinalState());
+    if (p.outputShareAhead)
+      io.outputShare = emitOutputShareOfGradValues(
+          b, op, context.getTarget(), io.q, io.k, io.gates, io.gradOutput);
     Value batch = e.dim(io.q, 0);
     io.seqLen = e.dim(io.q, 1);
     io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
