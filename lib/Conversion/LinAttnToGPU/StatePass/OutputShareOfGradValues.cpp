@@ -1,12 +1,15 @@
 //===- OutputShareOfGradValues.cpp - dD's share through the output --------===//
 //
-// A block per (chunk, value head, sequence): q, k, dO and the per-key gates
+// A block per (chunk, value head, sequence): q, k and the per-key gates
 // G [64][K + 4] staged by cp.async; K' = K exp(G_L - G) (L each 16-row
 // block's last valid row); the warps' query rows j of the scores
 //   P_ji = scale sum_r q_jr k_ir exp(G_jr - G_ir),  i <= j < valid
 // by PerKeyScores.h (factored blocks on tensor cores, strong-gate diagonal
-// blocks elementwise), stored split (hi + lo); then X = P^T dO on tensor
-// cores, the warps' key rows i, to global memory in f32.
+// blocks elementwise), stored split (hi + lo); then dO, over q's tile,
+// and X = P^T dO on tensor cores, the warps' key rows i, to global memory
+// in f32. dO over q keeps the block within half an SM's shared memory at
+// K = V = 128 (104448 bytes), so that two blocks share an SM and one's
+// copies pass under the other's products.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,10 +72,9 @@ OutputSharePlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.pairStride = kChunk + kPad;
   SharedLayout layout;
   int64_t keyTile = kChunk * p.keyStride * 2;
-  p.qOff = layout.take(keyTile);
+  p.qOff = p.dOOff = layout.take(std::max(keyTile, kChunk * p.valueStride * 2));
   p.kOff = layout.take(keyTile);
   p.kdOff = layout.take(keyTile);
-  p.dOOff = layout.take(kChunk * p.valueStride * 2);
   p.gOff = layout.take(kChunk * p.gStride * 4);
   p.pHiOff = layout.take(kChunk * p.pairStride * 2);
   p.pLoOff = layout.take(kChunk * p.pairStride * 2);
@@ -172,7 +174,6 @@ void OutputShareKernel::emit() {
   k.copyTokenRowsAsync(qTile, p.K, rows, seqLen, q, bIdx, h);
   k.copyTokenRowsAsync(kTile, p.K, rows, seqLen, keys, bIdx, h);
   k.copyTokenRowsAsync(gTile, p.K, rows, seqLen, gates, bIdx, hv);
-  k.copyTokenRowsAsync(dOTile, p.V, rows, seqLen, gradOutput, bIdx, hv);
   k.waitCopies(k.commitCopies(), 0);
   k.barrier();
   decayRows(k, kTile, kdTile, gTile, rows.valid, [&](Value r) {
@@ -181,6 +182,9 @@ void OutputShareKernel::emit() {
   }, p.K);
   k.barrier();
   stageScores();
+  k.barrier(); // q is read: dO takes its tile
+  k.copyTokenRowsAsync(dOTile, p.V, rows, seqLen, gradOutput, bIdx, hv);
+  k.waitCopies(k.commitCopies(), 0);
   k.barrier();
   // X's rows i = the warp's: sum_j P_ji dO_j (A = P^T split, B = dO^T).
   e.forEach(e.index(p.V / p.valueBlock), [&](Value vb) {
