@@ -343,14 +343,8 @@ void KeyGradKernel::stageInputs() {
     return;
   // K' = K exp(G_L - G), L the last valid row of the row's 16-token block;
   // Q'' = Q exp(G - G_F), F its first row.
-  auto blockFirst = [&](Value r) {
-    return e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
-  };
-  decayRows(k, kTile, kPrime, gKeyTile, rows.valid, [&](Value r) {
-    return blockLastRow(e, blockFirst(r), rows.valid);
-  }, p.K);
-  decayRows(k, qTile, qPrime, gKeyTile, rows.valid, blockFirst, p.K, Value(),
-            Value(), /*sinceRef=*/true);
+  stagePairSumOperand(k, kTile, kPrime, gKeyTile, rows.valid, p.K, false);
+  stagePairSumOperand(k, qTile, qPrime, gKeyTile, rows.valid, p.K, true);
   k.barrier();
 }
 

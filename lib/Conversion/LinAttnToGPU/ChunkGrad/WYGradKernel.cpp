@@ -475,14 +475,8 @@ void WYGradKernel::perKeyShares(ArrayRef<SmallVector<Value>> f) {
     k.stmatrix4(fHi, m0, e.index(8 * nt), f[nt], f[nt + 1], false);
     k.stmatrix4(fLo, m0, e.index(8 * nt), lo[0], lo[1], false);
   }
-  auto blockFirst = [&](Value r) {
-    return e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
-  };
-  decayRows(k, kTile, kPrime, gKeyTile, rows.valid, [&](Value r) {
-    return blockLastRow(e, blockFirst(r), rows.valid);
-  }, p.K);
-  decayRows(k, kTile, kSince, gKeyTile, rows.valid, blockFirst, p.K, Value(),
-            Value(), /*sinceRef=*/true);
+  stagePairSumOperand(k, kTile, kPrime, gKeyTile, rows.valid, p.K, false);
+  stagePairSumOperand(k, kTile, kSince, gKeyTile, rows.valid, p.K, true);
   k.barrier();
   Value ownFactored = diagonalFactorable(k, gKeyTile, m0, rows.valid, p.K);
   constexpr int64_t kBlock = WYGradPlan::kPairKeyBlock, tiles = kBlock / 8;

@@ -3,9 +3,27 @@
 #include "PerKeyPairSums.h"
 
 #include "ChunkGeometry.h"
+#include "Gates.h"
 #include "PerKeyScores.h"
 
 namespace mlir::linattn::kernel {
+
+void stagePairSumOperand(MmaEmitter &k, Value x, Value decayed, Value g,
+                         Value valid, int64_t K, bool columns) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  auto blockFirst = [&](Value r) {
+    return e.mulIndex(arith::DivUIOp::create(b, r, e.index(16)), e.index(16));
+  };
+  if (columns) {
+    decayRows(k, x, decayed, g, valid, blockFirst, K, Value(), Value(),
+              /*sinceRef=*/true);
+    return;
+  }
+  decayRows(k, x, decayed, g, valid, [&](Value r) {
+    return blockLastRow(e, blockFirst(r), valid);
+  }, K);
+}
 
 void addPerKeyPairSums(MmaEmitter &k, SmallVector<SmallVector<Value>> &acc,
                        const PerKeyPairSumOperands &x, bool columns, Value m0,

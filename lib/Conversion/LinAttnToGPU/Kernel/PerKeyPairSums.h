@@ -46,6 +46,13 @@ void addPerKeyPairSums(MmaEmitter &k, SmallVector<SmallVector<Value>> &acc,
                        const PerKeyPairSumOperands &x, bool columns, Value m0,
                        Value valid, Value key0, Value ownFactored);
 
+/// Stages decayedX for the row sums, x_j exp(G_L - G_j) (L the last valid
+/// row of j's 16-row block), or (`columns`) for the column sums, x_i
+/// exp(G_i - G_F) (F its block's first row), from the 16-bit x into
+/// `decayed`; rows past valid zero. The caller's barrier publishes it.
+void stagePairSumOperand(MmaEmitter &k, Value x, Value decayed, Value g,
+                         Value valid, int64_t K, bool columns);
+
 } // namespace mlir::linattn::kernel
 
 #endif // LIB_CONVERSION_LINATTNTOGPU_KERNEL_PERKEYPAIRSUMS_H

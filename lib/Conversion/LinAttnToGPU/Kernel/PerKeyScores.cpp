@@ -140,6 +140,45 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
   return SmallVector<Value>(factoredIf.getResults());
 }
 
+void forEachCausalScoreBlock(
+    MmaEmitter &k, const Operand &q, const Operand &keys,
+    const Operand &decayedKeys, Value g, Value m0, Value valid, float scale,
+    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  PerKeyDiagonal diagonal = perKeyDiagonal(k, q, keys, g, m0, valid, K);
+  Type f32 = b.getF32Type();
+  Value scaleF = e.f32(scale);
+  e.forEach(e.index(kChunk / 16), [&](Value block) {
+    Value i0 = e.mulIndex(block, e.index(16));
+    auto below = scf::IfOp::create(
+        b, SmallVector<Type>(8, f32),
+        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i0, m0), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(below.thenBlock());
+      scf::YieldOp::create(b, perKeyBlockScores(k, q, decayedKeys, g, m0, i0,
+                                                valid, diagonal, K));
+      b.setInsertionPointToStart(below.elseBlock());
+      scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
+    }
+    SmallVector<Value> hi, lo;
+    for (int64_t x = 0; x < 8; ++x) {
+      Value j = k.accRow(m0, x % 4);
+      Value i = e.addIndex(i0, k.accCol(8 * (x / 4), x % 4));
+      Value keep = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i, j),
+          k.ult(j, valid));
+      Value y = k.select(keep, e.mul(below.getResult(x), scaleF), e.f32(0.0f));
+      Value rounded = arith::ExtFOp::create(
+          b, f32, arith::TruncFOp::create(b, k.mmaElem, y).getResult());
+      hi.push_back(y);
+      lo.push_back(e.sub(y, rounded));
+    }
+    use(i0, hi, lo);
+  });
+}
+
 void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
                           const Operand &decayed, Value g, Value m0,
                           Value valid, int64_t K,

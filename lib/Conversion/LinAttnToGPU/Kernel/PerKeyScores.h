@@ -72,6 +72,20 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
                                      Value m0, Value row0, Value valid,
                                      const PerKeyDiagonal &diagonal, int64_t K);
 
+/// The causal scores of the warp's query rows j in [m0, m0 + 16),
+///   y_ji = scale sum_r q_jr k_ir exp(G_jr - G_ir),  i <= j < valid
+/// (zero elsewhere), a 16-key column block [i0, i0 + 16) at a time (a
+/// run-time loop over the four: one block's code, for the instruction
+/// cache's sake), handed to `use(i0, hi, lo)` split for the tensor cores:
+/// hi[x] = y (the stmatrix operand rounds it), lo[x] = y - round(y), with
+/// element x % 4 of accumulator tile x / 4 (row accRow(m0, x % 4), column
+/// i0 + 8 (x / 4) + accCol(0, x % 4)). K' (`decayedKeys`) staged by the
+/// caller, as for perKeyBlockScores.
+void forEachCausalScoreBlock(
+    MmaEmitter &k, const Operand &q, const Operand &keys,
+    const Operand &decayedKeys, Value g, Value m0, Value valid, float scale,
+    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use);
+
 /// The keys' own per-key-gate scores below the diagonal,
 ///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),   j < i,
 /// each warp its rows [m0, m0 + 16) against the 16-key column blocks at or

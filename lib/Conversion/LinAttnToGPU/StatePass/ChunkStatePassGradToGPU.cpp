@@ -463,45 +463,16 @@ void ReversePassKernel::stagePerKeyScoreColumns(const ReverseStage &st,
       k.tile(p.blockKeysOffset, kChunk, p.keyStride, p.mmaElem),
       p.splitKeys ? k.tile(p.blockKeysLoOffset, kChunk, p.keyStride, p.mmaElem)
                   : Value());
-  PerKeyDiagonal diagonal = perKeyDiagonal(k, q, keys, st.g, m0, rows.valid, p.K);
   // Named values, not a structured binding: the loop body's lambda takes
   // them (which C++17 does not allow of a binding).
   Value hiTile, loTile;
   std::tie(hiTile, loTile) = scoreTiles();
-  Type f32 = b.getF32Type();
-  Value scaleF = e.f32(scale);
-  e.forEach(e.index(kChunk / 16), [&](Value block) {
-    Value i0 = e.mulIndex(block, e.index(16));
-    auto below = scf::IfOp::create(
-        b, SmallVector<Type>(8, f32),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i0, m0), true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(below.thenBlock());
-      scf::YieldOp::create(b, perKeyBlockScores(k, q, blockKeys, st.g, m0, i0,
-                                                rows.valid, diagonal, p.K));
-      b.setInsertionPointToStart(below.elseBlock());
-      scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
-    }
-    SmallVector<Value> hi, lo;
-    for (int64_t x = 0; x < 8; ++x) {
-      // Element x % 4 of tile x / 4: query row accRow(m0, x % 4), key
-      // column i0 + 8 (x / 4) + accCol(0, x % 4).
-      Value j = k.accRow(m0, x % 4);
-      Value i = e.addIndex(i0, k.accCol(8 * (x / 4), x % 4));
-      Value keep = arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i, j),
-          k.ult(j, rows.valid));
-      Value y = k.select(keep, e.mul(below.getResult(x), scaleF), e.f32(0.0f));
-      Value rounded = arith::ExtFOp::create(
-          b, f32, arith::TruncFOp::create(b, p.mmaElem, y).getResult());
-      hi.push_back(y);
-      lo.push_back(e.sub(y, rounded));
-    }
-    ArrayRef<Value> hiRef(hi), loRef(lo);
-    k.stmatrix4(hiTile, i0, m0, hiRef.take_front(4), hiRef.drop_front(4),
+  forEachCausalScoreBlock(k, q, keys, blockKeys, st.g, m0, rows.valid, scale,
+                          p.K, [&](Value i0, ArrayRef<Value> hi,
+                                   ArrayRef<Value> lo) {
+    k.stmatrix4(hiTile, i0, m0, hi.take_front(4), hi.drop_front(4),
                 /*transposed=*/true);
-    k.stmatrix4(loTile, i0, m0, loRef.take_front(4), loRef.drop_front(4),
+    k.stmatrix4(loTile, i0, m0, lo.take_front(4), lo.drop_front(4),
                 /*transposed=*/true);
   });
 }

@@ -114,44 +114,12 @@ private:
 };
 
 void OutputShareKernel::stageScores() {
-  Operand qs = Operand::of(qTile, Value()), ks = Operand::of(kTile, Value());
-  Operand kd = Operand::of(kdTile, Value());
-  PerKeyDiagonal diagonal = perKeyDiagonal(k, qs, ks, gTile, m0, rows.valid, p.K);
-  Type f32 = b.getF32Type();
-  Value scaleF = e.f32(p.scale);
-  // A run-time loop over the key blocks: one block's code, as the reverse
-  // pass's and the output kernel's score loops.
-  e.forEach(e.index(kChunk / 16), [&](Value block) {
-    Value i0 = e.mulIndex(block, e.index(16));
-    auto below = scf::IfOp::create(
-        b, SmallVector<Type>(8, f32),
-        arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i0, m0), true);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(below.thenBlock());
-      scf::YieldOp::create(b, perKeyBlockScores(k, qs, kd, gTile, m0, i0,
-                                                rows.valid, diagonal, p.K));
-      b.setInsertionPointToStart(below.elseBlock());
-      scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
-    }
-    SmallVector<Value> hi, lo;
-    for (int64_t i = 0; i < 8; ++i) {
-      // Element i % 4 of tile i / 4: query row accRow(m0, i % 4), key
-      // column i0 + 8 (i / 4) + accCol(0, i % 4).
-      Value j = k.accRow(m0, i % 4);
-      Value col = e.addIndex(i0, k.accCol(8 * (i / 4), i % 4));
-      Value keep = arith::AndIOp::create(
-          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, j),
-          k.ult(j, rows.valid));
-      Value y = k.select(keep, e.mul(below.getResult(i), scaleF), e.f32(0.0f));
-      Value rounded = arith::ExtFOp::create(
-          b, f32, arith::TruncFOp::create(b, p.mmaElem, y).getResult());
-      hi.push_back(y);
-      lo.push_back(e.sub(y, rounded));
-    }
-    ArrayRef<Value> hiRef(hi), loRef(lo);
-    k.stmatrix4(pHi, m0, i0, hiRef.take_front(4), hiRef.drop_front(4), false);
-    k.stmatrix4(pLo, m0, i0, loRef.take_front(4), loRef.drop_front(4), false);
+  forEachCausalScoreBlock(k, Operand::of(qTile, Value()), Operand::of(kTile, Value()),
+                          Operand::of(kdTile, Value()), gTile, m0, rows.valid,
+                          p.scale, p.K,
+                          [&](Value i0, ArrayRef<Value> hi, ArrayRef<Value> lo) {
+    k.stmatrix4(pHi, m0, i0, hi.take_front(4), hi.drop_front(4), false);
+    k.stmatrix4(pLo, m0, i0, lo.take_front(4), lo.drop_front(4), false);
   });
 }
 
