@@ -23,8 +23,10 @@
 //   minus_jr = sum_{i > j} F_ij k_ir exp(G_ir - G_jr)
 //   dk share = plus + minus,   dL/dG share = k (plus - minus)
 //
-// (the pair sums of PerKeyPairSums.h), into the buffers Y and P would take. The f32 operands (dD, S, T, dW, Y, Z, U, and
-// k where it comes f32: qk_l2norm's normalised keys) enter the tensor
+// (the pair sums of PerKeyPairSums.h), into Y's buffer and a gate-share
+// buffer of its shape; P and F stay here. The f32 operands (dD, S, T,
+// dW, Y, Z, U, and k where it comes f32: qk_l2norm's normalised keys)
+// enter the tensor
 // cores split into hi + lo. [Y Z] as a product with the
 // inverse (the UT kernel's) rather than a back substitution a thread per
 // column: the substitution's 2016 products per column unrolled were more
@@ -153,9 +155,8 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   if (p.perKey) {
     p.gKeyStride = p.K + 4;
     p.gKeyOff = take(kChunk * p.gKeyStride * 4);
-    // K' over T's tile, which is at least a [64][128 + 8] 16-bit tile.
+    // K' over T's tile ([64][68] f32: a [64][128 + 8] 16-bit tile).
     p.kdOff = p.tOff;
-    assert(keyTile <= kChunk * kInverseStride * 4 && "K' over T's tile");
     int64_t end = layout.current();
     layout.rewind(p.wOff);
     int64_t pairTile = kChunk * (kChunk + kPad) * 2;
@@ -163,11 +164,14 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
     p.fLoOff = take(pairTile);
     p.kPrimeOff = take(keyTile);
     p.kSinceOff = take(keyTile);
-    assert(layout.current() <= deadAfterFactors &&
-           "the pair sums' tiles fit from W's to M's");
+    bool sharesFit = layout.current() <= deadAfterFactors;
     layout.rewind(end);
+    if (keyTile > kChunk * kInverseStride * 4 || !sharesFit) {
+      if (whyNot)
+        *whyNot = "its gates are per key, K above 128";
+      return std::nullopt;
+    }
   }
-  (void)deadAfterFactors;
   p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
     if (whyNot)
@@ -292,8 +296,9 @@ void WYGradKernel::negatedWGradient() {
 }
 
 // Warp w: rows i in [16 w, + 16) of P = (K K^T) * E for j < i < valid, to
-// shared memory and to keyPairs; L = diag(c) P for the inverse, whose
-// upper blocks of T this zeroes. The caller's barrier publishes them.
+// shared memory and to keyPairs (per-key gates: P by PerKeyScores.h, kept
+// here); L = diag(c) P for the inverse, whose upper blocks of T this
+// zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
   if (p.perKey) {
     // P's and L's blocks after a warp's own are not visited: zero first.
