@@ -8,6 +8,7 @@
 
 #include "ChunkGrad/ChunkGradKernels.h"
 #include "ChunkedToGPUPatterns.h"
+#include "StatePass/OutputShareOfGradValues.h"
 
 #include "llvm/ADT/StringExtras.h"
 
@@ -22,13 +23,18 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
   root->walk([&](Operation *op) {
     if (auto pass = dyn_cast<ChunkStatePassGradOp>(op)) {
       std::string why = whyNoReversePassKernel(pass, target);
-      add(why.empty() ? "reverse chunk pass: tensor-core kernel"
-                                  : "reverse chunk pass: loops (" + why + ")");
+      if (!why.empty())
+        add("reverse chunk pass: loops (" + why + ")");
+      else if (whyNoOutputShareKernel(pass, target).empty())
+        add("reverse chunk pass: tensor-core kernel, after the kernel of its "
+            "per-key scores' share");
+      else
+        add("reverse chunk pass: tensor-core kernel");
     } else if (auto grad = dyn_cast<ChunkGradOp>(op)) {
       ChunkGradLowering lowering = chooseChunkGradLowering(grad, target);
       switch (lowering.kind) {
       case ChunkGradLowering::Kind::Loops:
-        add("chunk_grad: loops (the key kernel: " + lowering.why + ")");
+        add("chunk_grad: loops (" + lowering.why + ")");
         break;
       case ChunkGradLowering::Kind::KeyKernel:
         add(lowering.why.empty() ? "chunk_grad: the key kernel"

@@ -112,7 +112,7 @@ func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128x
 // (KDA's chunk_grad: the WY and key kernels, below).
 // CHECK-LABEL: func.func @gla_backward
 // CHECK: linattn.recurrence_grad key_gate {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the key kernel; qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the key kernel; qk_grad: a warp per (b, t, h) row)
 func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
@@ -129,7 +129,7 @@ func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // kernel reducing its factors to dk's and dL/dG's shares.
 // CHECK-LABEL: func.func @kda_backward
 // CHECK: linattn.recurrence_grad kda {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY and key kernels; qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY and key kernels; qk_grad: a warp per (b, t, h) row)
 func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {

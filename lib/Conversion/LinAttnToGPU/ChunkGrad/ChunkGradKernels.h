@@ -57,7 +57,7 @@ void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
 /// conversion and by --explain.
 struct ChunkGradLowering {
   enum class Kind {
-    Loops,          ///< the loop lowering alone (`why`: the key kernel's reason)
+    Loops,          ///< the loop lowering alone (`why`: which kernel refuses, why)
     KeyKernel,      ///< the WY share (if any) as loops, then the key kernel
                     ///< (`why`: the WY kernel's reason, "" without beta;
                     ///< not with per-key gates and WY factors)

@@ -35,7 +35,7 @@ ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target) {
   using Kind = ChunkGradLowering::Kind;
   if (std::string why = whyNoKeyGradKernel(op, target); !why.empty())
-    return {Kind::Loops, why};
+    return {Kind::Loops, "the key kernel: " + why};
   if (!op.getBeta())
     return {Kind::KeyKernel, ""};
   if (std::string why = whyNoWYGradKernel(op, target); !why.empty()) {

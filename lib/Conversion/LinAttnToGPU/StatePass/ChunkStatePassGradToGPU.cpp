@@ -129,8 +129,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.hasW = bool(op.getW());
   p.hasGates = bool(op.getGates());
   p.perKeyGates = forms->perKeyGates;
-  p.outputShareAhead =
-      p.perKeyGates && whyNoOutputShareKernel(op, target).empty();
+  p.outputShareAhead = whyNoOutputShareKernel(op, target).empty();
   p.keysPerWarp = p.K / kStateKeySplit;
   p.keyTiles = p.keysPerWarp / 8;
 
