@@ -54,7 +54,6 @@
 #include "ChunkGradKernels.h"
 
 #include "../Kernel/ChunkGeometry.h"
-#include "../Kernel/Gates.h"
 #include "../Kernel/MmaEmitter.h"
 #include "../Kernel/PerKeyPairSums.h"
 #include "../Kernel/PerKeyScores.h"
