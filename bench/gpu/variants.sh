@@ -18,7 +18,8 @@
 # gated_deltanet_f16_128 the example in f16, kda_h32 KDA with H = HV = 32; <strategy>-c128 variants are
 # the chunked strategies with 128-token chunks, chunked-sN ones the chunked
 # strategy with the state pass cut into segments of N chunks (N from
-# LINATTN_SEGMENT_VARIANTS, default "16 32 64"), <strategy> auto the default
+# LINATTN_SEGMENT_VARIANTS, default "16 32 64"; 4 for the dense
+# transitions' segment maps), <strategy> auto the default
 # (recurrent up to the fitted model's T limit, chunked beyond; segments at run time for the
 # scalar kinds).
 set -euo pipefail
@@ -111,5 +112,12 @@ for spec in "$specs"/*.mlir; do
       for strategy in chunked segment-scan; do
         echo "${base}_${strategy}-c128 $spec --strategy=$strategy --chunk-size=128"
       done ;;
+    *_160|*_192|*_224|*_256|*_48|*_80) ;;
+    deltanet_negeig_f32_*) ;;
+    gla_*|deltanet_*|gated_deltanet_*|kda_*)
+      # The dense transitions' segments (linattn.segment_maps, the entering
+      # states, the state pass again from them), forced: 4 chunks a
+      # segment, so that T = 1000 has four and T = 16384 sixty-four.
+      echo "${base}_chunked-s4 $spec --strategy=chunked --segment-chunks=4" ;;
   esac
 done

@@ -135,8 +135,8 @@ static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
 static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
   if (segmentChunks != 0)
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
-        linattn::LinAttnSegmentChunkStatesOptions{segmentChunks,
-                                                  /*maxStateColumns=*/0}));
+        linattn::LinAttnSegmentChunkStatesOptions{
+            segmentChunks, /*maxStateColumns=*/0, /*maxDenseStateColumns=*/0}));
 }
 
 using linattn::chunked_kernels::fewChainsStateColumns;
@@ -155,7 +155,9 @@ static void addRuntimeSegmentPass(OpPassManager &pm, int64_t smCount) {
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
       linattn::LinAttnSegmentChunkStatesOptions{
           /*segmentChunks=*/linattn::chunked_kernels::kAutoSegmentChunks,
-          /*maxStateColumns=*/fewChainsStateColumns(smCount)}));
+          /*maxStateColumns=*/fewChainsStateColumns(smCount),
+          /*maxDenseStateColumns=*/
+          linattn::chunked_kernels::denseSegmentStateColumns(smCount)}));
 }
 
 /// The GPU's narrow state-pass blocks, chosen at run time where B * HV * V
@@ -258,15 +260,18 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // state-pass blocks are chosen at run time from B (and T).
   bool shapeAtRunTime =
       options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto;
+  // Chunked-state ops become tensor-core kernels, each kernel computing
+  // what linattn-fuse-chunk-cumsum folded into its op; what is left (the
+  // recurrence, scans) becomes loops, mapped to blocks and threads before
+  // anything canonicalises the parallel nests together. The segments come
+  // after the fusion, so that the segment maps and the state pass entered
+  // from them take the keys the cumsum decayed (per-key gates) as the
+  // unsegmented pass does.
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
   if (shapeAtRunTime)
     addRuntimeSegmentPass(pm, smCount);
   else
     addSegmentPass(pm, options.segmentChunks);
-  // Chunked-state ops become tensor-core kernels, each kernel computing
-  // what linattn-fuse-chunk-cumsum folded into its op; what is left (the
-  // recurrence, scans) becomes loops, mapped to blocks and threads before
-  // anything canonicalises the parallel nests together.
-  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkCumsum());
   if (shapeAtRunTime) {
     addRuntimeNarrowStatePass(pm, smCount);
     addRuntimeWideStatePass(pm, smCount);

@@ -12,6 +12,14 @@
 // chunks, two levels deep). The chunk states' bytes are unchanged; the
 // carries are one state per segment.
 //
+// Dense transitions (a rank-1 term in WY form, or per-key gates) compose
+// into K x K maps: each segment's map S -> A_s S + E_s comes from a state
+// pass over [A | E] (linattn.segment_maps, K + V columns from [I | 0]),
+// the entering states C_{s+1} = A_s C_s + E_s from linattn.segment_entries,
+// and the state pass runs again, every segment from its entering state,
+// for the chunk states and new values (the outputs are unchanged): about
+// (2K + V) / V times the state pass's work, on NS times the chains.
+//
 // Segments pay only where the sequential chains (B * HV * V / 32 state-pass
 // blocks on the GPU) leave the machine idle, which B decides at run time;
 // with max-state-columns the pass keeps both forms and branches on B and T.
@@ -51,6 +59,52 @@ bool isSegmentable(ChunkStatePassOp op) {
            output.getChunkSize() == op.getChunkSize() &&
            output.getGates() == op.getGates();
   });
+}
+
+/// Whether `op` can be cut by the segments' maps: not yet segmented, and
+/// dense transitions in WY form (a rank-1 term as W, or per-key gates).
+bool isDenselySegmentable(ChunkStatePassOp op) {
+  if (op.getSegmentChunks() || op.getBeta())
+    return false;
+  bool perKey =
+      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+  return op.getW() || perKey;
+}
+
+/// The maps, the entries and the state pass entered from them, in place
+/// of `op`.
+void segmentDense(ChunkStatePassOp op, int64_t segmentChunks) {
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto finalType = cast<RankedTensorType>(op.getFinalState().getType());
+  auto statesType = cast<RankedTensorType>(op.getChunkStates().getType());
+  int64_t ns = segmentCount(statesType.getDimSize(1), segmentChunks);
+  int64_t K = finalType.getDimSize(2), V = finalType.getDimSize(3);
+  auto segmentType = [&](int64_t columns) {
+    return RankedTensorType::get({finalType.getDimSize(0), ns,
+                                  finalType.getDimSize(1), K, columns},
+                                 b.getF32Type());
+  };
+  IntegerAttr segmentAttr = b.getI64IntegerAttr(segmentChunks);
+  auto maps = SegmentMapsOp::create(
+      b, loc, segmentType(K + V), op.getK(), op.getU(), op.getW(),
+      op.getGates(), op.getChunkSizeAttr(), segmentAttr,
+      op.getDecayedKeysAttr());
+  maps->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  auto entries = SegmentEntriesOp::create(
+      b, loc, TypeRange{segmentType(V), finalType}, maps.getMaps(),
+      op.getInitialState());
+  auto entered = ChunkStatePassOp::create(
+      b, loc,
+      TypeRange{op.getNewValues().getType(), statesType, segmentType(V)},
+      op.getK(), op.getU(), op.getW(), /*beta=*/Value(), op.getGates(),
+      entries.getEntries(), op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
+      segmentAttr, op.getDecayedKeysAttr());
+  entered->setDiscardableAttrs(op->getDiscardableAttrDictionary());
+  op.getNewValues().replaceAllUsesWith(entered.getNewValues());
+  op.getChunkStates().replaceAllUsesWith(entered.getChunkStates());
+  op.getFinalState().replaceAllUsesWith(entries.getFinalState());
+  op.erase();
 }
 
 void segment(ChunkStatePassOp op, int64_t segmentChunks) {
@@ -181,6 +235,50 @@ bool segmentAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
   return true;
 }
 
+/// Both forms of a densely segmentable `op` in WY form, chosen at run time:
+///   B * HV * V <= maxStateColumns and ceil(T / chunk_size) >
+///   kDenseSegmentMinChunks ? segmented by maps : as it was.
+/// Only the state pass branches: its outputs read the chunk states and new
+/// values either form makes. Returns false, changing nothing, without W
+/// (per-key gates alone: GLA's maps cost more than they saved, NOTES s1),
+/// where the head sizes have no dense segments on the GPU
+/// (hasDenseSegments), or where HV * V alone passes the limit (the
+/// segmented form would never run).
+bool segmentDenseAtRunTime(ChunkStatePassOp op, int64_t segmentChunks,
+                           int64_t maxStateColumns) {
+  auto uType = cast<RankedTensorType>(op.getU().getType());
+  auto kType = cast<RankedTensorType>(op.getK().getType());
+  if (!op.getW() || maxStateColumns <= 0 ||
+      !chunked_kernels::hasDenseSegments(kType.getDimSize(3)) ||
+      uType.getDimSize(2) * uType.getDimSize(3) > maxStateColumns)
+    return false;
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  Value seqLen = tensor::DimOp::create(b, loc, op.getU(), 1);
+  Value numChunks = arith::CeilDivUIOp::create(
+      b, loc, seqLen,
+      arith::ConstantIndexOp::create(b, loc, op.getChunkSize()));
+  Value cond = arith::AndIOp::create(
+      b, loc, buildFewStateColumns(b, loc, op.getU(), maxStateColumns),
+      arith::CmpIOp::create(
+          b, loc, arith::CmpIPredicate::ugt, numChunks,
+          arith::ConstantIndexOp::create(
+              b, loc, chunked_kernels::kDenseSegmentMinChunks)));
+  auto ifOp = scf::IfOp::create(b, loc, op->getResultTypes(), cond,
+                                /*withElseRegion=*/true);
+  for (bool segmented : {true, false}) {
+    OpBuilder bb = OpBuilder::atBlockEnd(segmented ? ifOp.thenBlock()
+                                                   : ifOp.elseBlock());
+    auto clone = cast<ChunkStatePassOp>(bb.clone(*op));
+    scf::YieldOp::create(bb, loc, clone->getResults());
+    if (segmented)
+      segmentDense(clone, segmentChunks);
+  }
+  op->replaceAllUsesWith(ifOp.getResults());
+  op.erase();
+  return true;
+}
+
 struct LinAttnSegmentChunkStates
     : impl::LinAttnSegmentChunkStatesBase<LinAttnSegmentChunkStates> {
   using Base::Base;
@@ -192,6 +290,13 @@ struct LinAttnSegmentChunkStates
           << int64_t(segmentChunks);
       return signalPassFailure();
     }
+    if (int64_t(maxDenseStateColumns) < 0) {
+      getOperation()->emitError()
+          << "linattn-segment-chunk-states: max-dense-state-columns must be 0 "
+             "(never at run time) or positive, got "
+          << int64_t(maxDenseStateColumns);
+      return signalPassFailure();
+    }
     if (int64_t(maxStateColumns) < 0) {
       getOperation()->emitError()
           << "linattn-segment-chunk-states: max-state-columns must be 0 "
@@ -199,16 +304,25 @@ struct LinAttnSegmentChunkStates
           << int64_t(maxStateColumns);
       return signalPassFailure();
     }
-    SmallVector<ChunkStatePassOp> candidates;
+    SmallVector<ChunkStatePassOp> candidates, denseCandidates;
     getOperation()->walk([&](ChunkStatePassOp op) {
       if (isSegmentable(op))
         candidates.push_back(op);
+      else if (isDenselySegmentable(op))
+        denseCandidates.push_back(op);
     });
     DominanceInfo dominance(getOperation());
     for (ChunkStatePassOp op : candidates) {
       if (maxStateColumns == 0)
         segment(op, segmentChunks);
       else if (!segmentAtRunTime(op, segmentChunks, maxStateColumns, dominance))
+        continue;
+      ++numSegmented;
+    }
+    for (ChunkStatePassOp op : denseCandidates) {
+      if (maxStateColumns == 0)
+        segmentDense(op, segmentChunks);
+      else if (!segmentDenseAtRunTime(op, segmentChunks, maxDenseStateColumns))
         continue;
       ++numSegmented;
     }

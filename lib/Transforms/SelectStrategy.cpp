@@ -289,8 +289,26 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
             std::to_string(chunked_kernels::kAutoSegmentChunks *
                            chunked_kernels::kChunk) +
             " tokens";
-  return "\n  state pass, chosen at run time: " + few + " where " + when +
-         ", else " + many + wide;
+  // The WY form: segment maps first where the chains are fewest and the
+  // sequence long (linattn-segment-chunk-states), the narrow blocks below
+  // that.
+  std::string dense;
+  int64_t denseLimit = chunked_kernels::denseSegmentStateColumns(smCount);
+  if (form == FewChainsForm::NarrowBlocks && op.getKindInfo().hasRank1() &&
+      perSequence <= denseLimit &&
+      chunked_kernels::hasDenseSegments(
+          chunked_kernels::paddedHeadDim(op.getKeyDim())))
+    dense = "segment maps of " +
+            std::to_string(chunked_kernels::kAutoSegmentChunks) +
+            " chunks (each segment's K x K map, then the state pass again "
+            "from the segments' entering states) where B * HV * V <= " +
+            std::to_string(denseLimit) + " (B <= " +
+            std::to_string(denseLimit / perSequence) + ") and T > " +
+            std::to_string(chunked_kernels::kDenseSegmentMinChunks *
+                           chunked_kernels::kChunk) +
+            " tokens; ";
+  return "\n  state pass, chosen at run time: " + dense + few + " where " +
+         when + ", else " + many + wide;
 }
 
 /// The GPU choice: chunked (C = chunked_kernels::kChunk) wherever its

@@ -43,12 +43,21 @@ func.func @static_no_gates(%k: tensor<1x300x1x16xf32>, %v: tensor<1x300x1x16xf32
 // -----
 
 // The WY form (a rank-1 term: matrix transitions) and per-key gates
-// (diagonal ones) keep one chain per sequence.
+// (diagonal ones) compose into K x K maps: segment_maps ([A_s | E_s],
+// K + V = 32 columns), segment_entries (every segment's entering state and
+// the final state), and the state pass again, every segment entered from
+// its state ([B, NS, HV, K, V]); no carries.
 
 // CHECK-LABEL: func.func @not_scalar
-// CHECK-NOT:     segment_chunks
+// CHECK:         %[[MAPS:.*]] = linattn.segment_maps k(%arg0) u(%arg1) w(%arg2) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+// CHECK-SAME:      -> tensor<?x?x1x16x32xf32>
+// CHECK:         %[[ENTRIES:.*]], %[[FINAL:.*]] = linattn.segment_entries maps(%[[MAPS]]) state(%arg4)
+// CHECK-SAME:      -> (tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
+// CHECK:         linattn.chunk_state_pass k(%arg0) u(%arg1) w(%arg2) state(%[[ENTRIES]]) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+// CHECK:         %[[MAPS2:.*]] = linattn.segment_maps k(%arg0) u(%arg1) gates(%arg3)
+// CHECK:         %{{.*}}, %[[FINAL2:.*]] = linattn.segment_entries maps(%[[MAPS2]]) state(%arg4)
 // CHECK-NOT:     linattn.segment_carries
-// CHECK:         return
+// CHECK:         return %[[FINAL]], %[[FINAL2]]
 func.func @not_scalar(%k: tensor<?x?x1x16xbf16>, %u: tensor<?x?x1x16xf32>, %w: tensor<?x?x1x16xbf16>, %gk: tensor<?x?x1x16xf32>, %s0: tensor<?x1x16x16xf32>) -> (tensor<?x1x16x16xf32>, tensor<?x1x16x16xf32>) {
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
       : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)

@@ -31,7 +31,7 @@
 // Its state pass, chosen at run time (linattn-narrow-state-blocks,
 // linattn-widen-state-blocks): HV * V = 1024 state columns a sequence
 // against 16 x 132 (narrow blocks) and 32 x 132 SMs (wide blocks).
-// EXPLAIN-NEXT: state pass, chosen at run time: 16-column state-pass blocks (two warps, twice the blocks) where B * HV * V <= 2112 (B <= 2), else 32-column blocks, and 64-column blocks (eight warps, half the blocks) where B * HV * V > 4224 (B >= 5)
+// EXPLAIN-NEXT: state pass, chosen at run time: segment maps of 16 chunks (each segment's K x K map, then the state pass again from the segments' entering states) where B * HV * V <= 1056 (B <= 1) and T > 8192 tokens; 16-column state-pass blocks (two warps, twice the blocks) where B * HV * V <= 2112 (B <= 2), else 32-column blocks, and 64-column blocks (eight warps, half the blocks) where B * HV * V > 4224 (B >= 5)
 func.func @gated_delta_bf16(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%q) v(%v) gate(%g) beta(%b) state(%s0)
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)

@@ -512,8 +512,22 @@ def LinAttnSegmentChunkStates
     that add each chunk's decayed carry to its local state. The segments
     run in parallel: more independent chains for the GPU's SMs, the same
     bytes (the carries are one state per segment). State passes with a
-    rank-1 term or per-key gates, or whose chunk states have other users,
-    are left as they are.
+    per-key gates and no rank-1 term, or whose chunk states have other
+    users, are left as they are by the scalar segments.
+
+    Dense transitions (the WY form's `I - W^T K` per chunk, per-key gates)
+    compose into K x K maps instead: `linattn.segment_maps` makes each
+    segment's map [A_s | E_s] (a state pass over K + V columns from [I |
+    0]), `linattn.segment_entries` the state entering every segment
+    (C_{s+1} = A_s C_s + E_s) and the final state, and the state pass runs
+    again, every segment from its entering state, for the chunk states and
+    new values the outputs read unchanged. That is about three state
+    passes' work on NS times the chains. Forced (`max-state-columns=0`)
+    every such pass is cut; at run time only the WY form's, where B * HV *
+    V <= `max-dense-state-columns` and the sequence has more than
+    kDenseSegmentMinChunks chunks (on the H200 Gated DeltaNet at B = 1, H
+    = 8, T = 32768: 1.05 -> 0.96 ms of kernel time; at B = 2 and for GLA it
+    lost, bench/NOTES.md s1).
 
     Segments pay only while the sequential chains leave the machine idle
     (on the H200, B * HV * V / 32 state-pass blocks against 132 SMs: 1.2-2x
@@ -532,6 +546,11 @@ def LinAttnSegmentChunkStates
     Option<"maxStateColumns", "max-state-columns", "int64_t", /*default=*/"0",
            "Segment at run time, only where B * HV * V is at most this and "
            "T spans more than one segment (0: always segment)">,
+    Option<"maxDenseStateColumns", "max-dense-state-columns", "int64_t",
+           /*default=*/"0",
+           "With max-state-columns: segment the WY form's state passes by "
+           "segment maps at run time where B * HV * V is at most this and T "
+           "has more than kDenseSegmentMinChunks chunks (0: never)">,
   ];
   let dependentDialects = ["mlir::arith::ArithDialect",
                            "mlir::scf::SCFDialect",

@@ -65,6 +65,8 @@ void populateQKGradToGPUPatterns(RewritePatternSet &patterns,
 std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
+void populateSegmentEntriesToGPUPatterns(RewritePatternSet &patterns,
+                                         const ChunkedLoweringContext &context);
 void populateChunkOutputToGPUPatterns(RewritePatternSet &patterns,
                                       const ChunkedLoweringContext &context);
 

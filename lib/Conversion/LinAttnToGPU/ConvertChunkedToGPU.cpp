@@ -46,6 +46,9 @@ ChunkedLoweringContext::build(Operation *root, const GPUTargetInfo &target) {
             .Case([](ChunkStatePassOp o) {
               return mmaTypeOf(o, {o.getK()}, o.getGates());
             })
+            .Case([](SegmentMapsOp o) {
+              return mmaTypeOf(o, {o.getK()}, o.getGates());
+            })
             .Case([](ChunkOutputOp o) {
               return mmaTypeOf(o, {o.getQ(), o.getK()}, o.getGates());
             })
@@ -68,7 +71,8 @@ using namespace kernel;
 
 bool isChunkedOp(Operation *op) {
   return isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-             SegmentCarriesOp, ChunkOutputOp>(op);
+             SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp, ChunkOutputOp>(
+      op);
 }
 
 struct ConvertLinAttnChunkedToGPU
@@ -95,6 +99,7 @@ struct ConvertLinAttnChunkedToGPU
     populateChunkStatePassGradToGPUPatterns(patterns, *context);
     populateQKGradToGPUPatterns(patterns, *context);
     populateSegmentCarriesToGPUPatterns(patterns, *context);
+    populateSegmentEntriesToGPUPatterns(patterns, *context);
     populateChunkOutputToGPUPatterns(patterns, *context);
     walkAndApplyPatterns(getOperation(), std::move(patterns));
     SmallVector<ChunkGradOp> chunkGrads;

@@ -280,7 +280,11 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                                 {batch, e.segmentCount(l.numChunks(seqLen), *segmentChunks),
                                  hvDim, kDim, vDim})
                    : Value();
-  memref::CopyOp::create(e.b, init, state);
+  // Segments entered from their own states: init is [B, NS, HV, K, V],
+  // segment s starts from init[b, s, hv].
+  bool entered = cast<MemRefType>(init.getType()).getRank() == 5;
+  if (!entered)
+    memref::CopyOp::create(e.b, init, state);
   // A row of V floats: on the stack, freed with the function's frame.
   Value scratch = memref::AllocaOp::create(
       e.b, MemRefType::get({V}, e.b.getF32Type()));
@@ -291,16 +295,29 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
     e.forEach(hvDim, [&](Value hv) {
       Value h = e.qkHead(hv, numVHeads, numQKHeads);
       auto S = [&](Value r, Value c) { return SmallVector<Value>{bIdx, hv, r, c}; };
-      // ends[b, segment, hv] = S, then S = 0 if `reset`.
-      auto endSegment = [&](Value segment, bool reset) {
+      // S = the state entering `segment` (entered: init[b, segment, hv]).
+      auto enterSegment = [&](Value segment) {
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value s = entered ? e.loadF32(init, {bIdx, segment, hv, r, c})
+                              : e.f32(0.0f);
+            memref::StoreOp::create(e.b, s, state, S(r, c));
+          });
+        });
+      };
+      if (entered)
+        enterSegment(e.index(0));
+      // ends[b, segment, hv] = S, then the next segment is entered if
+      // `next`.
+      auto endSegment = [&](Value segment, bool next) {
         e.forEach(kDim, [&](Value r) {
           e.forEach(vDim, [&](Value c) {
             Value s = memref::LoadOp::create(e.b, state, S(r, c));
             memref::StoreOp::create(e.b, s, ends, ValueRange{bIdx, segment, hv, r, c});
-            if (reset)
-              memref::StoreOp::create(e.b, e.f32(0.0f), state, S(r, c));
           });
         });
+        if (next)
+          enterSegment(e.addIndex(segment, e.index(1)));
       };
       l.forEachChunk(seqLen, [&](Value n, Value t0, Value t1) {
         if (segmentChunks) {
@@ -314,7 +331,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
           OpBuilder::InsertionGuard guard(e.b);
           e.b.setInsertionPointToStart(scf::IfOp::create(e.b, starts, false).thenBlock());
           endSegment(e.subIndex(arith::DivUIOp::create(e.b, n, m), e.index(1)),
-                     /*reset=*/true);
+                     /*next=*/true);
         }
         e.forEach(kDim, [&](Value r) {
           e.forEach(vDim, [&](Value c) {
@@ -432,7 +449,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
       if (segmentChunks)
         endSegment(e.subIndex(e.segmentCount(l.numChunks(seqLen), *segmentChunks),
                               e.index(1)),
-                   /*reset=*/false);
+                   /*next=*/false);
     });
   });
   if (narrowDelta)
@@ -484,6 +501,117 @@ void lowerSegmentCarries(SegmentCarriesOp op) {
     });
   });
   e.replaceWithBuffers(op, {carries, finalState});
+}
+
+// The maps [A_s | E_s] by their definition: a state pass entered from
+// [I | 0] in every segment over u' = [0 | u], its segments' ends.
+void lowerSegmentMaps(SegmentMapsOp op) {
+  ChunkLowering l(op, op.getChunkSize());
+  LoopEmitter &e = l.e;
+  Value u = e.toBuffer(op.getU());
+  auto uType = cast<MemRefType>(u.getType());
+  int64_t numVHeads = uType.getDimSize(2), V = uType.getDimSize(3);
+  int64_t K = dimOf(op.getK(), 3);
+  Value batch = e.dim(u, 0), seqLen = e.dim(u, 1);
+  Value hvDim = e.index(numVHeads), kDim = e.index(K);
+  Value numSegs = e.segmentCount(l.numChunks(seqLen), op.getSegmentChunks());
+  Type f32 = e.b.getF32Type();
+  auto wideU = MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic,
+                                numVHeads, K + V},
+                               f32);
+  Value uMaps = e.allocFor(wideU, {batch, seqLen, hvDim, e.index(K + V)});
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(seqLen, [&](Value t) {
+      e.forEach(hvDim, [&](Value hv) {
+        e.forEach(kDim, [&](Value c) {
+          memref::StoreOp::create(e.b, e.f32(0.0f), uMaps,
+                                  ValueRange{bIdx, t, hv, c});
+        });
+        e.forEach(e.index(V), [&](Value c) {
+          memref::StoreOp::create(e.b, e.loadF32(u, {bIdx, t, hv, c}), uMaps,
+                                  ValueRange{bIdx, t, hv, e.addIndex(c, kDim)});
+        });
+      });
+    });
+  });
+  auto mapsType = cast<RankedTensorType>(op.getMaps().getType());
+  auto entryType = MemRefType::get(mapsType.getShape(), f32);
+  Value entries = e.allocFor(entryType, {batch, numSegs, hvDim, kDim,
+                                         e.index(K + V)});
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(numSegs, [&](Value seg) {
+      e.forEach(hvDim, [&](Value hv) {
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(e.index(K + V), [&](Value c) {
+            Value one = arith::SelectOp::create(
+                e.b,
+                arith::CmpIOp::create(e.b, arith::CmpIPredicate::eq, r, c),
+                e.f32(1.0f), e.f32(0.0f));
+            memref::StoreOp::create(e.b, one, entries,
+                                    ValueRange{bIdx, seg, hv, r, c});
+          });
+        });
+      });
+    });
+  });
+  auto uMapsType = RankedTensorType::get(wideU.getShape(), f32);
+  auto statesType = RankedTensorType::get(
+      {ShapedType::kDynamic, ShapedType::kDynamic, numVHeads, K, K + V}, f32);
+  auto pass = ChunkStatePassOp::create(
+      e.b, op.getLoc(), TypeRange{uMapsType, statesType, mapsType}, op.getK(),
+      e.toTensor(uMaps, uMapsType), op.getW(), /*beta=*/Value(), op.getGates(),
+      e.toTensor(entries, mapsType), op.getChunkSizeAttr(),
+      /*rank1_scale=*/FloatAttr(), op.getSegmentChunksAttr(),
+      op.getDecayedKeysAttr());
+  op.getMaps().replaceAllUsesWith(pass.getFinalState());
+  op.erase();
+  lowerChunkStatePass(pass);
+}
+
+// C_0 = S_0, C_{s+1} = A_s C_s + E_s, final = C_NS; the running state is
+// the final state's buffer.
+void lowerSegmentEntries(SegmentEntriesOp op) {
+  ChunkLowering l(op, 1);
+  LoopEmitter &e = l.e;
+  Value maps = e.toBuffer(op.getMaps());
+  Value init = e.toBuffer(op.getInitialState());
+  int64_t numVHeads = dimOf(init, 1), K = dimOf(init, 2), V = dimOf(init, 3);
+  Value batch = e.dim(maps, 0), numSegs = e.dim(maps, 1);
+  Value hvDim = e.index(numVHeads), kDim = e.index(K), vDim = e.index(V);
+  Value entries = e.allocFor(op.getEntries().getType(),
+                             {batch, numSegs, hvDim, kDim, vDim});
+  Value finalState = e.allocFor(op.getFinalState().getType(),
+                                {batch, hvDim, kDim, vDim});
+  memref::CopyOp::create(e.b, init, finalState);
+  e.forEach(batch, [&](Value bIdx) {
+    e.forEach(hvDim, [&](Value hv) {
+      e.forEach(numSegs, [&](Value s) {
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value x = memref::LoadOp::create(e.b, finalState,
+                                             ValueRange{bIdx, hv, r, c});
+            memref::StoreOp::create(e.b, x, entries,
+                                    ValueRange{bIdx, s, hv, r, c});
+          });
+        });
+        e.forEach(kDim, [&](Value r) {
+          e.forEach(vDim, [&](Value c) {
+            Value acc = l.dot(
+                K,
+                [&](Value j) { return e.loadF32(maps, {bIdx, s, hv, r, j}); },
+                [&](Value j) {
+                  return e.loadF32(entries, {bIdx, s, hv, j, c});
+                });
+            Value offset =
+                e.loadF32(maps, {bIdx, s, hv, r, e.addIndex(c, kDim)});
+            memref::StoreOp::create(e.b, e.add(acc, offset), finalState,
+                                    ValueRange{bIdx, hv, r, c});
+          });
+        });
+      });
+    });
+  });
+  e.replaceWithBuffers(op, {entries, finalState});
 }
 
 // o_i = scale (S_n^T (q_i * exp(G_i))
@@ -702,8 +830,8 @@ void lowerChunkedOpsToLoops(Operation *root) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-            SegmentCarriesOp, ChunkTransitionsOp, ChunkNewValuesOp,
-            ChunkOutputOp>(op))
+            SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp,
+            ChunkTransitionsOp, ChunkNewValuesOp, ChunkOutputOp>(op))
       ops.push_back(op);
   });
   for (Operation *op : ops) {
@@ -713,6 +841,8 @@ void lowerChunkedOpsToLoops(Operation *root) {
         .Case([](UTTransformOp op) { lowerUTTransform(op); })
         .Case([](ChunkStatePassOp op) { lowerChunkStatePass(op); })
         .Case([](SegmentCarriesOp op) { lowerSegmentCarries(op); })
+        .Case([](SegmentMapsOp op) { lowerSegmentMaps(op); })
+        .Case([](SegmentEntriesOp op) { lowerSegmentEntries(op); })
         .Case([](ChunkTransitionsOp op) { lowerChunkTransitions(op); })
         .Case([](ChunkNewValuesOp op) { lowerChunkNewValues(op); })
         .Case([](ChunkOutputOp op) { lowerChunkOutput(op); });

@@ -284,6 +284,86 @@ func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %w: tensor<?x?x
 
 // -----
 
+// a [B, NS, HV, K, V] initial state without segments
+func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %w: tensor<?x?x1x16xf32>, %s0: tensor<?x?x1x16x16xf32>) {
+  // expected-error @+1 {{a [B, NS, HV, K, V] 'initial_state' (every segment's entering state) needs 'segment_chunks'}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// segments entered from their own states in the rank-1 product form
+func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %b: tensor<?x?x1xf32>, %s0: tensor<?x?x1x16x16xf32>) {
+  // expected-error @+1 {{segments entered from their own states take the WY form, not 'beta': run linattn-lower-rank1-to-wy first}}
+  %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%u) beta(%b) state(%s0) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32, segment_chunks = 2 : i64}
+      : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x?x1xf32>, tensor<?x?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x?x1x16x16xf32>)
+  return
+}
+
+// -----
+
+// segment maps without K + V columns
+func.func @f(%k: tensor<?x?x1x16xbf16>, %u: tensor<?x?x1x32xbf16>, %w: tensor<?x?x1x16xbf16>) {
+  // expected-error @+1 {{'maps' must have K + V = 48 columns ([A_s | E_s]), got 32}}
+  %m = linattn.segment_maps k(%k) u(%u) w(%w) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x32xbf16>, tensor<?x?x1x16xbf16>) -> tensor<?x?x1x16x32xf32>
+  return
+}
+
+// -----
+
+// segment maps not in f32
+func.func @f(%k: tensor<?x?x1x16xbf16>, %u: tensor<?x?x1x16xbf16>, %w: tensor<?x?x1x16xbf16>) {
+  // expected-error @+1 {{'maps' must have element type f32, got 'bf16'}}
+  %m = linattn.segment_maps k(%k) u(%u) w(%w) {chunk_size = 64 : i64, segment_chunks = 4 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>) -> tensor<?x?x1x16x32xbf16>
+  return
+}
+
+// -----
+
+// the wrong number of segment maps for a static T
+func.func @f(%k: tensor<1x100x1x16xf32>, %u: tensor<1x100x1x16xf32>, %w: tensor<1x100x1x16xf32>) {
+  // expected-error @+1 {{the number of segments NS = 2 must be max(1, ceil(ceil(T / chunk_size) / segment_chunks)) = 4 for T = 100, chunk_size = 16 and segment_chunks = 2}}
+  %m = linattn.segment_maps k(%k) u(%u) w(%w) {chunk_size = 16 : i64, segment_chunks = 2 : i64}
+      : (tensor<1x100x1x16xf32>, tensor<1x100x1x16xf32>, tensor<1x100x1x16xf32>) -> tensor<1x2x1x16x32xf32>
+  return
+}
+
+// -----
+
+// decayed keys without chunk totals
+func.func @f(%k: tensor<?x?x1x16xbf16>, %u: tensor<?x?x1x16xbf16>, %g: tensor<?x?x1xf32>) {
+  // expected-error @+1 {{'decayed_keys' needs the chunks' total per-key gates [B, NC, HV, K] as 'gates'}}
+  %m = linattn.segment_maps k(%k) u(%u) gates(%g) {chunk_size = 64 : i64, segment_chunks = 4 : i64, decayed_keys}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xbf16>, tensor<?x?x1xf32>) -> tensor<?x?x1x16x32xf32>
+  return
+}
+
+// -----
+
+// segment entries whose state disagrees with the maps
+func.func @f(%m: tensor<?x?x2x16x32xf32>, %s0: tensor<?x2x16x8xf32>) {
+  // expected-error @+1 {{'maps' must have K + V = 24 columns ([A_s | E_s]), got 32}}
+  %e, %final = linattn.segment_entries maps(%m) state(%s0)
+      : (tensor<?x?x2x16x32xf32>, tensor<?x2x16x8xf32>) -> (tensor<?x?x2x16x8xf32>, tensor<?x2x16x8xf32>)
+  return
+}
+
+// -----
+
+// segment entries not [B, NS, HV, K, V]
+func.func @f(%m: tensor<?x?x2x16x32xf32>, %s0: tensor<?x2x16x16xf32>) {
+  // expected-error @+1 {{'entries' must be a rank-5 tensor [B, NS, HV, K, V]}}
+  %e, %final = linattn.segment_entries maps(%m) state(%s0)
+      : (tensor<?x?x2x16x32xf32>, tensor<?x2x16x16xf32>) -> (tensor<?x2x16x16xf32>, tensor<?x2x16x16xf32>)
+  return
+}
+
+// -----
+
 // a segmented state pass whose ends are not [B, NS, HV, K, V]
 func.func @f(%k: tensor<?x?x1x16xf32>, %u: tensor<?x?x1x16xf32>, %s0: tensor<?x1x16x16xf32>) {
   // expected-error @+1 {{'final_state' must be a rank-5 tensor [B, NS, HV, K, V]}}

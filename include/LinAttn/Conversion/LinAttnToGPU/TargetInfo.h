@@ -60,6 +60,17 @@ public:
   int64_t maxSharedBytesPerBlock() const {
     return maxSharedBytes - kKernelStaticSharedBytes;
   }
+  /// The same with `blocksPerSM` blocks resident on one SM: the SM's
+  /// shared memory (one block's limit plus the 1 KiB the hardware reserves
+  /// for each block: 228 KiB on sm_90) split between them, less each
+  /// block's reserve and static bytes.
+  int64_t maxSharedBytesPerBlock(int64_t blocksPerSM) const {
+    int64_t perSM = maxSharedBytes + kBlockReservedSharedBytes;
+    return std::min(maxSharedBytesPerBlock(),
+                    perSM / blocksPerSM - kBlockReservedSharedBytes -
+                        kKernelStaticSharedBytes);
+  }
+  static constexpr int64_t kBlockReservedSharedBytes = 1024;
   /// Static shared memory in every kernel: the symbol MLIR's
   /// gpu.dynamic_shared_memory lowers to (`.shared .align 16 .b8`, one
   /// byte that ptxas counts as static), at its alignment. With it, a
@@ -123,6 +134,25 @@ constexpr bool hasWideStateBlocks(int64_t valueDim) {
 }
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;
+/// Whether the automatic pipeline cuts a state pass with dense transitions
+/// (a rank-1 term, per-key gates) of key size K by segment maps
+/// (linattn-segment-chunk-states): K at most 128, where the entries' K x K
+/// products and the maps' two blocks an SM were measured.
+constexpr bool hasDenseSegments(int64_t keyDim) { return keyDim <= 128; }
+/// The automatic dense segments run where a sequence has more than this
+/// many chunks and B * HV * V <= denseSegmentStateColumns: the maps and
+/// the second pass cost about three state passes on NS times the chains,
+/// so a few segments lose (level at T = 8192, 128 chunks; bench/NOTES.md
+/// s1).
+constexpr int64_t kDenseSegmentMinChunks = 128;
+/// The state columns B * HV * V up to which the automatic pipeline cuts a
+/// state pass in WY form by segment maps: where the narrow blocks fill a
+/// quarter of the SMs or fewer (B * HV * V / 16 <= smCount / 2). On the
+/// H200 (bench/NOTES.md s1) B = 1, HV = 8, V = 128 (1024 columns) gained
+/// 8-9% at T >= 16384; B = 2 (2048) lost 40%.
+constexpr int64_t denseSegmentStateColumns(int64_t smCount) {
+  return 8 * smCount;
+}
 /// What the automatic pipeline runs, chosen at run time, where a state
 /// pass's chains are few (B * HV * V <= maxStateColumns): segments along T
 /// for scalar transitions (linattn-segment-chunk-states), narrow blocks

@@ -103,6 +103,9 @@ private:
   Value firstStep, endStep, stepLimit; ///< the block's steps and rows
   Value columnGroup, keyPart;
   Value vLocal, vGlobal, key0, v0; ///< the warp's columns and keys
+  /// The maps: whether the block's columns are A_s's (from I, with U = 0),
+  /// and U's column of the block's first (E_s's columns).
+  Value transitionColumns, u0;
   Value firstGroup;                ///< the first prefetch's copy group
 };
 
@@ -134,6 +137,11 @@ void StatePassKernel::placeBlock() {
   vGlobal = e.addIndex(e.mulIndex(vTile, e.index(p.block.columns)), vLocal);
   key0 = e.mulIndex(keyPart, e.index(p.keysPerWarp));
   v0 = e.mulIndex(vTile, e.index(p.block.columns));
+  u0 = v0;
+  if (p.role == StatePassPlan::Role::SegmentMaps) {
+    transitionColumns = k.ult(v0, e.index(p.K));
+    u0 = k.select(transitionColumns, e.index(0), e.subIndex(v0, e.index(p.K)));
+  }
 }
 
 Stage StatePassKernel::stageAt(Value n) {
@@ -169,9 +177,13 @@ Value StatePassKernel::prefetch(Value n) {
                   [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, decayedKeys ? hv : h, c};
   }, kChunk, p.narrowRows);
-  k.copyRowsAsync(st.u, zero, p.block.columns, t0, valid, io.seqLen, io.u,
+  // A_s's columns stage U = 0: every row arrives as zeros.
+  k.copyRowsAsync(st.u, zero, p.block.columns, t0,
+                  transitionColumns ? k.select(transitionColumns, zero, valid)
+                                    : valid,
+                  io.seqLen, io.u,
                   [&](Value t, Value c) -> SmallVector<Value> {
-    return {bIdx, t, hv, e.addIndex(v0, c)};
+    return {bIdx, t, hv, e.addIndex(u0, c)};
   }, kChunk, p.narrowRows);
   if (decayedKeys) // chunk n's row of G_C (zeros past the last chunk)
     k.copyRowsAsync(st.g, zero, K, n,
@@ -200,15 +212,28 @@ std::pair<Value, Value> StatePassKernel::stateIndex(int64_t kt, int64_t i) {
 
 SmallVector<Value> StatePassKernel::loadInitialState() {
   SmallVector<Value> init;
-  Value fromInitial =
-      p.segmentChunks ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
-                                              segment, e.index(0))
-                            .getResult()
-                      : Value();
+  // The maps start from [I | 0]: 1 where the column is the key's.
+  if (p.role == StatePassPlan::Role::SegmentMaps) {
+    for (int64_t kt = 0; kt < p.keyTiles; ++kt)
+      for (int64_t i = 0; i < 4; ++i) {
+        auto [key, v] = stateIndex(kt, i);
+        init.push_back(k.select(
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, key, v),
+            e.f32(1.0f), e.f32(0.0f)));
+      }
+    return init;
+  }
+  Value fromInitial = p.segmentChunks && !p.enteredSegments
+                          ? arith::CmpIOp::create(b, arith::CmpIPredicate::eq,
+                                                  segment, e.index(0))
+                                .getResult()
+                          : Value();
   for (int64_t kt = 0; kt < p.keyTiles; ++kt)
     for (int64_t i = 0; i < 4; ++i) {
       auto [key, v] = stateIndex(kt, i);
-      Value x = e.loadF32(io.initialState, {bIdx, hv, key, v});
+      Value x = p.enteredSegments
+                    ? e.loadF32(io.initialState, {bIdx, segment, hv, key, v})
+                    : e.loadF32(io.initialState, {bIdx, hv, key, v});
       init.push_back(fromInitial ? k.select(fromInitial, x, e.f32(0.0f)) : x);
     }
   return init;
@@ -556,11 +581,13 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
         scf::IfOp::create(b, k.ult(firstStep, n), false).thenBlock());
     flushOutputs(e.subIndex(n, e.index(1)));
   }
-  storeChunkState(n, flat);
+  if (p.writesOutputs)
+    storeChunkState(n, flat);
   SmallVector<SmallVector<Value>> d = newValues(st, flat);
   if (p.exchange)
     d = sumKeyParts(k, p.exchangeOffset, p.block.warps, columnGroup, d);
-  writeNewValues(d, n, rows);
+  if (p.writesOutputs)
+    writeNewValues(d, n, rows);
   Value gLast;
   SmallVector<Value> next =
       updateState(st, flat, std::move(d), n, rows, lastRow, carriedIn, gLast);
@@ -607,6 +634,37 @@ void StatePassKernel::emit() {
     storeState(final, io.finalState, {bIdx, hv});
 }
 
+/// The inputs every state pass kernel reads (k, u, w, gates) and its run-time
+/// sizes, from `op`'s operands.
+StatePassOperands stagedInputs(const StatePassPlan &p, ImplicitLocOpBuilder &b,
+                               LoopEmitter &e, Value k, Value u, Value w,
+                               Value gates) {
+  StatePassOperands io;
+  io.keys = e.toBuffer(k);
+  io.u = e.toBuffer(u);
+  io.w = w ? e.toBuffer(w) : Value();
+  io.gates = gates ? e.toBuffer(gates) : Value();
+  io.seqLen = e.dim(io.keys, 1);
+  io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(p.chunk));
+  io.numSteps = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+  if (p.segmentChunks)
+    io.numSegments = e.segmentCount(io.numChunks, *p.segmentChunks);
+  return io;
+}
+
+/// Launches the kernel: a block per (block.columns of the plan's columns,
+/// value head, sequence[, segment]).
+void launchStatePass(const StatePassPlan &p, const StatePassOperands &io,
+                     ImplicitLocOpBuilder &b, LoopEmitter &e) {
+  Value batch = e.dim(io.keys, 0);
+  Value zBlocks = p.segmentChunks ? e.mulIndex(batch, io.numSegments) : batch;
+  emitLaunch(b, {e.index(p.columns / p.block.columns), e.index(p.numVHeads),
+                 zBlocks},
+             p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
+    StatePassKernel(p, io, k).emit();
+  }, p.block.warps * 32);
+}
+
 LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                                   const GPUTargetInfo &target,
                                   RewriterBase &rewriter) {
@@ -618,42 +676,52 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
-  StatePassOperands io;
-  io.keys = e.toBuffer(op.getK());
-  io.u = e.toBuffer(op.getU());
-  io.w = op.getW() ? e.toBuffer(op.getW()) : Value();
-  io.gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  StatePassOperands io =
+      stagedInputs(p, b, e, op.getK(), op.getU(), op.getW(), op.getGates());
   io.initialState = e.toBuffer(op.getInitialState());
   Value batch = e.dim(io.keys, 0);
-  io.seqLen = e.dim(io.keys, 1);
-  io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(p.chunk));
-  io.numSteps = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
   Value hvDim = e.index(p.numVHeads);
   if (!p.forwardValues)
     io.newValues = e.allocFor(op.getNewValues().getType(),
                               {batch, io.seqLen, hvDim, e.index(p.V)});
   io.states = e.allocFor(op.getChunkStates().getType(),
                          {batch, io.numChunks, hvDim, e.index(p.K), e.index(p.V)});
-  if (p.segmentChunks)
-    io.numSegments = e.segmentCount(io.numChunks, *p.segmentChunks);
   io.finalState =
       p.segmentChunks
           ? e.allocFor(op.getFinalState().getType(),
                        {batch, io.numSegments, hvDim, e.index(p.K), e.index(p.V)})
           : e.allocFor(op.getFinalState().getType(),
                        {batch, hvDim, e.index(p.K), e.index(p.V)});
-
-  Value zBlocks = p.segmentChunks ? e.mulIndex(batch, io.numSegments) : batch;
-  emitLaunch(b, {e.index(p.V / p.block.columns), hvDim, zBlocks},
-             p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
-    StatePassKernel(p, io, k).emit();
-  }, p.block.warps * 32);
+  launchStatePass(p, io, b, e);
   rewriter.replaceOp(
       op, ValueRange{p.forwardValues
                          ? op.getU()
                          : e.toTensor(io.newValues, op.getNewValues().getType()),
                      e.toTensor(io.states, op.getChunkStates().getType()),
                      e.toTensor(io.finalState, op.getFinalState().getType())});
+  return success();
+}
+
+/// The segment maps: the state pass's kernel over K + V columns, storing
+/// only every segment's end.
+LogicalResult lowerSegmentMaps(SegmentMapsOp op, Type mmaType,
+                               const GPUTargetInfo &target,
+                               RewriterBase &rewriter) {
+  FailureOr<StatePassPlan> plan = StatePassPlan::build(op, mmaType, target);
+  if (failed(plan))
+    return failure();
+  const StatePassPlan &p = *plan;
+  rewriter.setInsertionPoint(op);
+  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  LoopEmitter e(b);
+  StatePassOperands io =
+      stagedInputs(p, b, e, op.getK(), op.getU(), op.getW(), op.getGates());
+  io.finalState = e.allocFor(op.getMaps().getType(),
+                             {e.dim(io.keys, 0), io.numSegments,
+                              e.index(p.numVHeads), e.index(p.K),
+                              e.index(p.columns)});
+  launchStatePass(p, io, b, e);
+  rewriter.replaceOp(op, e.toTensor(io.finalState, op.getMaps().getType()));
   return success();
 }
 
@@ -668,11 +736,23 @@ struct ChunkStatePassToGPU : OpRewritePattern<ChunkStatePassOp> {
   const ChunkedLoweringContext &context;
 };
 
+struct SegmentMapsToGPU : OpRewritePattern<SegmentMapsOp> {
+  SegmentMapsToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
+  LogicalResult matchAndRewrite(SegmentMapsOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerSegmentMaps(op, context.getMmaType(op), context.getTarget(),
+                            rewriter);
+  }
+  const ChunkedLoweringContext &context;
+};
+
 } // namespace
 
 void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context) {
-  patterns.add<ChunkStatePassToGPU>(patterns.getContext(), context);
+  patterns.add<ChunkStatePassToGPU, SegmentMapsToGPU>(patterns.getContext(),
+                                                     context);
 }
 
 } // namespace mlir::linattn::kernel

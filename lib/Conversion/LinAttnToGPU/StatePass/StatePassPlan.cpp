@@ -46,58 +46,80 @@ StateBlock StateBlock::withColumns(int64_t columns) {
 
 FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
                                               const GPUTargetInfo &target) {
-  return build(op, mmaElem, target, /*allowWide=*/true);
-}
-
-FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
-                                              const GPUTargetInfo &target,
-                                              bool allowWide) {
   if (op.getBeta())
     return op.emitOpError() << "the rank-1 product form has no GPU kernel: run "
                                "linattn-lower-rank1-to-wy first";
+  std::optional<int64_t> segmentChunks;
+  if (std::optional<uint64_t> m = op.getSegmentChunks())
+    segmentChunks = int64_t(*m);
+  Operands in{op, op.getK(), op.getU(), op.getW(), op.getGates(),
+              op.getDecayedKeys(), int64_t(op.getChunkSize()), segmentChunks,
+              elementOf(op.getNewValues()), elementOf(op.getChunkStates()),
+              cast<ShapedType>(op.getInitialState().getType()).getRank() == 5};
+  return build(in, Role::Pass, mmaElem, target, /*allowWide=*/true);
+}
+
+FailureOr<StatePassPlan> StatePassPlan::build(SegmentMapsOp op, Type mmaElem,
+                                              const GPUTargetInfo &target) {
+  Operands in{op, op.getK(), op.getU(), op.getW(), op.getGates(),
+              op.getDecayedKeys(), int64_t(op.getChunkSize()),
+              int64_t(op.getSegmentChunks()), elementOf(op.getU()),
+              elementOf(op.getU()), /*enteredSegments=*/false};
+  return build(in, Role::SegmentMaps, mmaElem, target, /*allowWide=*/false);
+}
+
+FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
+                                              Type mmaElem,
+                                              const GPUTargetInfo &target,
+                                              bool allowWide) {
+  Operation *op = in.op;
   StatePassPlan p;
+  p.role = role;
   p.mmaElem = mmaElem;
-  p.numQKHeads = dimOf(op.getK(), 2);
-  p.K = dimOf(op.getK(), 3);
-  p.numVHeads = dimOf(op.getU(), 2);
-  p.V = dimOf(op.getU(), 3);
-  p.chunk = op.getChunkSize();
+  p.numQKHeads = dimOf(in.k, 2);
+  p.K = dimOf(in.k, 3);
+  p.numVHeads = dimOf(in.u, 2);
+  p.V = dimOf(in.u, 3);
+  p.columns = role == Role::SegmentMaps ? p.K + p.V : p.V;
+  p.chunk = in.chunk;
   bool perKey =
-      op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+      in.gates && cast<ShapedType>(in.gates.getType()).getRank() == 4;
   if (failed(checkChunkGeometry(op, p.chunk, {{"K", p.K}, {"V", p.V}},
-                                op.getW() ? "the WY form"
-                                : perKey  ? "per-key gates"
-                                          : "")))
+                                in.w    ? "the WY form"
+                                : perKey ? "per-key gates"
+                                         : "")))
     return failure();
   std::string whyNot;
   std::optional<StateBlock> block = StateBlock::of(op, p.V, whyNot);
   if (!block)
-    return op.emitOpError() << "GPU state pass: " << whyNot;
+    return op->emitOpError() << "GPU state pass: " << whyNot;
   if (!allowWide && block->columns == chunked_kernels::kWideStateColumns)
     block = StateBlock::withColumns(chunked_kernels::kStateColumns);
   p.block = *block;
   // The loop walks 64-row steps; a long chunk is stepsPerChunk of them,
   // and its state is stored before its first step only.
   p.stepsPerChunk = p.chunk / kChunk;
-  if (std::optional<uint64_t> segmentChunks = op.getSegmentChunks()) {
-    p.segmentChunks = int64_t(*segmentChunks);
+  if (in.segmentChunks) {
+    p.segmentChunks = *in.segmentChunks;
     p.segmentSteps = *p.segmentChunks * p.stepsPerChunk;
   }
+  p.writesOutputs = role == Role::Pass;
+  p.enteredSegments = in.enteredSegments;
 
-  p.kElem = elementOf(op.getK());
-  p.uElem = elementOf(op.getU());
-  p.valueElem = elementOf(op.getNewValues());
-  p.stateElem = elementOf(op.getChunkStates());
-  if (Value w = op.getW()) {
+  p.kElem = elementOf(in.k);
+  p.uElem = elementOf(in.u);
+  p.valueElem = in.valueElem;
+  p.stateElem = in.stateElem;
+  if (Value w = in.w) {
     p.wElem = elementOf(w);
     p.w = isSplitW(w.getType()) ? WForm::Split
           : p.wElem == mmaElem  ? WForm::Operand
                                 : WForm::F32;
   }
-  p.decay = !op.getGates()          ? Decay::None
-            : !perKey               ? Decay::Rows
-            : op.getDecayedKeys()   ? Decay::DecayedKeys
-                                    : Decay::Keys;
+  p.decay = !in.gates         ? Decay::None
+            : !perKey          ? Decay::Rows
+            : in.decayedKeys   ? Decay::DecayedKeys
+                               : Decay::Keys;
 
   p.keysAreOperands = p.kElem == mmaElem;
   p.forwardValues = !p.hasW() && p.valueElem == p.uElem;
@@ -113,8 +135,10 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   // too: rounded, it would cost an f32 spec its 1e-4.
   p.splitUpdate = p.hasW() || p.uElem.isF32();
   auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
-  p.stageStates = target.hasStMatrix() && is16Bit(p.stateElem);
-  p.stageValues = target.hasStMatrix() && !p.forwardValues && is16Bit(p.valueElem);
+  p.stageStates =
+      p.writesOutputs && target.hasStMatrix() && is16Bit(p.stateElem);
+  p.stageValues = p.writesOutputs && target.hasStMatrix() &&
+                  !p.forwardValues && is16Bit(p.valueElem);
   p.narrowRows = p.hasW();
   p.carryGateBase = p.stepsPerChunk > 1 && p.decay == Decay::Rows;
   p.exchange = p.hasW() && kStateKeySplit > 1;
@@ -151,7 +175,11 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   p.exchangeBytes =
       p.exchange ? keyPartsExchangeBytes(p.block.warps, p.rowTiles) : 0;
   p.outStride = p.block.columns + kPad;
-  int64_t limit = target.maxSharedBytesPerBlock();
+  // Segments' passes: many short chains, sized for kSegmentBlocksPerSM
+  // blocks an SM.
+  if (role == Role::SegmentMaps || p.enteredSegments)
+    p.blocksPerSM = kSegmentBlocksPerSM;
+  int64_t limit = target.maxSharedBytesPerBlock(p.blocksPerSM);
   // The stages, then the exchange, then the staged outputs; true where
   // they fit.
   auto layOut = [&] {
@@ -176,21 +204,32 @@ FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOp op, Type mmaElem,
   // exchange and staged outputs do not fit (K > 128), the new values and
   // then the chunk states leave straight from registers; where even that
   // does not fit, the 32-column kernel runs. Staged outputs are worth less
-  // than the wide block's single wave (bench/NOTES.md w4).
+  // than the wide block's single wave (bench/NOTES.md w4), and than a
+  // second block an SM for the segments' passes; where even those do not
+  // fit two an SM, one block an SM keeps them.
   bool wide = p.block.columns == chunked_kernels::kWideStateColumns;
-  if (!layOut() && wide && p.stageValues) {
+  bool stagedStates = p.stageStates, stagedValues = p.stageValues;
+  bool shrink = wide || p.blocksPerSM > 1;
+  if (!layOut() && shrink && p.stageValues) {
     p.stageValues = false;
     layOut();
   }
-  if (p.sharedBytes() > limit && wide && p.stageStates) {
+  if (p.sharedBytes() > limit && shrink && p.stageStates) {
     p.stageStates = false;
     layOut();
   }
+  if (p.sharedBytes() > limit && p.blocksPerSM > 1) {
+    p.blocksPerSM = 1;
+    limit = target.maxSharedBytesPerBlock();
+    p.stageStates = stagedStates;
+    p.stageValues = stagedValues;
+    layOut();
+  }
   if (p.sharedBytes() > limit && wide)
-    return build(op, mmaElem, target, /*allowWide=*/false);
+    return build(in, role, mmaElem, target, /*allowWide=*/false);
   if (p.sharedBytes() > limit)
-    return op.emitOpError() << "GPU state pass needs "
-                            << sharedBytesExcess(p.sharedBytes(), target);
+    return op->emitOpError() << "GPU state pass needs "
+                             << sharedBytesExcess(p.sharedBytes(), target);
   return p;
 }
 

@@ -50,6 +50,11 @@ constexpr int64_t kStateStagesWithoutW = 4;
 /// the copies keep two steps of lead.
 constexpr int64_t kStateStagesPrefetchLate = 4;
 
+/// Blocks an SM for the state passes over segments (linattn.segment_maps
+/// and the pass entered from their states): their chains are many and
+/// short, so a second block an SM hides what the first one waits on.
+constexpr int64_t kSegmentBlocksPerSM = 2;
+
 /// One chunk_state_pass's kernel, decided.
 struct StatePassPlan {
   /// How a chunk's new values arise: D = U (no rank-1 term), or D = U - W S
@@ -63,18 +68,38 @@ struct StatePassPlan {
   /// totals G_C per chunk).
   enum class Decay { None, Rows, Keys, DecayedKeys };
 
+  /// What the kernel makes: the state pass's chunk states, new values and
+  /// final state(s); or, for linattn.segment_maps, only each segment's map
+  /// [A_s | E_s], its blocks spanning K + V columns (the first K from
+  /// I with U = 0, the others from zero with U).
+  enum class Role { Pass, SegmentMaps };
+
   /// Decides the kernel for `op`, or an error naming what it cannot take.
   static FailureOr<StatePassPlan> build(ChunkStatePassOp op, Type mmaElem,
                                         const GPUTargetInfo &target);
+  static FailureOr<StatePassPlan> build(SegmentMapsOp op, Type mmaElem,
+                                        const GPUTargetInfo &target);
 
 private:
+  /// The operands both ops' kernels read.
+  struct Operands {
+    Operation *op;
+    Value k, u, w, gates;
+    bool decayedKeys;
+    int64_t chunk;
+    std::optional<int64_t> segmentChunks;
+    Type valueElem, stateElem; ///< the pass's outputs (maps: u's type)
+    bool enteredSegments;      ///< a [B, NS, HV, K, V] initial state
+  };
   /// build, with a kWideStateColumns request taken (allowWide) or
   /// replaced by kStateColumns (where the wide plan did not fit).
-  static FailureOr<StatePassPlan> build(ChunkStatePassOp op, Type mmaElem,
+  static FailureOr<StatePassPlan> build(const Operands &in, Role role,
+                                        Type mmaElem,
                                         const GPUTargetInfo &target,
                                         bool allowWide);
 
 public:
+  Role role = Role::Pass;
   // The problem.
   Type mmaElem;              ///< tensor-core operand type (bf16 or f16)
   Type kElem, uElem, wElem;  ///< staged inputs' element types
@@ -83,9 +108,13 @@ public:
   int64_t chunk = 0;         ///< tokens per chunk
   int64_t stepsPerChunk = 1; ///< 64-row steps per chunk (2 for 128)
   /// Segmented (linattn-segment-chunk-states): a block per segment of this
-  /// many chunks, each from zero but the first.
+  /// many chunks, each from zero but the first, or (enteredSegments) each
+  /// from its own state [B, NS, HV, K, V].
   std::optional<int64_t> segmentChunks;
   int64_t segmentSteps = 0;
+  bool enteredSegments = false;
+  /// The state's columns the blocks span: V, or K + V for the maps.
+  int64_t columns = 0;
   StateBlock block; ///< the block's columns and warps
   WForm w = WForm::None;
   Decay decay = Decay::None;
@@ -114,6 +143,11 @@ public:
   bool carryGateBase = false;
   /// The key parts' partial D products are summed through shared memory.
   bool exchange = false;
+  /// Chunk states and new values leave (not for the maps).
+  bool writesOutputs = true;
+  /// Blocks an SM the shared memory is sized for: the segments' passes
+  /// (many short chains) take kSegmentBlocksPerSM.
+  int64_t blocksPerSM = 1;
   /// Step n issues step n + stages - 1's copies after its update instead
   /// of right after its barrier: their ~200 instructions a warp then wait
   /// behind the update's products rather than in front of the step's

@@ -678,6 +678,17 @@ LogicalResult checkSegmentable(Operation *op, bool rank1, Value gates) {
   return success();
 }
 
+/// A segment map [A_s | E_s] has K + V columns.
+LogicalResult checkMapColumns(Operation *op, const LayoutChecker &checker) {
+  int64_t columns = checker.get("K + V"), keys = checker.get("K"),
+          values = checker.get("V");
+  if (!ShapedType::isDynamic(columns) && !ShapedType::isDynamic(keys) &&
+      !ShapedType::isDynamic(values) && columns != keys + values)
+    return op->emitOpError() << "'maps' must have K + V = " << keys + values
+                             << " columns ([A_s | E_s]), got " << columns;
+  return success();
+}
+
 /// Gates are [B, T, HV] or, where allowed, per key [B, T, HV, K].
 LogicalResult checkGates(LayoutChecker &checker, Operation *op, Value gates,
                          bool allowPerKey) {
@@ -800,10 +811,20 @@ LogicalResult ChunkStatePassOp::verify() {
   if (!getBeta() && getRank1Scale())
     return emitOpError() << "'rank1_scale' is only meaningful with 'beta'";
   bool rank1 = getW() || getBeta();
+  // Segments entered from their own states ([B, NS, HV, K, V]): any
+  // transitions but the rank-1 product form.
+  bool entered = cast<ShapedType>(getInitialState().getType()).getRank() == 5;
+  if (entered && !getSegmentChunks())
+    return emitOpError() << "a [B, NS, HV, K, V] 'initial_state' (every "
+                            "segment's entering state) needs 'segment_chunks'";
+  if (entered && getBeta())
+    return emitOpError() << "segments entered from their own states take the "
+                            "WY form, not 'beta': run linattn-lower-rank1-to-wy "
+                            "first";
   if (getDecayedKeys()) {
-    if (getBeta() || getSegmentChunks())
+    if (getBeta() || (getSegmentChunks() && !entered))
       return emitOpError() << "'decayed_keys' takes neither 'beta' nor "
-                              "'segment_chunks'";
+                              "'segment_chunks' with segments from zero";
     if (!getGates() || cast<ShapedType>(getGates().getType()).getRank() != 4)
       return emitOpError() << "'decayed_keys' needs the chunks' total per-key "
                               "gates [B, NC, HV, K] as 'gates'";
@@ -821,7 +842,8 @@ LogicalResult ChunkStatePassOp::verify() {
       (!getDecayedKeys() &&
        failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true))) ||
       failed(checker.check(getInitialState().getType(), "initial_state",
-                           kStateLayout, Elem::F32)) ||
+                           entered ? kSegmentStatesLayout : kStateLayout,
+                           Elem::F32)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
                            Elem::AnyFloat)) ||
       failed(checker.check(getChunkStates().getType(), "chunk_states",
@@ -834,7 +856,7 @@ LogicalResult ChunkStatePassOp::verify() {
       failed(checker.checkChunkCount(getChunkSize())))
     return failure();
   if (std::optional<uint64_t> segmentChunks = getSegmentChunks())
-    if (failed(checkSegmentable(*this, rank1, getGates())) ||
+    if ((!entered && failed(checkSegmentable(*this, rank1, getGates()))) ||
         failed(checkSegmentCount(*this, checker, getChunkSize(),
                                  *segmentChunks)))
       return failure();
@@ -854,6 +876,48 @@ LogicalResult SegmentCarriesOp::verify() {
                                getSegmentChunks())))
     return failure();
   return success();
+}
+
+LogicalResult SegmentMapsOp::verify() {
+  LayoutChecker checker(*this);
+  bool perKey =
+      getGates() && cast<ShapedType>(getGates().getType()).getRank() == 4;
+  if (getDecayedKeys() && !perKey)
+    return emitOpError() << "'decayed_keys' needs the chunks' total per-key "
+                            "gates [B, NC, HV, K] as 'gates'";
+  if ((getDecayedKeys()
+           ? failed(checker.check(getK().getType(), "k", kWLayout,
+                                  Elem::AnyFloat)) ||
+                 failed(checker.check(getGates().getType(), "gates",
+                                      kChunkTotalsLayout, Elem::F32))
+           : failed(checker.check(getK().getType(), "k", kQKLayout,
+                                  Elem::AnyFloat)) ||
+                 failed(checkGates(checker, *this, getGates(),
+                                   /*allowPerKey=*/true))) ||
+      failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
+      (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
+      failed(checker.check(getMaps().getType(), "maps",
+                           {"B", "NS", "HV", "K", "K + V"}, Elem::F32)) ||
+      failed(checker.checkHeadGroups()) ||
+      failed(checker.checkChunkCount(getChunkSize())) ||
+      failed(checkSegmentCount(*this, checker, getChunkSize(),
+                               getSegmentChunks())))
+    return failure();
+  return checkMapColumns(*this, checker);
+}
+
+LogicalResult SegmentEntriesOp::verify() {
+  LayoutChecker checker(*this);
+  if (failed(checker.check(getMaps().getType(), "maps",
+                           {"B", "NS", "HV", "K", "K + V"}, Elem::F32)) ||
+      failed(checker.check(getInitialState().getType(), "initial_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.check(getEntries().getType(), "entries",
+                           kSegmentStatesLayout, Elem::F32)) ||
+      failed(checker.check(getFinalState().getType(), "final_state",
+                           kStateLayout, Elem::F32)))
+    return failure();
+  return checkMapColumns(*this, checker);
 }
 
 LogicalResult ChunkOutputOp::verify() {

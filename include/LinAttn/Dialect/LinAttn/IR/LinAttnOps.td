@@ -500,14 +500,19 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
     with `gates` the in-chunk cumulative log gates, [B, T, HV] or per key
     [B, T, HV, K].
 
-    With `segment_chunks = M` (no rank-1 term, gates per row or none:
-    transitions that are scalars), the pass restarts every M chunks: the
-    chunks are cut into NS = max(1, ceil(NC / M)) segments that run independently,
-    segment 0 from `initial_state` and the others from zero. The chunk
-    states are then each segment's local ones, and `final_state` is
-    [B, NS, HV, K, V]: the local state at every segment's end.
-    `linattn.segment_carries` composes those ends into what each segment
-    lacks, and `linattn.chunk_output` adds it back (its `carries`).
+    With `segment_chunks = M` the pass restarts every M chunks: the
+    chunks are cut into NS = max(1, ceil(NC / M)) segments that run
+    independently, and `final_state` is [B, NS, HV, K, V]: the state at
+    every segment's end. Two forms, by `initial_state`'s rank:
+    - [B, HV, K, V] (no rank-1 term, gates per row or none: transitions
+      that are scalars): segment 0 starts from `initial_state`, the others
+      from zero. The chunk states are each segment's local ones;
+      `linattn.segment_carries` composes the ends into what each segment
+      lacks, and `linattn.chunk_output` adds it back (its `carries`).
+    - [B, NS, HV, K, V] (any transitions but the rank-1 product form):
+      segment s starts from `initial_state[:, s]`, the state entering it
+      as `linattn.segment_entries` composes it, so the chunk states and
+      new values are the unsegmented pass's.
 
     With `decayed_keys` (per-key gates, without `beta`), `k` holds the keys
     already decayed to their chunk's end, Kd = k * exp(G_C - G), one per
@@ -635,6 +640,72 @@ def LinAttn_SegmentCarriesOp : LinAttn_Op<"segment_carries", [Pure]> {
   let results = (outs AnyRankedTensor:$carries, AnyRankedTensor:$final_state);
   let assemblyFormat = [{
     `ends` `(` $ends `)` (`gates` `(` $gates^ `)`)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_SegmentMapsOp : LinAttn_Op<"segment_maps",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "each segment of M chunks as one affine map of the state";
+  let description = [{
+    The state pass over segment s (chunks s M .. min((s + 1) M, NC) - 1)
+    maps the state entering it to the state leaving it by an affine map
+    `S -> A_s S + E_s`, A_s [K, K] the product of the chunks' transitions
+    (dense with a rank-1 term: diag(exp(G_C)) (I - Kd^T W) per chunk in WY
+    form) and E_s [K, V] the state the segment makes from zero. Returns
+    `maps` [B, NS, HV, K, K + V] f32, [A_s | E_s] side by side: exactly the
+    final states of a `linattn.chunk_state_pass` with the same operands
+    over u' = [0 | u] (K zero columns, then u), every segment starting
+    from [I | 0]. The segments run independently, so a few long chains
+    become NS times as many short ones; `linattn.segment_entries` then
+    composes the maps into every segment's entering state, and a
+    `linattn.chunk_state_pass` with those states (`segment_chunks`, a
+    [B, NS, HV, K, V] `initial_state`) makes the chunk states and new
+    values. Operands as `linattn.chunk_state_pass` takes them (no `beta`).
+
+    ```mlir
+    %maps = linattn.segment_maps k(%k) u(%u) w(%w) gates(%G)
+        {chunk_size = 64 : i64, segment_chunks = 16 : i64}
+        : (tensor<1x?x8x128xbf16>, tensor<1x?x8x128xbf16>, tensor<1x?x8x128xbf16>,
+           tensor<1x?x8xf32>) -> tensor<1x?x8x128x256xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$u,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$gates,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$segment_chunks,
+                       UnitAttr:$decayed_keys);
+  let results = (outs AnyRankedTensor:$maps);
+  let assemblyFormat = [{
+    `k` `(` $k `)` `u` `(` $u `)` (`w` `(` $w^ `)`)? (`gates` `(` $gates^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_SegmentEntriesOp : LinAttn_Op<"segment_entries", [Pure]> {
+  let summary = "the state entering every segment, from the segments' maps";
+  let description = [{
+    Composes the maps [A_s | E_s] of `linattn.segment_maps` ([B, NS, HV,
+    K, K + V]) along the segments from the initial state S_0 [B, HV, K, V]:
+
+        C_0 = S_0,  C_{s+1} = A_s C_s + E_s,  final = C_NS
+
+    Returns the entering states C [B, NS, HV, K, V] (C_0 included) and the
+    final state [B, HV, K, V], both f32.
+
+    ```mlir
+    %entries, %final = linattn.segment_entries maps(%maps) state(%s0)
+        : (tensor<1x?x8x128x256xf32>, tensor<1x8x128x128xf32>)
+        -> (tensor<1x?x8x128x128xf32>, tensor<1x8x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$maps, AnyRankedTensor:$initial_state);
+  let results = (outs AnyRankedTensor:$entries, AnyRankedTensor:$final_state);
+  let assemblyFormat = [{
+    `maps` `(` $maps `)` `state` `(` $initial_state `)` attr-dict
     `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
