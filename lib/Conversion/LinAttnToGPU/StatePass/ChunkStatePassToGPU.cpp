@@ -665,19 +665,10 @@ void launchStatePass(const StatePassPlan &p, const StatePassOperands &io,
   }, p.block.warps * 32);
 }
 
-LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
-                                  const GPUTargetInfo &target,
-                                  RewriterBase &rewriter) {
-  FailureOr<StatePassPlan> plan = StatePassPlan::build(op, mmaType, target);
-  if (failed(plan))
-    return failure();
-  const StatePassPlan &p = *plan;
-
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  LoopEmitter e(b);
-  StatePassOperands io =
-      stagedInputs(p, b, e, op.getK(), op.getU(), op.getW(), op.getGates());
+/// The chunk state pass's outputs: the new values (unless they are u
+/// itself), the chunk states and the final state(s).
+void allocateOutputs(ChunkStatePassOp op, const StatePassPlan &p,
+                     StatePassOperands &io, LoopEmitter &e) {
   io.initialState = e.toBuffer(op.getInitialState());
   Value batch = e.dim(io.keys, 0);
   Value hvDim = e.index(p.numVHeads);
@@ -692,57 +683,51 @@ LogicalResult lowerChunkStatePass(ChunkStatePassOp op, Type mmaType,
                        {batch, io.numSegments, hvDim, e.index(p.K), e.index(p.V)})
           : e.allocFor(op.getFinalState().getType(),
                        {batch, hvDim, e.index(p.K), e.index(p.V)});
-  launchStatePass(p, io, b, e);
-  rewriter.replaceOp(
-      op, ValueRange{p.forwardValues
-                         ? op.getU()
-                         : e.toTensor(io.newValues, op.getNewValues().getType()),
-                     e.toTensor(io.states, op.getChunkStates().getType()),
-                     e.toTensor(io.finalState, op.getFinalState().getType())});
-  return success();
 }
 
-/// The segment maps: the state pass's kernel over K + V columns, storing
-/// only every segment's end.
-LogicalResult lowerSegmentMaps(SegmentMapsOp op, Type mmaType,
-                               const GPUTargetInfo &target,
-                               RewriterBase &rewriter) {
-  FailureOr<StatePassPlan> plan = StatePassPlan::build(op, mmaType, target);
-  if (failed(plan))
-    return failure();
-  const StatePassPlan &p = *plan;
-  rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
-  LoopEmitter e(b);
-  StatePassOperands io =
-      stagedInputs(p, b, e, op.getK(), op.getU(), op.getW(), op.getGates());
+SmallVector<Value> results(ChunkStatePassOp op, const StatePassPlan &p,
+                           const StatePassOperands &io, LoopEmitter &e) {
+  return {p.forwardValues ? op.getU()
+                          : e.toTensor(io.newValues, op.getNewValues().getType()),
+          e.toTensor(io.states, op.getChunkStates().getType()),
+          e.toTensor(io.finalState, op.getFinalState().getType())};
+}
+
+/// The segment maps store only every segment's end, [A_s | E_s].
+void allocateOutputs(SegmentMapsOp op, const StatePassPlan &p,
+                     StatePassOperands &io, LoopEmitter &e) {
   io.finalState = e.allocFor(op.getMaps().getType(),
                              {e.dim(io.keys, 0), io.numSegments,
                               e.index(p.numVHeads), e.index(p.K),
                               e.index(p.columns)});
-  launchStatePass(p, io, b, e);
-  rewriter.replaceOp(op, e.toTensor(io.finalState, op.getMaps().getType()));
-  return success();
 }
 
-struct ChunkStatePassToGPU : OpRewritePattern<ChunkStatePassOp> {
-  ChunkStatePassToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
-      : OpRewritePattern(ctx), context(context) {}
-  LogicalResult matchAndRewrite(ChunkStatePassOp op,
-                                PatternRewriter &rewriter) const override {
-    return lowerChunkStatePass(op, context.getMmaType(op), context.getTarget(),
-                               rewriter);
-  }
-  const ChunkedLoweringContext &context;
-};
+SmallVector<Value> results(SegmentMapsOp op, const StatePassPlan &,
+                           const StatePassOperands &io, LoopEmitter &e) {
+  return {e.toTensor(io.finalState, op.getMaps().getType())};
+}
 
-struct SegmentMapsToGPU : OpRewritePattern<SegmentMapsOp> {
-  SegmentMapsToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
-      : OpRewritePattern(ctx), context(context) {}
-  LogicalResult matchAndRewrite(SegmentMapsOp op,
+/// linattn.chunk_state_pass or linattn.segment_maps: the state pass's
+/// kernel, planned for the op.
+template <typename OpTy>
+struct StatePassToGPU : OpRewritePattern<OpTy> {
+  StatePassToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern<OpTy>(ctx), context(context) {}
+  LogicalResult matchAndRewrite(OpTy op,
                                 PatternRewriter &rewriter) const override {
-    return lowerSegmentMaps(op, context.getMmaType(op), context.getTarget(),
-                            rewriter);
+    FailureOr<StatePassPlan> plan =
+        StatePassPlan::build(op, context.getMmaType(op), context.getTarget());
+    if (failed(plan))
+      return failure();
+    rewriter.setInsertionPoint(op);
+    ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+    LoopEmitter e(b);
+    StatePassOperands io = stagedInputs(*plan, b, e, op.getK(), op.getU(),
+                                        op.getW(), op.getGates());
+    allocateOutputs(op, *plan, io, e);
+    launchStatePass(*plan, io, b, e);
+    rewriter.replaceOp(op, results(op, *plan, io, e));
+    return success();
   }
   const ChunkedLoweringContext &context;
 };
@@ -751,8 +736,8 @@ struct SegmentMapsToGPU : OpRewritePattern<SegmentMapsOp> {
 
 void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context) {
-  patterns.add<ChunkStatePassToGPU, SegmentMapsToGPU>(patterns.getContext(),
-                                                     context);
+  patterns.add<StatePassToGPU<ChunkStatePassOp>, StatePassToGPU<SegmentMapsOp>>(
+      patterns.getContext(), context);
 }
 
 } // namespace mlir::linattn::kernel
