@@ -61,14 +61,19 @@ bool isSegmentable(ChunkStatePassOp op) {
   });
 }
 
-/// Whether `op` can be cut by the segments' maps: not yet segmented, and
-/// dense transitions in WY form (a rank-1 term as W, or per-key gates).
+/// Whether `op` can be cut by the segments' maps: not yet segmented, dense
+/// transitions in WY form (a rank-1 term as W, or per-key gates), and
+/// chunk states read only by outputs (a forward pass: the backward's
+/// recomputed states keep one chain, its segments not yet checked on the
+/// GPU).
 bool isDenselySegmentable(ChunkStatePassOp op) {
   if (op.getSegmentChunks() || op.getBeta())
     return false;
   bool perKey =
       op.getGates() && cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-  return op.getW() || perKey;
+  return (op.getW() || perKey) &&
+         llvm::all_of(op.getChunkStates().getUsers(),
+                      [](Operation *user) { return isa<ChunkOutputOp>(user); });
 }
 
 /// The maps, the entries and the state pass entered from them, in place

@@ -78,3 +78,18 @@ func.func @other_user(%k: tensor<?x?x1x16xf32>, %v: tensor<?x?x1x16xf32>, %s0: t
       : (tensor<?x?x1x16xf32>, tensor<?x?x1x16xf32>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
   return %states : tensor<?x?x1x16x16xf32>
 }
+
+// -----
+
+// A WY-form state pass whose chunk states something other than an output
+// reads (the backward's recomputed states) stays one chain.
+
+// CHECK-LABEL: func.func @wy_other_user
+// CHECK-NOT:     linattn.segment_maps
+// CHECK-NOT:     segment_chunks
+// CHECK:         return
+func.func @wy_other_user(%k: tensor<?x?x1x16xbf16>, %u: tensor<?x?x1x16xf32>, %w: tensor<?x?x1x16xbf16>, %s0: tensor<?x1x16x16xf32>) -> tensor<?x?x1x16x16xf32> {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x1x16xbf16>, tensor<?x?x1x16xf32>, tensor<?x?x1x16xbf16>, tensor<?x1x16x16xf32>) -> (tensor<?x?x1x16xf32>, tensor<?x?x1x16x16xf32>, tensor<?x1x16x16xf32>)
+  return %states : tensor<?x?x1x16x16xf32>
+}
