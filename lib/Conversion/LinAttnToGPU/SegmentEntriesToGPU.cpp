@@ -27,7 +27,9 @@ namespace {
 constexpr int64_t kEntryColumns = 8;
 constexpr int64_t kEntryColumnsPerThread = 4;
 
-LogicalResult lowerSegmentEntries(SegmentEntriesOp op, RewriterBase &rewriter) {
+LogicalResult lowerSegmentEntries(SegmentEntriesOp op,
+                                  const GPUTargetInfo &target,
+                                  RewriterBase &rewriter) {
   int64_t numVHeads = dimOf(op.getInitialState(), 1);
   int64_t K = dimOf(op.getInitialState(), 2), V = dimOf(op.getInitialState(), 3);
   if (V % kEntryColumns != 0 || K % kEntryColumnsPerThread != 0)
@@ -35,6 +37,14 @@ LogicalResult lowerSegmentEntries(SegmentEntriesOp op, RewriterBase &rewriter) {
                             << kEntryColumnsPerThread << " and V of "
                             << kEntryColumns << ", got K = " << K
                             << ", V = " << V;
+  // Shared memory: C [K][8], then two stages of A_s [K][K + 4] (rows
+  // padded by 16 bytes, so that the 16-byte loads of a warp's 16 rows touch
+  // distinct banks): K <= 160 on sm_90.
+  int64_t cBytes = K * kEntryColumns * 4;
+  int64_t aStride = K + 4, aBytes = K * aStride * 4;
+  if (failed(checkSharedBytes(op, "segment entries", cBytes + 2 * aBytes,
+                              target)))
+    return failure();
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
@@ -48,11 +58,6 @@ LogicalResult lowerSegmentEntries(SegmentEntriesOp op, RewriterBase &rewriter) {
                                 {batch, hvDim, e.index(K), e.index(V)});
   int64_t parts = kEntryColumns / kEntryColumnsPerThread;
   int64_t threads = K * parts;
-  // Shared memory: C [K][8], then two stages of A_s [K][K + 4] (rows
-  // padded by 16 bytes, so that the 16-byte loads of a warp's 16 rows touch
-  // distinct banks).
-  int64_t cBytes = K * kEntryColumns * 4;
-  int64_t aStride = K + 4, aBytes = K * aStride * 4;
   auto f32x4 = VectorType::get({kEntryColumnsPerThread}, b.getF32Type());
   emitLaunch(b, {e.index(V / kEntryColumns), hvDim, batch},
              /*smemBytes=*/cBytes + 2 * aBytes, [&](KernelEmitter &k) {
@@ -128,18 +133,20 @@ LogicalResult lowerSegmentEntries(SegmentEntriesOp op, RewriterBase &rewriter) {
 }
 
 struct SegmentEntriesToGPU : OpRewritePattern<SegmentEntriesOp> {
-  using OpRewritePattern::OpRewritePattern;
+  SegmentEntriesToGPU(MLIRContext *ctx, const ChunkedLoweringContext &context)
+      : OpRewritePattern(ctx), context(context) {}
   LogicalResult matchAndRewrite(SegmentEntriesOp op,
                                 PatternRewriter &rewriter) const override {
-    return lowerSegmentEntries(op, rewriter);
+    return lowerSegmentEntries(op, context.getTarget(), rewriter);
   }
+  const ChunkedLoweringContext &context;
 };
 
 } // namespace
 
 void populateSegmentEntriesToGPUPatterns(RewritePatternSet &patterns,
-                                         const ChunkedLoweringContext &) {
-  patterns.add<SegmentEntriesToGPU>(patterns.getContext());
+                                         const ChunkedLoweringContext &context) {
+  patterns.add<SegmentEntriesToGPU>(patterns.getContext(), context);
 }
 
 } // namespace mlir::linattn::kernel

@@ -1,4 +1,4 @@
-// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file | FileCheck %s
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu -split-input-file -verify-diagnostics | FileCheck %s
 
 // The dense segments of gated delta (bf16, K = V = 128, 16-chunk segments):
 //
@@ -60,3 +60,14 @@ func.func @segments(%k: tensor<?x?x8x128xbf16>, %u: tensor<?x?x8x128xbf16>, %w: 
   return %d, %states, %final : tensor<?x?x8x128xbf16>, tensor<?x?x8x128x128xbf16>, tensor<?x8x128x128xf32>
 }
 
+
+// -----
+
+// Above K = 160 the entries' two stages of A_s do not fit a block's shared
+// memory: refused by name.
+func.func @entries_too_wide(%m: tensor<?x?x1x192x224xf32>, %s0: tensor<?x1x192x32xf32>) -> (tensor<?x?x1x192x32xf32>, tensor<?x1x192x32xf32>) {
+  // expected-error @+1 {{GPU segment entries kernel needs 307200 bytes of shared memory, more than the 232432 a block may have}}
+  %e, %final = linattn.segment_entries maps(%m) state(%s0)
+      : (tensor<?x?x1x192x224xf32>, tensor<?x1x192x32xf32>) -> (tensor<?x?x1x192x32xf32>, tensor<?x1x192x32xf32>)
+  return %e, %final : tensor<?x?x1x192x32xf32>, tensor<?x1x192x32xf32>
+}
