@@ -76,19 +76,28 @@ bool isDenselySegmentable(ChunkStatePassOp op) {
                       [](Operation *user) { return isa<ChunkOutputOp>(user); });
 }
 
+/// [B, NS, HV, K, columns] of `elem`: one state-shaped tensor per segment
+/// of `op`'s chunks (NS = segmentCount(NC, segmentChunks)).
+RankedTensorType perSegmentType(ChunkStatePassOp op, int64_t segmentChunks,
+                                int64_t columns, Type elem) {
+  auto finalType = cast<RankedTensorType>(op.getFinalState().getType());
+  auto statesType = cast<RankedTensorType>(op.getChunkStates().getType());
+  return RankedTensorType::get(
+      {finalType.getDimSize(0),
+       segmentCount(statesType.getDimSize(1), segmentChunks),
+       finalType.getDimSize(1), finalType.getDimSize(2), columns},
+      elem);
+}
+
 /// The maps, the entries and the state pass entered from them, in place
 /// of `op`.
 void segmentDense(ChunkStatePassOp op, int64_t segmentChunks) {
   OpBuilder b(op);
   Location loc = op.getLoc();
   auto finalType = cast<RankedTensorType>(op.getFinalState().getType());
-  auto statesType = cast<RankedTensorType>(op.getChunkStates().getType());
-  int64_t ns = segmentCount(statesType.getDimSize(1), segmentChunks);
   int64_t K = finalType.getDimSize(2), V = finalType.getDimSize(3);
   auto segmentType = [&](int64_t columns) {
-    return RankedTensorType::get({finalType.getDimSize(0), ns,
-                                  finalType.getDimSize(1), K, columns},
-                                 b.getF32Type());
+    return perSegmentType(op, segmentChunks, columns, b.getF32Type());
   };
   IntegerAttr segmentAttr = b.getI64IntegerAttr(segmentChunks);
   auto maps = SegmentMapsOp::create(
@@ -101,7 +110,8 @@ void segmentDense(ChunkStatePassOp op, int64_t segmentChunks) {
       op.getInitialState());
   auto entered = ChunkStatePassOp::create(
       b, loc,
-      TypeRange{op.getNewValues().getType(), statesType, segmentType(V)},
+      TypeRange{op.getNewValues().getType(), op.getChunkStates().getType(),
+                segmentType(V)},
       op.getK(), op.getU(), op.getW(), /*beta=*/Value(), op.getGates(),
       entries.getEntries(), op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
       segmentAttr, op.getDecayedKeysAttr());
@@ -117,15 +127,10 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
   Location loc = op.getLoc();
   auto finalType = cast<RankedTensorType>(op.getFinalState().getType());
   auto statesType = cast<RankedTensorType>(op.getChunkStates().getType());
-  int64_t ns = segmentCount(statesType.getDimSize(1), segmentChunks);
   // [B, NS, HV, K, V]: ends in f32, carries in the chunk states' type (they
   // only feed the outputs, as the chunk states do).
   auto segmentType = [&](Type elem) {
-    return RankedTensorType::get({finalType.getDimSize(0), ns,
-                                  finalType.getDimSize(1),
-                                  finalType.getDimSize(2),
-                                  finalType.getDimSize(3)},
-                                 elem);
+    return perSegmentType(op, segmentChunks, finalType.getDimSize(3), elem);
   };
   IntegerAttr segmentAttr = b.getI64IntegerAttr(segmentChunks);
   auto local = ChunkStatePassOp::create(
