@@ -121,11 +121,13 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       products summed through shared memory; a 16-bit W goes to the
       tensor cores as it is), `S' = exp(G_C) S + K^T D'`
       with `D' = diag(exp(G_C - G)) D`; chunk n + 2's inputs come in by
-      `cp.async` (three stages; without W four, chunk n + 3's) while
-      chunk n is computed; with gates and a 16-bit W and keys, four
-      stages, chunk n + 3's copies issued after chunk n's update. 16-bit chunk
-      states and new values leave by `stmatrix` through shared memory;
-      without W the new values are `u` itself.
+      `cp.async` (three stages; without W, or with gates and a 16-bit W
+      and keys, four) while chunk n is computed. 16-bit chunk states and
+      new values leave by `stmatrix` through shared memory; without W the
+      new values are `u` itself. Two producer warps issue every copy in
+      and out (mbarriers per stage: full as their copies land, empty as
+      the compute warps have read it), the compute warps none; the wide
+      64-column blocks (eight compute warps) issue their own.
     - `chunk_output`, one block per (chunk x 64 columns, value head,
       sequence): `O = scale (diag(exp(G)) Q S + P D)` with `P =
       Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand

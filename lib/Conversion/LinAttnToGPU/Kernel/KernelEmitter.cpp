@@ -3,6 +3,7 @@
 #include "KernelEmitter.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -267,7 +268,39 @@ Value KernelEmitter::select(Value c, Value x, Value y) {
   return arith::SelectOp::create(b, c, x, y);
 }
 
-void KernelEmitter::barrier() { gpu::BarrierOp::create(b); }
+void KernelEmitter::barrier() {
+  if (!barrierThreads) {
+    gpu::BarrierOp::create(b);
+    return;
+  }
+  auto i32 = [&](int64_t x) {
+    return arith::ConstantIntOp::create(b, b.getI32Type(), x).getResult();
+  };
+  NVVM::BarrierOp::create(b, TypeRange{}, i32(1), i32(barrierThreads),
+                          NVVM::BarrierReductionAttr(), Value());
+}
+
+void KernelEmitter::mbarrierInit(Value bar, int64_t count) {
+  NVVM::MBarrierInitOp::create(
+      b, bar, arith::ConstantIntOp::create(b, b.getI32Type(), count), Value());
+}
+
+void KernelEmitter::mbarrierArrive(Value bar) {
+  NVVM::MBarrierArriveOp::create(b, b.getI64Type(), bar, Value());
+}
+
+void KernelEmitter::mbarrierWait(Value bar, Value parity) {
+  Type i32 = b.getI32Type();
+  NVVM::MBarrierTryWaitParityOp::create(
+      b, bar, arith::IndexCastUIOp::create(b, i32, parity),
+      arith::ConstantIntOp::create(b, i32, 0));
+}
+
+void KernelEmitter::copiesArrive(Value bar) {
+  NVVM::CpAsyncMBarrierArriveOp::create(b, bar, /*noinc=*/true);
+}
+
+void KernelEmitter::waitAllCopies() { NVVM::CpAsyncWaitGroupOp::create(b, uint32_t(0)); }
 
 Value KernelEmitter::shuffle(Value x, int32_t offset, gpu::ShuffleMode mode) {
   if (!x.getType().isF64())

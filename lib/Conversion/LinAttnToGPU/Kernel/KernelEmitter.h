@@ -149,7 +149,22 @@ public:
 
   Value ult(Value x, Value y);
   Value select(Value c, Value x, Value y);
+  /// A barrier of the block's threads, or, where `barrierThreads` is set,
+  /// of its first barrierThreads threads alone (named barrier 1: the
+  /// compute warps of a block whose last warp does something else).
   void barrier();
+
+  /// mbarriers (sm_80+) at shared pointers (sharedPointer of an i64 tile):
+  /// initialised to `count` arrivals; an arrival of this thread (release);
+  /// a wait for the completion of the phase of `parity` (acquire); an
+  /// arrival once this thread's cp.async copies so far have landed
+  /// (cp.async.mbarrier.arrive.noinc: one of the `count`).
+  void mbarrierInit(Value bar, int64_t count);
+  void mbarrierArrive(Value bar);
+  void mbarrierWait(Value bar, Value parity);
+  void copiesArrive(Value bar);
+  /// Waits for every cp.async copy this thread started.
+  void waitAllCopies();
   /// x from the lane `offset` away in `mode` (gpu.shuffle over the warp's
   /// 32 lanes); an f64 x moves as its two 32-bit halves. Every lane must
   /// take part.
@@ -165,6 +180,7 @@ public:
   LoopEmitter e;
   Value tid, warp, lane, smem;
   int64_t threads;
+  int64_t barrierThreads = 0;
 };
 
 /// A kernel's shared-memory layout, laid out in the order asked for: each

@@ -10,6 +10,10 @@
 //   b. D leaves (or is u itself)
 //   c. S^T = exp(G_C) S^T + D'^T K,  D' = diag(exp(G_C - G)) D
 //
+// Two producer warps after the compute warps issue the stages' copies in
+// and the staged outputs' copies out, synchronised by mbarriers (the wide
+// 64-column blocks' compute warps issue their own).
+//
 // What varies (W's form, the gates, what goes through shared memory) is
 // decided by StatePassPlan before any IR; StatePassKernel emits the phases.
 //
@@ -23,6 +27,8 @@
 #include "../KernelSupport.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <optional>
 
 namespace mlir::linattn::kernel {
 namespace {
@@ -55,11 +61,25 @@ private:
   /// The block's (columns, head, sequence[, segment]) and the warp's
   /// columns and keys.
   void placeBlock();
-  /// The staged inputs of step n in its ring slot.
+  /// The staged inputs of step n in its ring slot (n mod stages), or in
+  /// ring slot `slot`.
   Stage stageAt(Value n);
-  /// Starts the copies of step n (rows past the sequence, or every row of
-  /// a step past the last, arrive as zeros) and closes their group.
-  Value prefetch(Value n);
+  Stage stageIn(Value slot);
+  /// Starts the copies of step n into its ring slot, or `slot` (rows past
+  /// the sequence, or every row of a step past the last, arrive as zeros)
+  /// and closes their group.
+  Value prefetch(Value n, Value slot = Value());
+  /// With producer warps: their loop over the block's steps (each step's
+  /// copies in, and step j - stages' staged outputs out), and the
+  /// mbarriers (a stage's full: the producers' copies landed; empty: the
+  /// compute warps read it; an output buffer's: the producers copied it
+  /// out).
+  void emitProducer(Value steps);
+  void flushStep(Value m);
+  Value fullBarrier(Value slot);
+  Value emptyBarrier(Value slot);
+  /// The staged outputs' buffer `parity` copied out by the producer.
+  Value outFreeBarrier(Value parity);
   /// S^T's element i of accumulator tile kt: (key, value column).
   std::pair<Value, Value> stateIndex(int64_t kt, int64_t i);
   /// The warp's S^T tiles from the initial state (zero in a segment past
@@ -145,8 +165,11 @@ void StatePassKernel::placeBlock() {
 }
 
 Stage StatePassKernel::stageAt(Value n) {
+  return stageIn(arith::RemUIOp::create(b, n, e.index(p.stages)));
+}
+
+Stage StatePassKernel::stageIn(Value slot) {
   const StatePassPlan::Stage &s = p.stage;
-  Value slot = arith::RemUIOp::create(b, n, e.index(p.stages));
   Value base = e.mulIndex(slot, e.index(s.bytes()));
   auto at = [&](int64_t offset) { return e.addIndex(base, e.index(offset)); };
   Stage st;
@@ -159,9 +182,9 @@ Stage StatePassKernel::stageAt(Value n) {
   return st;
 }
 
-Value StatePassKernel::prefetch(Value n) {
+Value StatePassKernel::prefetch(Value n, Value slot) {
   auto [t0, valid] = chunkRows(e, n, stepLimit);
-  Stage st = stageAt(n);
+  Stage st = slot ? stageIn(slot) : stageAt(n);
   Value zero = e.index(0);
   int64_t K = p.K;
   if (p.hasW())
@@ -253,7 +276,8 @@ void StatePassKernel::storeState(ValueRange flat, Value dst,
 // The output buffers of step n: S_n ([K][32] of the block's columns) then
 // D_n ([64][32]), in the states' and new values' types.
 std::pair<Value, Value> StatePassKernel::outputsAt(Value n) {
-  Value parity = arith::RemUIOp::create(b, n, e.index(2));
+  Value parity = arith::RemUIOp::create(
+      b, p.producerWarps ? e.subIndex(n, firstStep) : n, e.index(2));
   Value base = e.addIndex(e.index(p.outOffset),
                           e.mulIndex(parity, e.index(p.outBytes / 2)));
   return {p.stageStates ? k.tile(base, p.K, p.outStride, p.stateElem) : Value(),
@@ -561,20 +585,41 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   ChunkRows rows = chunkRows(e, n, io.seqLen);
   // Step n has landed once at most stages - 2 newer groups are in flight;
   // the barrier makes every thread's copies visible and frees the stage of
-  // step n - 1 for step n + stages - 1.
-  k.waitCopies(firstGroup, p.stages - 2);
+  // step n - 1 for step n + stages - 1. With producer warps, step j's
+  // slot is j mod stages, landed once its full barrier completes the
+  // phase of its round (j / stages); the compute warps' barrier still
+  // orders the exchange between steps.
+  Value slot;
+  if (p.producerWarps) {
+    slot = arith::RemUIOp::create(b, j, e.index(p.stages));
+    Value round = arith::DivUIOp::create(b, j, e.index(p.stages));
+    k.mbarrierWait(fullBarrier(slot),
+                   arith::RemUIOp::create(b, round, e.index(2)));
+  } else {
+    k.waitCopies(firstGroup, p.stages - 2);
+  }
   k.barrier();
   auto prefetchAhead = [&] { prefetch(e.addIndex(n, e.index(p.stages - 1))); };
-  if (!p.prefetchLate)
+  if (!p.prefetchLate && !p.producerWarps)
     prefetchAhead();
-  Stage st = stageAt(n);
+  Stage st = slot ? stageIn(slot) : stageAt(n);
   Value lastRow = e.subIndex(rows.valid, e.index(1));
   // Per-key gates: K' = K * exp(G_C - G) in place (step c's B operand),
   // each element once per block; the barrier before step c publishes it.
   if (p.decay == StatePassPlan::Decay::Keys)
     decayRows(k, st.k, st.k, st.g, rows.valid, [&](Value) { return lastRow; },
               p.K);
-  if (p.stageStates || p.stageValues) {
+  if (p.producerWarps && (p.stageStates || p.stageValues)) {
+    // The producers have copied out step j - 2's outputs, which used this
+    // step's output buffer (its phase of round j / 2 - 1).
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(e.index(1), j), false).thenBlock());
+    Value round = arith::DivUIOp::create(b, j, e.index(2));
+    k.mbarrierWait(outFreeBarrier(arith::RemUIOp::create(b, j, e.index(2))),
+                   arith::RemUIOp::create(b, e.addIndex(round, e.index(1)),
+                                          e.index(2)));
+  } else if (p.stageStates || p.stageValues) {
     // Step n - 1's outputs, staged before the barrier.
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
@@ -595,13 +640,116 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   // this step's barrier.
   if (p.prefetchLate)
     prefetchAhead();
+  if (p.producerWarps) // this thread has read the stage
+    k.mbarrierArrive(emptyBarrier(slot));
   if (p.carryGateBase)
     next.push_back(gLast);
   return next;
 }
 
+Value StatePassKernel::fullBarrier(Value slot) {
+  Value bars = k.tile(p.barrierOffset, 2 * p.stages, 1, b.getI64Type());
+  return k.sharedPointer(bars, slot, e.index(0));
+}
+
+Value StatePassKernel::outFreeBarrier(Value parity) {
+  Value bars = k.tile(p.barrierOffset, 2 * p.stages + 2, 1, b.getI64Type());
+  return k.sharedPointer(bars, e.addIndex(parity, e.index(2 * p.stages)),
+                         e.index(0));
+}
+
+Value StatePassKernel::emptyBarrier(Value slot) {
+  Value bars = k.tile(p.barrierOffset, 2 * p.stages, 1, b.getI64Type());
+  return k.sharedPointer(bars, e.addIndex(slot, e.index(p.stages)),
+                         e.index(0));
+}
+
+// The producers copy block step m's staged outputs out, then free their
+// buffer.
+void StatePassKernel::flushStep(Value m) {
+  flushOutputs(p.segmentChunks ? e.addIndex(firstStep, m) : m);
+  k.mbarrierArrive(outFreeBarrier(arith::RemUIOp::create(b, m, e.index(2))));
+}
+
+// The producer threads copy step j into slot j mod stages once the compute
+// warps have read the slot's previous round (empty barrier, phase round -
+// 1), then arrive on its full barrier as their copies land, then copy step
+// j - stages' staged outputs out (the compute warps staged them before
+// their arrival on its empty barrier).
+void StatePassKernel::emitProducer(Value steps) {
+  Value tid = k.tid;
+  int64_t threads = k.threads;
+  k.tid = e.subIndex(tid, e.index(p.computeThreads()));
+  k.threads = p.producerThreads();
+  e.forEach(steps, [&](Value j) {
+    Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
+    Value round = arith::DivUIOp::create(b, j, e.index(p.stages));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(e.index(p.stages - 1), j), false)
+              .thenBlock());
+      k.mbarrierWait(emptyBarrier(slot),
+                     arith::RemUIOp::create(
+                         b, e.addIndex(round, e.index(1)), e.index(2)));
+    }
+    prefetch(p.segmentChunks ? e.addIndex(firstStep, j) : j, slot);
+    k.copiesArrive(fullBarrier(slot));
+    // Step j - stages, read (its empty barrier), has its outputs staged.
+    if (p.stageStates || p.stageValues) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(e.index(p.stages - 1), j), false)
+              .thenBlock());
+      flushStep(e.subIndex(j, e.index(p.stages)));
+    }
+  });
+  // The last steps' outputs: once each step is read.
+  if (p.stageStates || p.stageValues) {
+    Value first = e.subIndex(arith::MaxUIOp::create(b, steps, e.index(p.stages)),
+                             e.index(p.stages));
+    e.forEach(e.subIndex(steps, first), [&](Value i) {
+      Value m = e.addIndex(first, i);
+      Value round = arith::DivUIOp::create(b, m, e.index(p.stages));
+      k.mbarrierWait(emptyBarrier(arith::RemUIOp::create(b, m, e.index(p.stages))),
+                     arith::RemUIOp::create(b, round, e.index(2)));
+      flushStep(m);
+    });
+  }
+  k.waitAllCopies();
+  k.tid = tid;
+  k.threads = threads;
+}
+
 void StatePassKernel::emit() {
   placeBlock();
+  Value steps = p.segmentChunks ? e.subIndex(endStep, firstStep) : io.numSteps;
+  // With producer warps, the rest is the compute warps' branch.
+  std::optional<OpBuilder::InsertionGuard> computeBranch;
+  if (p.producerWarps) {
+    // Thread 0 sets up the barriers; the last kProducerWarps warps are
+    // the producers, the others compute under a barrier of their own.
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(k.tid, e.index(1)), false).thenBlock());
+      for (int64_t slot = 0; slot < p.stages; ++slot) {
+        k.mbarrierInit(fullBarrier(e.index(slot)), p.producerThreads());
+        k.mbarrierInit(emptyBarrier(e.index(slot)), p.computeThreads());
+      }
+      for (int64_t parity = 0; parity < 2; ++parity)
+        k.mbarrierInit(outFreeBarrier(e.index(parity)), p.producerThreads());
+    }
+    k.barrier();
+    auto ifOp = scf::IfOp::create(
+        b, k.ult(k.tid, e.index(p.computeThreads())), /*withElse=*/true);
+    computeBranch.emplace(b);
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    emitProducer(steps);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    k.threads = p.computeThreads();
+    k.barrierThreads = p.computeThreads();
+  }
   SmallVector<Value> init = loadInitialState();
   // A long chunk's second step decays the state by exp(G_last - G_63): its
   // cumulative gates run from the chunk's start, and the first step's last
@@ -611,17 +759,20 @@ void StatePassKernel::emit() {
   auto blockStep = [&](int64_t j) {
     return p.segmentChunks ? e.addIndex(firstStep, e.index(j)) : e.index(j);
   };
-  firstGroup = prefetch(blockStep(0));
-  for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
-    prefetch(blockStep(ahead));
+  if (!p.producerWarps) {
+    firstGroup = prefetch(blockStep(0));
+    for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
+      prefetch(blockStep(ahead));
+  }
   ValueRange carried = e.forEachReduce(
-      p.segmentChunks ? e.subIndex(endStep, firstStep) : io.numSteps, init,
+      steps, init,
       [&](Value j, ValueRange carriedIn) { return step(j, carriedIn); });
   ValueRange final = carried.take_front(p.keyTiles * 4);
   // The prefetches past the final step (all zero-size) drain; the last
   // step's staged outputs leave.
-  k.waitCopies(firstGroup, 0);
-  if (p.stageStates || p.stageValues) {
+  if (!p.producerWarps)
+    k.waitCopies(firstGroup, 0);
+  if (!p.producerWarps && (p.stageStates || p.stageValues)) {
     k.barrier();
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
@@ -662,7 +813,7 @@ void launchStatePass(const StatePassPlan &p, const StatePassOperands &io,
                  zBlocks},
              p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
     StatePassKernel(p, io, k).emit();
-  }, p.block.warps * 32);
+  }, p.threads());
 }
 
 /// The chunk state pass's outputs: the new values (unless they are u

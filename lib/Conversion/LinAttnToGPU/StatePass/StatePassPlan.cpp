@@ -192,12 +192,20 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
     p.stages = late ? kStateStagesPrefetchLate
                : p.hasW() || p.decay == Decay::Keys ? kStateStages
                                                     : kStateStagesWithoutW;
+    int64_t barrierBytesPerStage = p.producerWarps ? 2 * 8 : 0;
     while (p.stages > 2 &&
-           p.stages * s.bytes() + p.exchangeBytes + p.outBytes > limit)
+           p.stages * (s.bytes() + barrierBytesPerStage) + p.exchangeBytes +
+                   p.outBytes + (p.producerWarps ? 16 : 0) >
+               limit)
       --p.stages;
-    p.prefetchLate = late && p.stages == kStateStagesPrefetchLate;
+    p.prefetchLate =
+        !p.producerWarps && late && p.stages == kStateStagesPrefetchLate;
     p.exchangeOffset = p.stages * s.bytes();
     p.outOffset = p.exchangeOffset + p.exchangeBytes;
+    p.barrierOffset = p.outOffset + p.outBytes;
+    // (and the two output buffers' "copied out" barriers)
+    p.barrierBytes =
+        p.stages * barrierBytesPerStage + (p.producerWarps ? 2 * 8 : 0);
     return p.sharedBytes() <= limit;
   };
   // Wide blocks are a request (kWideStateColumns): where their stages,
@@ -208,6 +216,11 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   // second block an SM for the segments' passes; where even those do not
   // fit two an SM, one block an SM keeps them.
   bool wide = p.block.columns == chunked_kernels::kWideStateColumns;
+  // Producer warps wherever the block has at most four compute warps: the
+  // state pass -3 to -11% across the families (bench/NOTES.md pw1). The
+  // wide block's eight warps would hold 320 threads, under 205 registers
+  // each at one block an SM.
+  p.producerWarps = !wide;
   bool stagedStates = p.stageStates, stagedValues = p.stageValues;
   bool shrink = wide || p.blocksPerSM > 1;
   if (!layOut() && shrink && p.stageValues) {

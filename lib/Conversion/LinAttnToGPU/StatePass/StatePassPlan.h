@@ -55,6 +55,12 @@ constexpr int64_t kStateStagesPrefetchLate = 4;
 /// short, so a second block an SM hides what the first one waits on.
 constexpr int64_t kSegmentBlocksPerSM = 2;
 
+/// Warps that issue the copies where the plan has producer warps
+/// (StatePassPlan::producerWarps): one bound the step where its copies are
+/// many (the split W, the ungated kernels' staged outputs: +2 to +23%);
+/// two gain everywhere measured (bench/NOTES.md pw1).
+constexpr int64_t kProducerWarps = 2;
+
 /// One chunk_state_pass's kernel, decided.
 struct StatePassPlan {
   /// How a chunk's new values arise: D = U (no rank-1 term), or D = U - W S
@@ -158,6 +164,18 @@ public:
   /// with it, and three stages with it lose the copies' lead (K = 64: +27%)
   /// (bench/NOTES.md q1).
   bool prefetchLate = false;
+  /// kProducerWarps warps after the block's `block.warps` compute warps
+  /// issue every stage's copies in and every staged output's copies out,
+  /// the compute warps none of either: each stage has a "full" mbarrier
+  /// (the producer threads arrive as their copies land,
+  /// cp.async.mbarrier.arrive.noinc) and an "empty" one (the compute
+  /// threads arrive once their step has read it and staged its outputs);
+  /// each output buffer a "copied out" one (the producer threads arrive).
+  /// The compute warps' own barriers are a named barrier of their threads.
+  /// The copies' ~200 instructions a warp and step and the registers they
+  /// hold leave the compute warps' chain (bench/NOTES.md pw1; one producer
+  /// warp was too few: its issue bound the step where the copies are many).
+  bool producerWarps = false;
 
   // The warps' roles.
   int64_t keysPerWarp = 0; ///< K / kStateKeySplit
@@ -182,7 +200,14 @@ public:
   /// Each output buffer: S_n [K][outStride] then D_n [64][outStride].
   int64_t outOffset = 0, outStride = 0, stateOutBytes = 0, valueOutBytes = 0;
   int64_t outBytes = 0; ///< both buffers
-  int64_t sharedBytes() const { return outOffset + outBytes; }
+  /// With producer warps: the stages' full then empty mbarriers, then the
+  /// two output buffers' (8 bytes each).
+  int64_t barrierOffset = 0, barrierBytes = 0;
+  int64_t sharedBytes() const { return outOffset + outBytes + barrierBytes; }
+  /// The compute warps' threads, and the block's.
+  int64_t computeThreads() const { return block.warps * 32; }
+  int64_t producerThreads() const { return producerWarps ? kProducerWarps * 32 : 0; }
+  int64_t threads() const { return computeThreads() + producerThreads(); }
 
   bool hasW() const { return w != WForm::None; }
   /// W goes to the tensor cores as it is staged (16-bit, plain or split).
