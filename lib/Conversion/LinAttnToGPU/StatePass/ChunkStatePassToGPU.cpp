@@ -76,6 +76,7 @@ private:
   /// out).
   void emitProducer(Value steps);
   void flushStep(Value m);
+  Value mbarrierAt(Value index);
   Value fullBarrier(Value slot);
   Value emptyBarrier(Value slot);
   /// The staged outputs' buffer `parity` copied out by the producer.
@@ -647,21 +648,22 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   return next;
 }
 
-Value StatePassKernel::fullBarrier(Value slot) {
-  Value bars = k.tile(p.barrierOffset, 2 * p.stages, 1, b.getI64Type());
-  return k.sharedPointer(bars, slot, e.index(0));
+// The mbarriers after the output buffers: stages full, stages empty, then
+// the two output buffers'.
+Value StatePassKernel::mbarrierAt(Value index) {
+  Value bars =
+      k.tile(p.barrierOffset, p.barrierBytes / 8, 1, b.getI64Type());
+  return k.sharedPointer(bars, index, e.index(0));
+}
+
+Value StatePassKernel::fullBarrier(Value slot) { return mbarrierAt(slot); }
+
+Value StatePassKernel::emptyBarrier(Value slot) {
+  return mbarrierAt(e.addIndex(slot, e.index(p.stages)));
 }
 
 Value StatePassKernel::outFreeBarrier(Value parity) {
-  Value bars = k.tile(p.barrierOffset, 2 * p.stages + 2, 1, b.getI64Type());
-  return k.sharedPointer(bars, e.addIndex(parity, e.index(2 * p.stages)),
-                         e.index(0));
-}
-
-Value StatePassKernel::emptyBarrier(Value slot) {
-  Value bars = k.tile(p.barrierOffset, 2 * p.stages, 1, b.getI64Type());
-  return k.sharedPointer(bars, e.addIndex(slot, e.index(p.stages)),
-                         e.index(0));
+  return mbarrierAt(e.addIndex(parity, e.index(2 * p.stages)));
 }
 
 // The producers copy block step m's staged outputs out, then free their
@@ -684,11 +686,11 @@ void StatePassKernel::emitProducer(Value steps) {
   e.forEach(steps, [&](Value j) {
     Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
     Value round = arith::DivUIOp::create(b, j, e.index(p.stages));
+    Value reused = k.ult(e.index(p.stages - 1), j); // j >= stages
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(e.index(p.stages - 1), j), false)
-              .thenBlock());
+          scf::IfOp::create(b, reused, false).thenBlock());
       k.mbarrierWait(emptyBarrier(slot),
                      arith::RemUIOp::create(
                          b, e.addIndex(round, e.index(1)), e.index(2)));
@@ -699,8 +701,7 @@ void StatePassKernel::emitProducer(Value steps) {
     if (p.stageStates || p.stageValues) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(e.index(p.stages - 1), j), false)
-              .thenBlock());
+          scf::IfOp::create(b, reused, false).thenBlock());
       flushStep(e.subIndex(j, e.index(p.stages)));
     }
   });

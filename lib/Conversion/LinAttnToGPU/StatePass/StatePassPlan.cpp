@@ -192,20 +192,21 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
     p.stages = late ? kStateStagesPrefetchLate
                : p.hasW() || p.decay == Decay::Keys ? kStateStages
                                                     : kStateStagesWithoutW;
-    int64_t barrierBytesPerStage = p.producerWarps ? 2 * 8 : 0;
-    while (p.stages > 2 &&
-           p.stages * (s.bytes() + barrierBytesPerStage) + p.exchangeBytes +
-                   p.outBytes + (p.producerWarps ? 16 : 0) >
-               limit)
-      --p.stages;
+    // The layout for a number of stages: the stages, the exchange, the
+    // output buffers, then (with producer warps) each stage's full and
+    // empty mbarriers and each output buffer's.
+    auto place = [&](int64_t stages) {
+      p.stages = stages;
+      p.exchangeOffset = stages * s.bytes();
+      p.outOffset = p.exchangeOffset + p.exchangeBytes;
+      p.barrierOffset = p.outOffset + p.outBytes;
+      p.barrierBytes = p.producerWarps ? (2 * stages + 2) * 8 : 0;
+    };
+    place(p.stages);
+    while (p.stages > 2 && p.sharedBytes() > limit)
+      place(p.stages - 1);
     p.prefetchLate =
         !p.producerWarps && late && p.stages == kStateStagesPrefetchLate;
-    p.exchangeOffset = p.stages * s.bytes();
-    p.outOffset = p.exchangeOffset + p.exchangeBytes;
-    p.barrierOffset = p.outOffset + p.outBytes;
-    // (and the two output buffers' "copied out" barriers)
-    p.barrierBytes =
-        p.stages * barrierBytesPerStage + (p.producerWarps ? 2 * 8 : 0);
     return p.sharedBytes() <= limit;
   };
   // Wide blocks are a request (kWideStateColumns): where their stages,

@@ -162,7 +162,8 @@ public:
   /// the gated delta rule's and KDA's state pass -5 to -11% (K = 128); the
   /// ungated delta rule and the kernels without W measured 3-5% slower
   /// with it, and three stages with it lose the copies' lead (K = 64: +27%)
-  /// (bench/NOTES.md q1).
+  /// (bench/NOTES.md q1). Never with producer warps (they issue the
+  /// copies): the wide blocks keep it.
   bool prefetchLate = false;
   /// kProducerWarps warps after the block's `block.warps` compute warps
   /// issue every stage's copies in and every staged output's copies out,
