@@ -127,7 +127,9 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
       new values are `u` itself. Two producer warps issue every copy in
       and out (mbarriers per stage: full as their copies land, empty as
       the compute warps have read it), the compute warps none; the wide
-      64-column blocks (eight compute warps) issue their own.
+      64-column blocks (eight compute warps) take them only with a 16-bit
+      W rounded once, row gates or none and K <= 128, and otherwise issue
+      their own.
     - `chunk_output`, one block per (chunk x 64 columns, value head,
       sequence): `O = scale (diag(exp(G)) Q S + P D)` with `P =
       Mask(Q K^T * exp(G_i - G_j))` kept in registers as the A operand

@@ -390,21 +390,46 @@ func.func @wy_form_narrow(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>,
 
 // Wide blocks (linattn.state_columns = 64, from linattn-widen-state-blocks
 // where the 32-column blocks would take more than one wave): four column
-// groups of 16 value columns, each over two warps (256 threads), V / 64 =
-// 2 blocks a head. The stages hold 64 U columns (64 (64 + 4) 4 = 17408):
-// neither four (for copies issued after the update) nor three would fit,
-// two do (the copies issued after the barrier): 2 x (17408 + 17408 + 17408 + 256) = 104960,
-// the exchange of 8 warps 32768, the output buffers 2 x (128 + 64) (64 +
-// 8) 2 = 55296: 193024.
+// groups of 16 value columns, each over two warps (256 compute threads),
+// and, W being rounded once with row gates, two producer warps (320
+// threads), V / 64 = 2 blocks a head. The stages hold 64 U columns (64 (64
+// + 4) 4 = 17408): neither four nor three would fit, two do: 2 x (17408 +
+// 17408 + 17408 + 256) = 104960, the exchange of 8 warps 32768, the output
+// buffers 2 x (128 + 64) (64 + 8) 2 = 55296, six mbarriers 48: 193072.
 // CHECK-LABEL: func.func @wy_form_wide(
-// CHECK:         %[[WSMEM:.*]] = arith.constant 193024 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[WSMEM]] {
+// CHECK:         %[[WSMEM:.*]] = arith.constant 193072 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c320{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[WSMEM]] {
+// Per stage full (64 producer arrivals) and empty (256 compute arrivals),
+// then the two output buffers' (64):
+// CHECK:             nvvm.mbarrier.init %{{.*}}, %c64_i32{{.*}}: !llvm.ptr<3>, i32
+// CHECK:             nvvm.mbarrier.init %{{.*}}, %c256_i32{{.*}}: !llvm.ptr<3>, i32
+// CHECK:             nvvm.mbarrier.init %{{.*}}, %c64_i32{{.*}}: !llvm.ptr<3>, i32
+// CHECK:             nvvm.mbarrier.init %{{.*}}, %c256_i32{{.*}}: !llvm.ptr<3>, i32
+// CHECK-COUNT-2:     nvvm.mbarrier.init %{{.*}}, %c64_i32{{.*}}: !llvm.ptr<3>, i32
+// CHECK:             nvvm.cp.async.mbarrier.arrive %{{.*}} {noinc = true} : !llvm.ptr<3>
 // COUNT-LABEL: func.func @wy_form_wide(
 // COUNT-COUNT-96: nvvm.mma.sync
 // COUNT-NOT:      nvvm.mma.sync
 func.func @wy_form_wide(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// -----
+
+// A wide block without W (simple GLA's state pass: U is v, D is v) keeps its
+// eight warps' own copies (256 threads, no mbarrier): its steps are short,
+// and two producer warps issuing the copies of eight lost 8-16%
+// (bench/NOTES.md pw2).
+// CHECK-LABEL: func.func @without_w_wide(
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+// CHECK-NOT:         nvvm.mbarrier.init
+// CHECK:         return
+// COUNT-LABEL: func.func @without_w_wide(
+func.func @without_w_wide(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%v) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
   return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
 }
 

@@ -217,11 +217,15 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   // second block an SM for the segments' passes; where even those do not
   // fit two an SM, one block an SM keeps them.
   bool wide = p.block.columns == chunked_kernels::kWideStateColumns;
-  // Producer warps wherever the block has at most four compute warps: the
-  // state pass -3 to -11% across the families (bench/NOTES.md pw1). The
-  // wide block's eight warps would hold 320 threads, under 205 registers
-  // each at one block an SM.
-  p.producerWarps = !wide;
+  // Producer warps: the state pass -3 to -11% across the families
+  // (bench/NOTES.md pw1). A wide block with them holds ten warps, three on
+  // some sub-partitions: 168 registers a thread. Its steps with W rounded
+  // once and row gates or none (gated delta, delta) gain 4-11% up to K =
+  // 128; the others lose there (no W: short steps whose copies bind two
+  // producers, +8-16%; negeig's split W spills, +26%; KDA +3%), and
+  // beyond K = 128 every wide kernel spills 600 bytes and more (pw2).
+  p.producerWarps = !wide || (p.K <= kWideProducerMaxKeys &&
+                              p.w == WForm::Operand && !p.perKey());
   bool stagedStates = p.stageStates, stagedValues = p.stageValues;
   bool shrink = wide || p.blocksPerSM > 1;
   if (!layOut() && shrink && p.stageValues) {

@@ -60,6 +60,9 @@ constexpr int64_t kSegmentBlocksPerSM = 2;
 /// many (the split W, the ungated kernels' staged outputs: +2 to +23%);
 /// two gain everywhere measured (bench/NOTES.md pw1).
 constexpr int64_t kProducerWarps = 2;
+/// The largest K whose wide (kWideStateColumns) blocks may take producer
+/// warps (StatePassPlan::build says which and why).
+constexpr int64_t kWideProducerMaxKeys = 128;
 
 /// One chunk_state_pass's kernel, decided.
 struct StatePassPlan {
