@@ -277,7 +277,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
     addRuntimeWideStatePass(pm, smCount);
   }
   pm.addNestedPass<func::FuncOp>(
-      createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{options.chip}));
+      createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{
+          options.chip, options.explainKernels}));
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnScanToGPU());
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnRecurrenceToGPU());
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());

@@ -189,6 +189,10 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     Option<"chip", "chip", "std::string", /*default=*/"\"sm_90a\"",
            "The target GPU (sm_XY[a]): from sm_90 on, results leave through "
            "shared memory by stmatrix">,
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Remark on each state pass's kernel: its blocks, warps, stages, "
+           "staged outputs and shared memory, and why it has no producer "
+           "warps where it has none">,
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,

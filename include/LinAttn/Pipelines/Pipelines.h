@@ -104,6 +104,12 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
                      "[0, 1] (linattn-insert-input-checks; copies the "
                      "inputs to the host and waits: for debugging)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> explainKernels{
+      *this, "explain-kernels",
+      llvm::cl::desc("Remark on each state pass's GPU kernel: blocks, "
+                     "warps, stages, shared memory "
+                     "(convert-linattn-chunked-to-gpu{explain})"),
+      llvm::cl::init(false)};
 };
 
 /// linattn ops on tensors -> (chosen algorithm) -> loops -> bufferized memrefs -> the

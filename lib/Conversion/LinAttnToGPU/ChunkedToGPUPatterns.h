@@ -24,15 +24,20 @@ public:
   /// The operand types of every chunked op under `root`, or an error on
   /// the first op whose inputs the tensor cores cannot take.
   static FailureOr<ChunkedLoweringContext> build(Operation *root,
-                                                 const GPUTargetInfo &target);
+                                                 const GPUTargetInfo &target,
+                                                 bool explain = false);
 
   const GPUTargetInfo &getTarget() const { return target; }
   /// The 16-bit type `op`'s products run in.
   Type getMmaType(Operation *op) const { return mmaTypes.lookup(op); }
+  /// The patterns remark on the kernels they plan (the pass's `explain`).
+  bool explains() const { return explain; }
 
 private:
-  explicit ChunkedLoweringContext(const GPUTargetInfo &target) : target(target) {}
+  ChunkedLoweringContext(const GPUTargetInfo &target, bool explain)
+      : target(target), explain(explain) {}
   GPUTargetInfo target;
+  bool explain;
   DenseMap<Operation *, Type> mmaTypes;
 };
 

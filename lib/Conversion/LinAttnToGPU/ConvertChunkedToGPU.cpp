@@ -35,8 +35,9 @@ namespace mlir::linattn {
 namespace kernel {
 
 FailureOr<ChunkedLoweringContext>
-ChunkedLoweringContext::build(Operation *root, const GPUTargetInfo &target) {
-  ChunkedLoweringContext context(target);
+ChunkedLoweringContext::build(Operation *root, const GPUTargetInfo &target,
+                              bool explain) {
+  ChunkedLoweringContext context(target, explain);
   WalkResult walk = root->walk([&](Operation *op) {
     FailureOr<Type> type =
         llvm::TypeSwitch<Operation *, FailureOr<Type>>(op)
@@ -85,7 +86,7 @@ struct ConvertLinAttnChunkedToGPU
     }
     GPUTargetInfo target = *GPUTargetInfo::forChip(chip);
     FailureOr<ChunkedLoweringContext> context =
-        ChunkedLoweringContext::build(getOperation(), target);
+        ChunkedLoweringContext::build(getOperation(), target, explain);
     if (failed(context))
       return signalPassFailure();
     int64_t kernels = 0;

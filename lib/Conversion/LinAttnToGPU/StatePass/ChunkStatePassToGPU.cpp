@@ -871,6 +871,9 @@ struct StatePassToGPU : OpRewritePattern<OpTy> {
         StatePassPlan::build(op, context.getMmaType(op), context.getTarget());
     if (failed(plan))
       return failure();
+    if (context.explains())
+      op.emitRemark() << "linattn GPU kernel for " << op->getName() << ": "
+                      << plan->describe();
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     LoopEmitter e(b);

@@ -5,6 +5,8 @@
 #include "../Kernel/KernelEmitter.h"
 #include "../KernelSupport.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 namespace mlir::linattn::kernel {
 
 static int64_t bytesOf(Type t) { return t.getIntOrFloatBitWidth() / 8; }
@@ -224,8 +226,12 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   // 128; the others lose there (no W: short steps whose copies bind two
   // producers, +8-16%; negeig's split W spills, +26%; KDA +3%), and
   // beyond K = 128 every wide kernel spills 600 bytes and more (pw2).
-  p.producerWarps = !wide || (p.K <= kWideProducerMaxKeys &&
-                              p.w == WForm::Operand && !p.perKey());
+  if (wide && p.K > kWideProducerMaxKeys)
+    p.withoutProducersWhy = "a wide block above K = 128 would spill with them";
+  else if (wide && (p.w != WForm::Operand || p.perKey()))
+    p.withoutProducersWhy = "a wide block without a W rounded once and row "
+                            "gates or none loses with them";
+  p.producerWarps = p.withoutProducersWhy.empty();
   bool stagedStates = p.stageStates, stagedValues = p.stageValues;
   bool shrink = wide || p.blocksPerSM > 1;
   if (!layOut() && shrink && p.stageValues) {
@@ -249,6 +255,34 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
     return op->emitOpError() << "GPU state pass needs "
                              << sharedBytesExcess(p.sharedBytes(), target);
   return p;
+}
+
+std::string StatePassPlan::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << columns / block.columns << " blocks of " << block.columns
+     << " state columns a value head and "
+     << (segmentChunks ? "segment" : "sequence");
+  if (segmentChunks)
+    os << " (segments of " << *segmentChunks << " chunks"
+       << (enteredSegments ? ", each from its own entry state)" : ")");
+  os << ", " << block.warps << " compute warps";
+  if (producerWarps)
+    os << " and " << kProducerWarps << " producer warps issuing the copies";
+  else
+    os << " issuing their own copies (" << withoutProducersWhy << ")";
+  os << ", " << threads() << " threads; " << stages << " input stages";
+  if (prefetchLate)
+    os << " (copies issued after the update)";
+  if (stageStates || stageValues)
+    os << "; "
+       << (stageStates && stageValues ? "chunk states and new values"
+           : stageStates              ? "chunk states"
+                                      : "new values")
+       << " leave through shared memory";
+  os << "; " << sharedBytes() << " bytes of shared memory, sized for "
+     << blocksPerSM << (blocksPerSM == 1 ? " block" : " blocks") << " an SM";
+  return text;
 }
 
 } // namespace mlir::linattn::kernel

@@ -180,6 +180,8 @@ public:
   /// hold leave the compute warps' chain (bench/NOTES.md pw1; one producer
   /// warp was too few: its issue bound the step where the copies are many).
   bool producerWarps = false;
+  /// Where producerWarps is false: why (build's rule, for describe).
+  StringRef withoutProducersWhy;
 
   // The warps' roles.
   int64_t keysPerWarp = 0; ///< K / kStateKeySplit
@@ -212,6 +214,10 @@ public:
   int64_t computeThreads() const { return block.warps * 32; }
   int64_t producerThreads() const { return producerWarps ? kProducerWarps * 32 : 0; }
   int64_t threads() const { return computeThreads() + producerThreads(); }
+
+  /// The plan in one line (convert-linattn-chunked-to-gpu{explain}): the
+  /// blocks, warps, stages, staged outputs, blocks an SM and shared memory.
+  std::string describe() const;
 
   bool hasW() const { return w != WForm::None; }
   /// W goes to the tensor cores as it is staged (16-bit, plain or split).
