@@ -190,7 +190,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
            "The target GPU (sm_XY[a]): from sm_90 on, results leave through "
            "shared memory by stmatrix">,
     Option<"explain", "explain", "bool", /*default=*/"false",
-           "Remark on each state pass's kernel: its blocks, warps, stages, "
+           "Remark on each state pass's kernel (forward, segment maps, "
+           "the backward's reverse pass): its blocks, warps, stages, "
            "staged outputs and shared memory, and why it has no producer "
            "warps where it has none">,
   ];

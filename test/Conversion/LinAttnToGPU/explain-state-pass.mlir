@@ -1,8 +1,9 @@
 // RUN: linattn-opt %s --convert-linattn-chunked-to-gpu=explain=true -split-input-file -verify-diagnostics -o /dev/null
 
-// convert-linattn-chunked-to-gpu{explain}: each state pass's kernel, as
-// planned (StatePassPlan::describe): its blocks, warps and who issues the
-// copies, stages, staged outputs, shared memory and blocks an SM.
+// convert-linattn-chunked-to-gpu{explain}: each state pass's kernel (and
+// the backward's reverse pass's), as planned (StatePassPlan::describe,
+// ReversePassPlan::describe): its blocks, warps and who issues the copies,
+// stages, staged outputs, shared memory and blocks an SM.
 
 // The gated delta rule's pass at K = V = 128: 32-column blocks of four
 // compute warps and two producer warps; both outputs staged.
@@ -59,4 +60,16 @@ func.func @segments(%k: tensor<?x?x8x128xbf16>, %u: tensor<?x?x8x128xbf16>, %w: 
   %d, %states, %ends = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%g) state(%e) {chunk_size = 64 : i64, segment_chunks = 16 : i64}
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128x128xbf16>, tensor<?x?x8x128x128xf32>)
   return %d, %states, %final : tensor<?x?x8x128xbf16>, tensor<?x?x8x128x128xbf16>, tensor<?x8x128x128xf32>
+}
+
+// -----
+
+// The backward's reverse pass (row gates: the chunk's scores formed in the
+// pass; per-key gates take them from a kernel ahead).
+func.func @reverse_pass(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %w: tensor<?x?x4x128xbf16>, %g: tensor<?x?x4xf32>, %do: tensor<?x?x4x128xbf16>, %ds: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>) {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_state_pass_grad: 4 blocks of 32 state columns a value head and sequence, 4 warps (128 threads); 3 input stages; the chunk's scores formed in the pass; 207616 bytes of shared memory}}
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>
 }

@@ -53,6 +53,8 @@
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/Support/raw_ostream.h"
+
 namespace mlir::linattn::kernel {
 namespace {
 
@@ -97,7 +99,27 @@ struct ReversePassPlan {
   int64_t blockKeysOffset = 0, blockKeysLoOffset = 0, blockKeysBytes = 0;
   int64_t exchangeOffset = 0;
   int64_t sharedBytes = 0;
+
+  /// The plan in one line (convert-linattn-chunked-to-gpu{explain}).
+  std::string describe() const;
 };
+
+std::string ReversePassPlan::describe() const {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << V / block.columns << " blocks of " << block.columns
+     << " state columns a value head and sequence, " << block.warps
+     << " warps (" << block.warps * 32 << " threads); " << stages
+     << " input stages";
+  if (splitKeys)
+    os << "; q and k f32, staged split";
+  if (outputShareAhead)
+    os << "; the output's share of dD from a kernel ahead";
+  else
+    os << "; the chunk's scores formed in the pass";
+  os << "; " << sharedBytes << " bytes of shared memory";
+  return text;
+}
 
 std::optional<ReversePassPlan>
 ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
@@ -711,6 +733,9 @@ struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
     if (!plan)
       return rewriter.notifyMatchFailure(op, "forms the kernel does not take");
     const ReversePassPlan &p = *plan;
+    if (context.explains())
+      op.emitRemark() << "linattn GPU kernel for " << op->getName() << ": "
+                      << p.describe();
     rewriter.setInsertionPoint(op);
     ImplicitLocOpBuilder b(op.getLoc(), rewriter);
     LoopEmitter e(b);
