@@ -81,6 +81,10 @@ private:
   Value emptyBarrier(Value slot);
   /// The staged outputs' buffer `parity` copied out by the producer.
   Value outFreeBarrier(Value parity);
+  /// Waits on `bar`, one of a ring of `period` slots that step j uses in
+  /// round j / period, for the phase of round j / period - lag: its parity
+  /// (j / period + lag) mod 2 (lag 1: the slot's previous use).
+  void waitForRound(Value bar, Value j, int64_t period, int64_t lag);
   /// S^T's element i of accumulator tile kt: (key, value column).
   std::pair<Value, Value> stateIndex(int64_t kt, int64_t i);
   /// The warp's S^T tiles from the initial state (zero in a segment past
@@ -593,9 +597,7 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
   Value slot;
   if (p.producerWarps) {
     slot = arith::RemUIOp::create(b, j, e.index(p.stages));
-    Value round = arith::DivUIOp::create(b, j, e.index(p.stages));
-    k.mbarrierWait(fullBarrier(slot),
-                   arith::RemUIOp::create(b, round, e.index(2)));
+    waitForRound(fullBarrier(slot), j, p.stages, /*lag=*/0);
   } else {
     k.waitCopies(firstGroup, p.stages - 2);
   }
@@ -616,10 +618,8 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
         scf::IfOp::create(b, k.ult(e.index(1), j), false).thenBlock());
-    Value round = arith::DivUIOp::create(b, j, e.index(2));
-    k.mbarrierWait(outFreeBarrier(arith::RemUIOp::create(b, j, e.index(2))),
-                   arith::RemUIOp::create(b, e.addIndex(round, e.index(1)),
-                                          e.index(2)));
+    waitForRound(outFreeBarrier(arith::RemUIOp::create(b, j, e.index(2))), j,
+                 2, /*lag=*/1);
   } else if (p.stageStates || p.stageValues) {
     // Step n - 1's outputs, staged before the barrier.
     OpBuilder::InsertionGuard guard(b);
@@ -658,6 +658,14 @@ Value StatePassKernel::mbarrierAt(Value index) {
 
 Value StatePassKernel::fullBarrier(Value slot) { return mbarrierAt(slot); }
 
+void StatePassKernel::waitForRound(Value bar, Value j, int64_t period,
+                                   int64_t lag) {
+  Value round = arith::DivUIOp::create(b, j, e.index(period));
+  if (lag)
+    round = e.addIndex(round, e.index(lag));
+  k.mbarrierWait(bar, arith::RemUIOp::create(b, round, e.index(2)));
+}
+
 Value StatePassKernel::emptyBarrier(Value slot) {
   return mbarrierAt(e.addIndex(slot, e.index(p.stages)));
 }
@@ -685,15 +693,12 @@ void StatePassKernel::emitProducer(Value steps) {
   k.threads = p.producerThreads();
   e.forEach(steps, [&](Value j) {
     Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
-    Value round = arith::DivUIOp::create(b, j, e.index(p.stages));
     Value reused = k.ult(e.index(p.stages - 1), j); // j >= stages
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, reused, false).thenBlock());
-      k.mbarrierWait(emptyBarrier(slot),
-                     arith::RemUIOp::create(
-                         b, e.addIndex(round, e.index(1)), e.index(2)));
+      waitForRound(emptyBarrier(slot), j, p.stages, /*lag=*/1);
     }
     prefetch(p.segmentChunks ? e.addIndex(firstStep, j) : j, slot);
     k.copiesArrive(fullBarrier(slot));
@@ -711,9 +716,8 @@ void StatePassKernel::emitProducer(Value steps) {
                              e.index(p.stages));
     e.forEach(e.subIndex(steps, first), [&](Value i) {
       Value m = e.addIndex(first, i);
-      Value round = arith::DivUIOp::create(b, m, e.index(p.stages));
-      k.mbarrierWait(emptyBarrier(arith::RemUIOp::create(b, m, e.index(p.stages))),
-                     arith::RemUIOp::create(b, round, e.index(2)));
+      waitForRound(emptyBarrier(arith::RemUIOp::create(b, m, e.index(p.stages))),
+                   m, p.stages, /*lag=*/0);
       flushStep(m);
     });
   }
