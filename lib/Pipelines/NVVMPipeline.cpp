@@ -1,4 +1,12 @@
-//===- Pipelines.cpp - LinAttn lowering pipelines -------------------------===//
+//===- NVVMPipeline.cpp - linattn-to-nvvm ---------------------------------===//
+//
+// The GPU lowering: the shared stages (PipelineStages.h) planned for the
+// tensor-core kernels, then the run-time shape passes, the conversions to
+// kernels and the NVVM pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "PipelineStages.h"
 
 #include "LinAttn/Pipelines/Pipelines.h"
 
@@ -62,83 +70,6 @@ static std::string checkNVVMOptions(const linattn::LinAttnToNVVMOptions &o) {
   return "";
 }
 
-/// The algorithm passes for `strategy`: forced, every recurrence takes it;
-/// auto, the selector records a choice per recurrence and each algorithm
-/// pass rewrites the ones that name it.
-static void addAlgorithmPasses(OpPassManager &pm, linattn::Strategy strategy,
-                               int64_t chunkSize, int64_t smCount,
-                               bool gpuKernels, StringRef chip = "") {
-  // Shape checks first: they hold whatever algorithm computes the op.
-  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnInsertShapeChecks());
-  switch (strategy) {
-  case linattn::Strategy::Recurrent:
-    break;
-  case linattn::Strategy::Scan:
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan(
-        linattn::LinAttnRecurrenceToScanOptions{/*requireAll=*/true}));
-    break;
-  case linattn::Strategy::Chunked:
-  case linattn::Strategy::SegmentScan:
-    if (gpuKernels)
-      pm.addNestedPass<func::FuncOp>(linattn::createLinAttnPadHeadDims(
-          linattn::LinAttnPadHeadDimsOptions{
-              linattn::chunked_kernels::kHeadDimMultiple}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToChunked(
-        linattn::LinAttnRecurrenceToChunkedOptions{
-            chunkSize,
-            /*narrowIntermediates=*/strategy == linattn::Strategy::Chunked}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnLowerRank1ToWY(
-        linattn::LinAttnLowerRank1ToWYOptions{
-            /*splitW=*/strategy == linattn::Strategy::Chunked}));
-    if (strategy == linattn::Strategy::SegmentScan)
-      pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
-    // The backward in chunked form; on the GPU the forward's kernels
-    // recompute what it needs, so it stores that as they do.
-    if (strategy == linattn::Strategy::Chunked)
-      pm.addNestedPass<func::FuncOp>(
-          linattn::createLinAttnRecurrenceGradToChunked(
-              linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*forwardWForm=*/gpuKernels}));
-    break;
-  case linattn::Strategy::Auto: {
-    // The selector records a choice per recurrence; each algorithm pass
-    // rewrites the ones that name it.
-    linattn::LinAttnSelectStrategyOptions select;
-    select.smCount = smCount;
-    select.gpuKernels = gpuKernels;
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSelectStrategy(select));
-    // On the GPU, a chunked choice whose kernels would not fit the chip
-    // (shared memory, at K or V above 128) becomes recurrent.
-    if (gpuKernels)
-      pm.addPass(linattn::createLinAttnFitChunkedKernels(
-          linattn::LinAttnFitChunkedKernelsOptions{chip.str(), chunkSize}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnRecurrenceToScan());
-    linattn::addChunkedFormPasses(
-        pm.nest<func::FuncOp>(), chunkSize,
-        gpuKernels ? linattn::chunked_kernels::kHeadDimMultiple : 0);
-    // On the GPU the backward is chunked where the fit pass found the
-    // forward's kernels fit (it records recurrent elsewhere); the CPU keeps
-    // the adjoint's loop.
-    if (gpuKernels)
-      pm.addNestedPass<func::FuncOp>(
-          linattn::createLinAttnRecurrenceGradToChunked(
-              linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*forwardWForm=*/true}));
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
-    break;
-  }
-  }
-}
-
-/// The state pass in segments of `segmentChunks` chunks where its
-/// transitions are scalars; none for 0 (the pass rejects a negative count).
-static void addSegmentPass(OpPassManager &pm, int64_t segmentChunks) {
-  if (segmentChunks != 0)
-    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnSegmentChunkStates(
-        linattn::LinAttnSegmentChunkStatesOptions{
-            segmentChunks, /*maxStateColumns=*/0, /*maxDenseStateColumns=*/0}));
-}
-
 using linattn::chunked_kernels::fewChainsStateColumns;
 
 /// The GPU's automatic segments, chosen at run time: kAutoSegmentChunks
@@ -182,62 +113,6 @@ static void addRuntimeWideStatePass(OpPassManager &pm, int64_t smCount) {
           linattn::chunked_kernels::manyChainsStateColumns(smCount)}));
 }
 
-/// Tensors to buffers, across function boundaries, with plain (identity
-/// layout) memrefs in signatures so C callers pass dense descriptors.
-/// Buffers are not freed here: each pipeline frees the intermediates its
-/// own way (without that every call leaks them, the chunk states among
-/// them).
-static void addBufferization(OpPassManager &pm) {
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  // A scan's accumulator is a fresh value every step (the combiner's
-  // result), not an in-place update of the loop-carried buffer.
-  bufferize.allowReturnAllocsFromLoops = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-}
-
-void linattn::buildLinAttnToCPUPipeline(OpPassManager &pm,
-                                        const LinAttnToCPUOptions &options) {
-  addAlgorithmPasses(pm, options.strategy, options.chunkSize, options.smCount,
-                     /*gpuKernels=*/false);
-  addSegmentPass(pm, options.segmentChunks);
-  // Every algorithm op to loops; elementwise tensor math (scan combiners)
-  // to linalg so that it bufferizes.
-  pm.addNestedPass<func::FuncOp>(createConvertLinAttnToLoops());
-  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-
-  addBufferization(pm);
-  // Every buffer that is not returned is freed after its last use.
-  bufferization::buildBufferDeallocationPipeline(
-      pm, bufferization::BufferDeallocationPipelineOptions());
-  // The clones deallocation may add (a private function returning an
-  // argument) become alloc + copy.
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  if (options.emitCInterface)
-    pm.addPass(createLinAttnEmitCInterface());
-
-  // Down to the LLVM dialect. bf16 conversions become integer bit
-  // manipulation (arith-expand) so that no soft-float library call is needed.
-  pm.addPass(createSCFToControlFlowPass());
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createCanonicalizerPass());
-}
-
 void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                                          const LinAttnToNVVMOptions &options) {
   if (std::string why = checkNVVMOptions(options); !why.empty()) {
@@ -254,8 +129,14 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   int64_t smCount = linattn::GPUTargetInfo::forChip(options.chip)
                         .value_or(linattn::GPUTargetInfo::h200())
                         .smCount();
-  addAlgorithmPasses(pm, options.strategy, options.chunkSize, smCount,
-                     /*gpuKernels=*/true, options.chip);
+  std::string chip = options.chip;
+  int64_t chunkSize = options.chunkSize;
+  linattn::addAlgorithmPasses(
+      pm, options.strategy, options.chunkSize, smCount,
+      [&](OpPassManager &nested) {
+        nested.addPass(linattn::createLinAttnFitChunkedKernels(
+            linattn::LinAttnFitChunkedKernelsOptions{chip, chunkSize}));
+      });
   // auto without a forced segment length: segments and narrow or wide
   // state-pass blocks are chosen at run time from B (and T).
   bool shapeAtRunTime =
@@ -271,7 +152,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   if (shapeAtRunTime)
     addRuntimeSegmentPass(pm, smCount);
   else
-    addSegmentPass(pm, options.segmentChunks);
+    linattn::addSegmentPass(pm, options.segmentChunks);
   if (shapeAtRunTime) {
     addRuntimeNarrowStatePass(pm, smCount);
     addRuntimeWideStatePass(pm, smCount);
@@ -286,7 +167,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   // Elementwise tensor math (casts of the scan forms) to linalg, and after
   // bufferization every host linalg op to a mapped loop nest.
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
-  addBufferization(pm);
+  linattn::addBufferization(pm);
   pm.addNestedPass<func::FuncOp>(createConvertLinAttnLinalgToGPU());
   // (convert-linattn-to-gpu frees the device intermediates.)
   pm.addPass(createConvertLinAttnToGPU(
@@ -317,17 +198,4 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   nvvm.cubinFormat = options.format;
   nvvm.optLevel = options.optLevel;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
-}
-
-void linattn::registerLinAttnPipelines() {
-  PassPipelineRegistration<LinAttnToNVVMOptions>(
-      "linattn-to-nvvm",
-      "Lower linattn ops to NVVM kernels in a gpu.binary plus host code "
-      "calling the mgpu* runtime ABI, in the LLVM dialect",
-      buildLinAttnToNVVMPipeline);
-  PassPipelineRegistration<LinAttnToCPUOptions>(
-      "linattn-to-cpu",
-      "Lower linattn ops to the LLVM dialect for the host CPU (chosen "
-      "algorithm as loops, bufferized, C interface on public functions)",
-      buildLinAttnToCPUPipeline);
 }
