@@ -7,9 +7,9 @@
 #                   -fsanitize=fuzzer,address,undefined into build/fuzz/;
 #   spec            the spec parser, verifier and linattn-to-cpu (fuzz/),
 #                   built in build-fuzz/, a CMake build of its own with
-#                   clang and every LinAttn library instrumented
-#                   (-DLINATTN_BUILD_FUZZERS=ON; about 10 minutes on 2
-#                   cores the first time, incremental after).
+#                   clang and the libraries of linattn-to-cpu
+#                   instrumented (-DLINATTN_BUILD_FUZZERS=ON; about 4
+#                   minutes on 2 cores the first time, incremental after).
 # Each run starts from a fresh copy of its seeds (runtime/fuzz/corpus/<t>/,
 # fuzz/corpus/spec/) and prints libFuzzer's final line; a crash, a
 # sanitizer report or a failed check of the target stops it and fails the
