@@ -46,7 +46,7 @@ def l2norm(x):
 def parse_library(path):
     """(entry, kind, dtype, K, strategy, qk_l2norm, H) of a library named
     <family>[_l2norm][_h<H>]_<dtype>_<K>_<strategy>.so (H = HV = 8 without
-    _h<H>); exits naming the file when the family is unknown."""
+    _h<H>; <K> may be KxV, head_dims); exits naming the file when the family is unknown."""
     stem = os.path.basename(path)[:-len(".so")]
     name, dtype, kdim, strategy = stem.rsplit("_", 3)
     heads = re.search(r"_h(\d+)$", name)
@@ -59,7 +59,15 @@ def parse_library(path):
     if name not in KINDS:
         sys.exit(f"{os.path.basename(sys.argv[0])}: {path}: no family {name!r} (expected "
                  f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
-    return name, KINDS[name], dtype, int(kdim), strategy, qk_l2norm, H
+    return name, KINDS[name], dtype, head_dims(path)[0], strategy, qk_l2norm, H
+
+
+def head_dims(path):
+    """(K, V) of a library named as parse_library says, its <K> token K
+    (V = K) or KxV (K != V)."""
+    kdim = os.path.basename(path)[:-len(".so")].rsplit("_", 3)[2]
+    K, _, V = kdim.partition("x")
+    return int(K), int(V or K)
 
 
 def retnet_gammas(hv):
@@ -185,16 +193,17 @@ def main():
             if args.only and not re.search(args.only, stem):
                 continue
             name, kind, dtype, K, strategy, qk_l2norm, H = parse_library(lib)
+            V = head_dims(lib)[1]
             tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:
                 for T in Ts:
                     hard = T in hard_Ts
-                    ins = make_inputs(kind, B, T, K, K, dtype, hard, gen, qk_l2norm, H)
+                    ins = make_inputs(kind, B, T, K, V, dtype, hard, gen, qk_l2norm, H)
                     cmd, outs = runner_command(args.runner, os.path.join(args.libdir, lib),
                                                name, ins, work)
                     t0 = time.time()
                     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
-                    row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": K, "H": H,
+                    row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": V, "H": H,
                            "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
                     if proc.returncode != 0:
                         row.update(status="FAIL", error=proc.stderr.strip()[-400:])

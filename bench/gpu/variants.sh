@@ -54,6 +54,18 @@ kind, name, path = sys.argv[1:]
 ref.write_spec(path, kind, name, "f32", 1, 1, 8, 8, 128, 128)
 PY
 done
+# K != V where the wide state-pass blocks' last one is half past V (V =
+# 160, 224) and K <= 128 gives them producer warps: libraries <name>_bf16_KxV.
+for shape in gated_delta:gated_deltanet:128:224 delta:deltanet:128:160; do
+  IFS=: read -r kind name K V <<< "$shape"
+  /usr/bin/python3 - "$kind" "$name" "$K" "$V" "$specs/${name}_bf16_${K}x${V}.mlir" <<'PY'
+import sys
+sys.path.insert(0, "test/lib")
+import linattn_ref as ref
+kind, name, K, V, path = sys.argv[1:]
+ref.write_spec(path, kind, name, "bf16", 1, 1, 8, 8, int(K), int(V))
+PY
+done
 # Gated DeltaNet with q and k normalised in the call (qk_l2norm): two
 # l2norm kernels write them in the inputs' type for the tensor-core ones,
 # at K = V = 128 and at the other head sizes the chunked kernels take.
@@ -87,7 +99,7 @@ for spec in "$specs"/*.mlir; do
     # Above 128 the chunked kernels take a spec only where their tiles fit
     # (negeig's split W at 256 does not): auto alone, which keeps
     # recurrent where they do not (linattn-fit-chunked-kernels).
-    *_160|*_192|*_224|*_256) echo "${base}_auto $spec" ;;
+    *_160|*_192|*_224|*_256|*x160|*x224) echo "${base}_auto $spec" ;;
     *) echo "${base}_chunked $spec --strategy=chunked"
        echo "${base}_segment-scan $spec --strategy=segment-scan"
        # strategy=auto: recurrent for short T (decode; the fitted model's limit), chunked beyond,
@@ -100,7 +112,7 @@ for spec in "$specs"/*.mlir; do
       echo "${base}_scan $spec --strategy=scan" ;;
   esac
   case "$base" in
-    *_160|*_192|*_224|*_256) ;;
+    *_160|*_192|*_224|*_256|*x160|*x224) ;;
     linear_attention_*|retnet_*|simple_gla_*)
       # The chunk states' segments (linattn-segment-chunk-states) of the
       # kinds whose transitions are scalars.

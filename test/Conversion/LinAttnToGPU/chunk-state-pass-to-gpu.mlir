@@ -418,6 +418,30 @@ func.func @wy_form_wide(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %
 
 // -----
 
+// V = 224, not a multiple of 64: the wide request still takes 64 columns,
+// ceil(224 / 64) = 4 blocks (the last one's second half past V), with the
+// same shared memory and threads as at V = 128. The block's columns in V,
+// min(64, 224 - v0), bound U's copies and the staged outputs' copies out;
+// whether a warp's 16 columns are in V (v < 224) guards its direct stores;
+// the initial state's column is clamped to 223 (read, never stored).
+// CHECK-LABEL: func.func @wy_form_wide_ragged(
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c320{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %c193072_i32 {
+// CHECK:           %[[V:.*]] = arith.constant 224 : index
+// CHECK:           %[[LEFT:.*]] = arith.subi %[[V]], %{{.*}} : index
+// CHECK:           arith.minui %c64{{[_0-9]*}}, %[[LEFT]] : index
+// CHECK:           arith.cmpi ult, %{{.*}}, %c224{{[_0-9]*}} : index
+// CHECK:           arith.minui %{{.*}}, %c223{{[_0-9]*}} : index
+// COUNT-LABEL: func.func @wy_form_wide_ragged(
+// COUNT-COUNT-96: nvvm.mma.sync
+// COUNT-NOT:      nvvm.mma.sync
+func.func @wy_form_wide_ragged(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x224xf32>, %w: tensor<?x?x2x128xbf16>, %G: tensor<?x?x2xf32>, %s0: tensor<?x2x128x224xf32>) -> (tensor<?x?x2x224xbf16>, tensor<?x?x2x128x224xbf16>, tensor<?x2x128x224xf32>) {
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, linattn.state_columns = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x224xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x224xf32>) -> (tensor<?x?x2x224xbf16>, tensor<?x?x2x128x224xbf16>, tensor<?x2x128x224xf32>)
+  return %d, %states, %final : tensor<?x?x2x224xbf16>, tensor<?x?x2x128x224xbf16>, tensor<?x2x128x224xf32>
+}
+
+// -----
+
 // A wide block without W (simple GLA's state pass: U is v, D is v) keeps its
 // eight warps' own copies (256 threads, no mbarrier): its steps are short,
 // and two producer warps issuing the copies of eight lost 8-16%

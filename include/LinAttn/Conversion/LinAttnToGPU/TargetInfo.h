@@ -127,10 +127,16 @@ constexpr int64_t manyChainsStateColumns(int64_t smCount) {
   return kStateColumns * smCount;
 }
 /// Whether linattn-widen-state-blocks gives a state pass of value size V
-/// its kWideStateColumns form: V a multiple of it. The pass and the
+/// its kWideStateColumns form: V a multiple of it, or of kStateColumns from
+/// 160 up, where the last wide block is half past V (ragged): V / 32
+/// blocks of 32 columns against ceil(V / 64) wide ones, each ~1.6x a
+/// 32-column block's step (bench/NOTES.md w3), so one wave of them beats
+/// two of 32 columns from V = 160 (5 blocks against 3), not at 96 (3
+/// against 2: a half-empty block costs a whole one). The pass and the
 /// strategy's explanation read this one rule.
 constexpr bool hasWideStateBlocks(int64_t valueDim) {
-  return valueDim % kWideStateColumns == 0;
+  return valueDim % kWideStateColumns == 0 ||
+         (valueDim % kStateColumns == 0 && valueDim >= 5 * kStateColumns);
 }
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;

@@ -60,7 +60,8 @@ void KernelEmitter::forEachOfBlock(int64_t total, function_ref<void(Value)> body
 
 void KernelEmitter::copyRowsOut(
     Value src, Value row0, int64_t rows, int64_t cols, Value valid, Value dst,
-    function_ref<SmallVector<Value>(Value, Value)> dstIndices, bool byWarp) {
+    function_ref<SmallVector<Value>(Value, Value)> dstIndices, bool byWarp,
+    Value validCols) {
   Type elem = cast<MemRefType>(src.getType()).getElementType();
   int64_t perPiece = 128 / elem.getIntOrFloatBitWidth();
   int64_t perRow = cols / perPiece;
@@ -70,9 +71,13 @@ void KernelEmitter::copyRowsOut(
     Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                          e.index(perPiece));
     OpBuilder::InsertionGuard guard(b);
-    if (valid)
-      b.setInsertionPointToStart(
-          scf::IfOp::create(b, ult(r, valid), false).thenBlock());
+    Value store = valid ? ult(r, valid) : Value();
+    if (validCols) {
+      Value inCols = ult(c, validCols);
+      store = store ? arith::AndIOp::create(b, store, inCols).getResult() : inCols;
+    }
+    if (store)
+      b.setInsertionPointToStart(scf::IfOp::create(b, store, false).thenBlock());
     Value x = vector::LoadOp::create(b, type, src, ValueRange{r, c}, false,
                                      llvm::Align(16));
     vector::StoreOp::create(b, x, dst, dstIndices(r, c), false, llvm::Align(16));
@@ -116,7 +121,7 @@ Value KernelEmitter::loadRowOrZero(Value r, Value valid, Type type,
 void KernelEmitter::copyRowsAsync(
     Value dst, Value dstRow0, int64_t cols, Value t0, Value valid, Value seqLen,
     Value src, function_ref<SmallVector<Value>(Value, Value)> srcIndices,
-    int64_t rows, bool narrowRows) {
+    int64_t rows, bool narrowRows, Value validCols) {
   auto srcType = cast<MemRefType>(src.getType());
   int64_t perCopy =
       std::min<int64_t>(cols, 128 / srcType.getElementTypeBitWidth());
@@ -149,10 +154,16 @@ void KernelEmitter::copyRowsAsync(
       row = e.minIndex(e.addIndex(t0, r), e.subIndex(seqLen, e.index(1)));
       inRows = ult(r, valid);
     }
+    Value srcCol = c;
+    if (validCols) {
+      Value inCols = ult(c, validCols);
+      inRows = arith::AndIOp::create(b, inRows, inCols);
+      srcCol = select(inCols, c, e.index(0));
+    }
     Value n = select(inRows, e.index(perCopy), e.index(0));
     bool full = perCopy * srcType.getElementTypeBitWidth() == 128;
     nvgpu::DeviceAsyncCopyOp::create(
-        b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, c),
+        b, dst, ValueRange{e.addIndex(dstRow0, r), c}, src, srcIndices(row, srcCol),
         b.getIndexAttr(perCopy), n, full ? b.getUnitAttr() : UnitAttr());
   };
   int64_t total = rows * perRow;

@@ -54,11 +54,12 @@ public:
   /// for r < valid (every row without `valid`), spread over the block's
   /// threads, or with `byWarp` over the lanes of the calling warp (its
   /// own rows). Whole rows per instruction, where accumulator pairs
-  /// would write 4 or 8 bytes 8 rows apart.
+  /// would write 4 or 8 bytes 8 rows apart. With `validCols`, the pieces
+  /// at or past that column stay (a block's columns past the tensor's).
   void copyRowsOut(Value src, Value row0, int64_t rows, int64_t cols,
                    Value valid, Value dst,
                    function_ref<SmallVector<Value>(Value, Value)> dstIndices,
-                   bool byWarp = false);
+                   bool byWarp = false, Value validCols = Value());
 
   /// Fills a [rows, cols] 16-bit tile from rows [0, valid) of a source,
   /// 8 columns per thread and step: dst(r, c..c+7) = load(r, c) (a
@@ -91,10 +92,13 @@ public:
   /// least 64 16-bit keys). Measured (bench/NOTES.md c32), it speeds up the
   /// delta rule's state pass but slows the state pass without W, so only
   /// the former asks for it.
+  /// With `validCols` (a multiple of a copy's elements), columns at or past
+  /// it arrive as zeros too (copied with a source size of 0 from column 0).
   void copyRowsAsync(Value dst, Value dstRow0, int64_t cols, Value t0,
                      Value valid, Value seqLen, Value src,
                      function_ref<SmallVector<Value>(Value, Value)> srcIndices,
-                     int64_t rows = kChunk, bool narrowRows = false);
+                     int64_t rows = kChunk, bool narrowRows = false,
+                     Value validCols = Value());
   /// copyRowsAsync of chunk `rows`' tokens of a [B, T, heads, cols] input,
   /// src[batch, t, head, :], to dst's rows from 0.
   void copyTokenRowsAsync(Value dst, int64_t cols, ChunkRows rows, Value seqLen,

@@ -128,6 +128,10 @@ private:
   Value firstStep, endStep, stepLimit; ///< the block's steps and rows
   Value columnGroup, keyPart;
   Value vLocal, vGlobal, key0, v0; ///< the warp's columns and keys
+  /// A ragged plan's: the block's columns in V (64, or 32 for the last
+  /// block), and whether the warp's 16 columns are (a whole column group
+  /// lies in or past V, V a multiple of 32).
+  Value blockColumnsIn, warpColumnsIn;
   /// The maps: whether the block's columns are A_s's (from I, with U = 0),
   /// and U's column of the block's first (E_s's columns).
   Value transitionColumns, u0;
@@ -166,6 +170,11 @@ void StatePassKernel::placeBlock() {
   if (p.role == StatePassPlan::Role::SegmentMaps) {
     transitionColumns = k.ult(v0, e.index(p.K));
     u0 = k.select(transitionColumns, e.index(0), e.subIndex(v0, e.index(p.K)));
+  }
+  if (p.ragged()) {
+    blockColumnsIn = e.minIndex(e.index(p.block.columns),
+                                e.subIndex(e.index(p.columns), v0));
+    warpColumnsIn = k.ult(vGlobal, e.index(p.columns));
   }
 }
 
@@ -212,7 +221,7 @@ Value StatePassKernel::prefetch(Value n, Value slot) {
                   io.seqLen, io.u,
                   [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(u0, c)};
-  }, kChunk, p.narrowRows);
+  }, kChunk, p.narrowRows, blockColumnsIn);
   if (decayedKeys) // chunk n's row of G_C (zeros past the last chunk)
     k.copyRowsAsync(st.g, zero, K, n,
                     k.select(k.ult(n, io.numChunks), e.index(1), e.index(0)),
@@ -259,6 +268,10 @@ SmallVector<Value> StatePassKernel::loadInitialState() {
   for (int64_t kt = 0; kt < p.keyTiles; ++kt)
     for (int64_t i = 0; i < 4; ++i) {
       auto [key, v] = stateIndex(kt, i);
+      // A ragged block's columns past V read the last one (in bounds; their
+      // state is never stored, and no other column reads it).
+      if (p.ragged())
+        v = e.minIndex(v, e.index(p.columns - 1));
       Value x = p.enteredSegments
                     ? e.loadF32(io.initialState, {bIdx, segment, hv, key, v})
                     : e.loadF32(io.initialState, {bIdx, hv, key, v});
@@ -269,6 +282,10 @@ SmallVector<Value> StatePassKernel::loadInitialState() {
 
 void StatePassKernel::storeState(ValueRange flat, Value dst,
                                  SmallVector<Value> prefix) {
+  OpBuilder::InsertionGuard guard(b);
+  if (warpColumnsIn)
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, warpColumnsIn, false).thenBlock());
   for (int64_t kt = 0; kt < p.keyTiles; ++kt)
     for (int64_t i = 0; i < 4; ++i) {
       auto [key, v] = stateIndex(kt, i);
@@ -320,14 +337,14 @@ void StatePassKernel::flushOutputs(Value m) {
     k.copyRowsOut(sOut, zero, p.K, p.block.columns, Value(), io.states,
                   [&](Value r, Value col) -> SmallVector<Value> {
       return {bIdx, c, hv, r, e.addIndex(v0, col)};
-    });
+    }, /*byWarp=*/false, blockColumnsIn);
   }
   if (dOut) {
     ChunkRows rows = chunkRows(e, m, io.seqLen);
     k.copyRowsOut(dOut, zero, kChunk, p.block.columns, rows.valid, io.newValues,
                   [&](Value r, Value c) -> SmallVector<Value> {
       return {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)};
-    });
+    }, /*byWarp=*/false, blockColumnsIn);
   }
 }
 
@@ -459,6 +476,8 @@ void StatePassKernel::writeNewValues(ArrayRef<SmallVector<Value>> d, Value n,
     for (int64_t odd = 0; odd < 2; ++odd) {
       Value t = k.accCol(8 * rt, odd);
       Value store = k.ult(t, rows.valid);
+      if (warpColumnsIn)
+        store = arith::AndIOp::create(b, store, warpColumnsIn);
       if (kStateKeySplit > 1)
         store = arith::AndIOp::create(
             b, store,
@@ -814,7 +833,7 @@ void launchStatePass(const StatePassPlan &p, const StatePassOperands &io,
                      ImplicitLocOpBuilder &b, LoopEmitter &e) {
   Value batch = e.dim(io.keys, 0);
   Value zBlocks = p.segmentChunks ? e.mulIndex(batch, io.numSegments) : batch;
-  emitLaunch(b, {e.index(p.columns / p.block.columns), e.index(p.numVHeads),
+  emitLaunch(b, {e.index(p.blocksAcross()), e.index(p.numVHeads),
                  zBlocks},
              p.sharedBytes(), p.mmaElem, [&](MmaEmitter &k) {
     StatePassKernel(p, io, k).emit();

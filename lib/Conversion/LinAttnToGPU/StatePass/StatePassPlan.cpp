@@ -29,7 +29,9 @@ std::optional<StateBlock> StateBlock::of(Operation *op, int64_t V,
       return std::nullopt;
     }
   }
-  if (V % columns != 0) {
+  bool raggedWide = columns == chunked_kernels::kWideStateColumns &&
+                    chunked_kernels::hasWideStateBlocks(V);
+  if (V % columns != 0 && !raggedWide) {
     whyNot = ("V = " + Twine(V) + " is not a multiple of the state pass "
               "blocks' " + Twine(columns) + " columns")
                  .str();
@@ -260,9 +262,12 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
 std::string StatePassPlan::describe() const {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << columns / block.columns << " blocks of " << block.columns
+  os << blocksAcross() << " blocks of " << block.columns
      << " state columns a value head and "
      << (segmentChunks ? "segment" : "sequence");
+  if (ragged())
+    os << " (the last block's columns past " << columns << " load zeros and "
+       << "store nothing)";
   if (segmentChunks)
     os << " (segments of " << *segmentChunks << " chunks"
        << (enteredSegments ? ", each from its own entry state)" : ")");

@@ -15,6 +15,8 @@
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <optional>
 
 namespace mlir::linattn::kernel {
@@ -29,7 +31,10 @@ namespace mlir::linattn::kernel {
 /// `op`'s kStateColumnsAttrName (chunked_kernels::kNarrowStateColumns,
 /// where linattn-narrow-state-blocks asked; kWideStateColumns, where
 /// linattn-widen-state-blocks did), or kStateColumns; none (`whyNot` says
-/// why) for any other width, or one that does not divide V.
+/// why) for any other width, or one that does not divide V, but for the
+/// wide request where V is a multiple of kStateColumns
+/// (chunked_kernels::hasWideStateBlocks): there the last block's second
+/// half lies past V (its column groups load zeros and store nothing).
 struct StateBlock {
   int64_t columns = 0, columnGroups = 0, warps = 0;
   static std::optional<StateBlock> of(Operation *op, int64_t V,
@@ -125,6 +130,10 @@ public:
   /// The state's columns the blocks span: V, or K + V for the maps.
   int64_t columns = 0;
   StateBlock block; ///< the block's columns and warps
+  /// Blocks across the columns; with `ragged` the last one's columns run
+  /// past `columns` (wide blocks over V = 160, 224: StateBlock::of).
+  int64_t blocksAcross() const { return llvm::divideCeil(columns, block.columns); }
+  bool ragged() const { return columns % block.columns != 0; }
   WForm w = WForm::None;
   Decay decay = Decay::None;
 
