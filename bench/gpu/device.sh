@@ -19,8 +19,9 @@
 # (alignment: each argument moved off its 16-byte boundary must fail by
 # name and leave the library usable, bench/gpu/check_alignment.py).
 #   OBJECTS=.carry/train bench/gpu/device.sh train
-# (train: one training step of a DeltaNet layer through the library's
-# backward beside fla's, bench/gpu/train_step.py, on deltanet_train.o).
+# (train: one training step of each layer through the library's backward
+# beside fla's, bench/gpu/train_step.py, on the <layer>_train.o objects
+# its `variants` lists).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 what=${1:-all}; shift || true
@@ -70,9 +71,12 @@ if [ "$what" = profile-backward ]; then
       "$OUT/$name.profile.log" || tail -20 "$OUT/$name.profile.log"
 fi
 if [ "$what" = train ]; then
-  python3 bench/gpu/train_step.py run --lib "$libs/deltanet_train.so" \
-      --json "$OUT/train_step.json" 2>&1 | tee "$OUT/train_step.log" | tail -5
-  status=${PIPESTATUS[0]}
+  for lib in "$libs"/*_train.so; do
+    layer=$(basename "$lib" _train.so)
+    python3 bench/gpu/train_step.py run --lib "$lib" --json "$OUT/train_step_$layer.json" \
+        > "$OUT/train_step_$layer.log" 2>&1 || status=1
+    tail -3 "$OUT/train_step_$layer.log"
+  done
 fi
 if [ "$what" = grid ]; then
   python3 bench/gpu/strategy_grid.py run --libdir "$libs" --runner "$runner" \
