@@ -54,8 +54,9 @@ kind, name, path = sys.argv[1:]
 ref.write_spec(path, kind, name, "f32", 1, 1, 8, 8, 128, 128)
 PY
 done
-# K != V where the wide state-pass blocks' last one is half past V (V =
-# 160, 224) and K <= 128 gives them producer warps: libraries <name>_bf16_KxV.
+# K != V: V = 224, where the wide state-pass blocks' last one is half past
+# V and K <= 128 gives them producer warps, and V = 160 (32-column blocks):
+# libraries <name>_bf16_KxV.
 for shape in gated_delta:gated_deltanet:128:224 delta:deltanet:128:160; do
   IFS=: read -r kind name K V <<< "$shape"
   /usr/bin/python3 - "$kind" "$name" "$K" "$V" "$specs/${name}_bf16_${K}x${V}.mlir" <<'PY'

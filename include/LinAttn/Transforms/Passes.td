@@ -470,7 +470,8 @@ def LinAttnWidenStateBlocks
     batches), blocks of 64 columns and eight warps take half the waves,
     each step about 1.6x as long (bench/NOTES.md w3). B is known at run
     time, so each `linattn.chunk_state_pass` not yet given a width (nor
-    segmented) whose V is a multiple of 64 is kept in both widths behind
+    segmented) whose V is a multiple of 64, or 224 (the last block half
+    past V: TargetInfo.h's hasWideStateBlocks), is kept in both widths behind
     an `scf.if` on B * HV * V, the wide one marked `linattn.state_columns
     = 64`, which the GPU conversion reads (a request: where its shared
     memory does not fit, the kernel keeps 32 columns):

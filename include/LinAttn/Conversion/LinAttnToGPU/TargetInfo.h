@@ -127,16 +127,16 @@ constexpr int64_t manyChainsStateColumns(int64_t smCount) {
   return kStateColumns * smCount;
 }
 /// Whether linattn-widen-state-blocks gives a state pass of value size V
-/// its kWideStateColumns form: V a multiple of it, or of kStateColumns from
-/// 160 up, where the last wide block is half past V (ragged): V / 32
-/// blocks of 32 columns against ceil(V / 64) wide ones, each ~1.6x a
-/// 32-column block's step (bench/NOTES.md w3), so one wave of them beats
-/// two of 32 columns from V = 160 (5 blocks against 3), not at 96 (3
-/// against 2: a half-empty block costs a whole one). The pass and the
-/// strategy's explanation read this one rule.
+/// its kWideStateColumns form: V a multiple of it, or V = 224 and above (a
+/// multiple of kStateColumns), where the last wide block is half past V
+/// (ragged): 4 wide blocks against 7 of 32 columns took the state pass
+/// -31% at B 4 and 8 (K = V = 224); at V = 160 (3 against 5) it gained 6%
+/// at B 4 and lost 12% at B 16 (a half-empty block costs a whole one;
+/// bench/NOTES.md r3). The pass and the strategy's explanation read this
+/// one rule.
 constexpr bool hasWideStateBlocks(int64_t valueDim) {
   return valueDim % kWideStateColumns == 0 ||
-         (valueDim % kStateColumns == 0 && valueDim >= 5 * kStateColumns);
+         (valueDim % kStateColumns == 0 && valueDim >= 7 * kStateColumns);
 }
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;

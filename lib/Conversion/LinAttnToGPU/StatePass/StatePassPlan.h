@@ -131,7 +131,7 @@ public:
   int64_t columns = 0;
   StateBlock block; ///< the block's columns and warps
   /// Blocks across the columns; with `ragged` the last one's columns run
-  /// past `columns` (wide blocks over V = 160, 224: StateBlock::of).
+  /// past `columns` (wide blocks over V = 224: StateBlock::of).
   int64_t blocksAcross() const { return llvm::divideCeil(columns, block.columns); }
   bool ragged() const { return columns % block.columns != 0; }
   WForm w = WForm::None;
