@@ -32,9 +32,9 @@ namespace mlir::linattn::kernel {
 /// where linattn-narrow-state-blocks asked; kWideStateColumns, where
 /// linattn-widen-state-blocks did), or kStateColumns; none (`whyNot` says
 /// why) for any other width, or one that does not divide V, but for the
-/// wide request where V is a multiple of kStateColumns
-/// (chunked_kernels::hasWideStateBlocks): there the last block's second
-/// half lies past V (its column groups load zeros and store nothing).
+/// wide request where chunked_kernels::hasWideStateBlocks(V) allows a
+/// ragged one (V = 224): there the last block's second half lies past V
+/// (its column groups load zeros and store nothing).
 struct StateBlock {
   int64_t columns = 0, columnGroups = 0, warps = 0;
   static std::optional<StateBlock> of(Operation *op, int64_t V,
