@@ -129,13 +129,12 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   int64_t smCount = linattn::GPUTargetInfo::forChip(options.chip)
                         .value_or(linattn::GPUTargetInfo::h200())
                         .smCount();
-  std::string chip = options.chip;
-  int64_t chunkSize = options.chunkSize;
   linattn::addAlgorithmPasses(
       pm, options.strategy, options.chunkSize, smCount,
       [&](OpPassManager &nested) {
         nested.addPass(linattn::createLinAttnFitChunkedKernels(
-            linattn::LinAttnFitChunkedKernelsOptions{chip, chunkSize}));
+            linattn::LinAttnFitChunkedKernelsOptions{options.chip,
+                                                     options.chunkSize}));
       });
   // auto without a forced segment length: segments and narrow or wide
   // state-pass blocks are chosen at run time from B (and T).

@@ -129,11 +129,10 @@ constexpr int64_t manyChainsStateColumns(int64_t smCount) {
 /// Whether linattn-widen-state-blocks gives a state pass of value size V
 /// its kWideStateColumns form: V a multiple of it, or V = 224 and above (a
 /// multiple of kStateColumns), where the last wide block is half past V
-/// (ragged): 4 wide blocks against 7 of 32 columns took the state pass
-/// -31% at B 4 and 8 (K = V = 224); at V = 160 (3 against 5) it gained 6%
-/// at B 4 and lost 12% at B 16 (a half-empty block costs a whole one;
-/// bench/NOTES.md r3). The pass and the strategy's explanation read this
-/// one rule.
+/// (ragged): there 4 wide blocks beat 7 of 32 columns, while at V = 160
+/// (3 against 5) the half-empty block costs more than it saves where the
+/// blocks take several waves (measured: bench/NOTES.md r3). The pass, the
+/// kernel's plan and the strategy's explanation read this one rule.
 constexpr bool hasWideStateBlocks(int64_t valueDim) {
   return valueDim % kWideStateColumns == 0 ||
          (valueDim % kStateColumns == 0 && valueDim >= 7 * kStateColumns);
