@@ -8,6 +8,7 @@ a grid of B and T on one GPU.
         line, "NAME SPEC --strategy=S" (bench/gpu/prepare.sh's input:
         LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/strategy_grid.py variants")
     bench/gpu/strategy_grid.py run --libdir LIBS --runner linattn-gpu-run --out OUT.jsonl [--specs A,B]
+            [--strategies chunked]
         (GPU machine) one JSON line per (spec, B, T, strategy): the median ms
         of 20 CUDA-graph replays after 3 warm-ups, on check.py's random inputs
 
@@ -71,7 +72,7 @@ def run(args):
             s = SPECS[spec_id]
             ins = make_inputs(s["kind"], B, T, s["K"], s["V"], s["dtype"], False, gen,
                               unnormalised_qk=s["qk_l2norm"], H=s["H"], HV=s["HV"])
-            for strategy in STRATEGIES:
+            for strategy in args.strategies.split(","):
                 if strategy == "recurrent" and T > MAX_RECURRENT_T:
                     continue
                 lib = os.path.join(args.libdir, library(spec_id, strategy) + ".so")
@@ -101,6 +102,8 @@ def main():
     r.add_argument("--out", required=True)
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--specs", default="", help="comma-separated GRID_SPECS to run (default all)")
+    r.add_argument("--strategies", default=",".join(STRATEGIES),
+                   help="comma-separated strategies to run (default both)")
     args = p.parse_args()
     if args.cmd == "variants":
         variants(args.spec_dir)

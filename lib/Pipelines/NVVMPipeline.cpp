@@ -172,6 +172,7 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertLinAttnToGPU(
       ConvertLinAttnToGPUOptions{options.maxUnroll}));
   pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(createLinAttnFuseIndependentLaunches());
   pm.addPass(createLinAttnInsertAlignmentChecks());
   if (options.checkInputs)
     pm.addPass(createLinAttnInsertInputChecks());

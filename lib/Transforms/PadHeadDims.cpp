@@ -51,8 +51,10 @@ SizesLike sizesLike(OpBuilder &b, Location loc, Value value,
 
 /// `value` in a tensor of the static sizes `shape` (at least `value`'s;
 /// dynamic ones the same), zero past it: for each padded dimension, its
-/// slab past `value` filled with zeros (a corner two slabs share is
-/// written twice), then `value` copied into the leading slice. Each is a
+/// slab past `value` filled with zeros (within `value`'s extent along the
+/// padded dimensions before it, so that no two slabs meet and
+/// linattn-fuse-independent-launches may run them together), then `value`
+/// copied into the leading slice. Each is a
 /// slice written in place, and each writes whole rows, which
 /// convert-linattn-linalg-to-gpu moves 16 bytes an access (bench/NOTES.md
 /// p4), where an element-wise generic with its index clamps and selects
@@ -87,16 +89,18 @@ Value padWithZeros(OpBuilder &b, Location loc, Value value,
   Value result = bufferization::AllocTensorOp::create(
       b, loc, RankedTensorType::get(shape, elem), padded.dynamic);
   Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elem));
+  SmallVector<OpFoldResult> slabExtents(padded.all);
   for (int64_t d = 0; d < rank; ++d) {
     int64_t size = type.getDimSize(d);
     if (ShapedType::isDynamic(size) || shape[d] == size)
       continue;
-    SmallVector<OpFoldResult> offsets(zeros), extents(padded.all);
+    SmallVector<OpFoldResult> offsets(zeros), extents(slabExtents);
     offsets[d] = b.getIndexAttr(size);
     extents[d] = b.getIndexAttr(shape[d] - size);
     result = writeSlice(result, offsets, extents, [&](Value slab) {
       return linalg::FillOp::create(b, loc, zero, slab).getResult(0);
     });
+    slabExtents[d] = b.getIndexAttr(size);
   }
   return writeSlice(result, zeros, sizes, [&](Value leading) {
     return linalg::CopyOp::create(b, loc, value, leading).getResult(0);

@@ -5,7 +5,8 @@
 
 // K = V = 80 (a multiple of 16, not of 32): q, k, v and the initial state
 // copied into zero-padded tensors of 96 (the slab past 80 of each padded
-// dimension filled with zeros, the input copied into the leading slice,
+// dimension, within 80 along the padded dimensions before it, filled with
+// zeros, so that no two slabs meet; the input copied into the leading slice,
 // each in place: whole rows, which the GPU moves 16 bytes an access), the
 // recurrence at 96 with the scale of K = 80 (1 / sqrt(80) = 0.1118) made
 // explicit, o and the final state sliced back to 80 (a copy of the
@@ -22,7 +23,8 @@
 // CHECK:         %[[KP:.*]] = tensor.insert_slice %{{.*}} into %{{.*}} : tensor<?x?x2x80xbf16> into tensor<?x?x2x96xbf16>
 // CHECK:         %[[VP:.*]] = tensor.insert_slice %{{.*}} into %{{.*}} : tensor<?x?x2x80xbf16> into tensor<?x?x2x96xbf16>
 // CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x2x16x96xf32>)
-// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x2x96x16xf32>)
+// CHECK:         tensor.extract_slice %{{.*}}[0, 0, 0, 80] [%{{.*}}, 2, 80, 16] [1, 1, 1, 1]
+// CHECK:         linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<?x2x80x16xf32>)
 // CHECK:         %[[SP:.*]] = tensor.insert_slice %{{.*}} into %{{.*}} : tensor<?x2x80x80xf32> into tensor<?x2x96x96xf32>
 // CHECK:         %[[O:.*]], %[[S:.*]] = linattn.recurrence gated_delta q(%[[QP]]) k(%[[KP]]) v(%[[VP]]) gate(%[[G]]) beta(%[[B]]) state(%[[SP]]) {scale = 0.111803398 : f32}
 // CHECK-SAME:      -> (tensor<?x?x2x96xbf16>, tensor<?x2x96x96xf32>)

@@ -122,6 +122,51 @@ def LinAttnInsertInputChecks
                            "mlir::LLVM::LLVMDialect"];
 }
 
+def LinAttnFuseIndependentLaunches
+    : Pass<"linattn-fuse-independent-launches", "mlir::func::FuncOp"> {
+  let summary = "Fuse consecutive independent launches into one";
+  let description = [{
+    For GPU host code (after `convert-linattn-to-gpu`). Two `gpu.launch`
+    ops one after the other in a block, with only pure ops, allocations and
+    `gpu.wait` between them, become one launch when neither reads or writes
+    what the other writes, both have the same constant block size, single-
+    block bodies, no dynamic shared memory, no attributions, no async
+    tokens and no cluster. The fused grid is flat: n1 = x1 y1 z1 blocks
+    run the first body, the next n2 = x2 y2 z2 the second, each block
+    recovering its launch's (x, y, z) from its index (x = i mod x1, y =
+    (i / x1) mod y1, z = i / (x1 y1); no division where y = z = 1), and
+    each body seeing its own grid size. A chain of such launches becomes
+    one. What that takes back: a launch each and the tail of each small
+    grid, as in the padding of head sizes (`linattn-pad-head-dims`: a fill
+    of each slab and a copy of each input, nine launches at K = V = 48,
+    become one) and the two l2norm kernels of `{qk_l2norm}`.
+
+    Accesses are compared by the memref each body reads or writes from
+    outside it, traced through `memref.subview` to its root: different
+    allocations never overlap; views of one root overlap unless some
+    dimension's static ranges are disjoint; two function arguments may
+    alias. An op whose effects are not known keeps its launch apart.
+
+    ```mlir
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %x1, %gy = %y, %gz = %c1) ... {
+      ... fill of %slab at (%bx, %by) ...
+    }
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %x2, %gy = %y, %gz = %c1) ... {
+      ... copy of %q into %leading at (%bx, %by) ...
+    }
+    // becomes
+    %n1 = arith.muli %x1, %y : index
+    %n2 = arith.muli %x2, %y : index
+    %n = arith.addi %n1, %n2 : index
+    gpu.launch blocks(%i, %_, %_) in (%gx = %n, %gy = %c1, %gz = %c1) ... {
+      scf.if %i < %n1 { (%i mod %x1, %i / %x1): ... fill ... }
+      scf.if %i >= %n1 { %j = %i - %n1, (%j mod %x2, %j / %x2): ... copy ... }
+    }
+    ```
+  }];
+  let dependentDialects = ["mlir::arith::ArithDialect", "mlir::scf::SCFDialect"];
+}
+
 def LinAttnInsertAlignmentChecks
     : Pass<"linattn-insert-alignment-checks", "mlir::ModuleOp"> {
   let summary = "Check that a GPU function's arguments start on 16-byte boundaries";
