@@ -139,13 +139,25 @@ bool sameConstant(Value a, Value b) {
          matchPattern(b, m_ConstantInt(&y)) && x == y;
 }
 
-/// Whether `launch` can take part in a fusion at all.
+/// Whether `launch` can take part in a fusion at all. Its body must see
+/// its block ids and grid through the launch's arguments (which the fusion
+/// rewrites): ops that read them from the hardware would see the fused
+/// grid's.
 bool isFusable(gpu::LaunchOp launch) {
-  return !launch.getAsyncToken() && launch.getAsyncDependencies().empty() &&
-         !launch.getDynamicSharedMemorySize() && !launch.hasClusterSize() &&
-         launch.getWorkgroupAttributions().empty() &&
-         launch.getPrivateAttributions().empty() && !launch.getModuleAttr() &&
-         !launch.getFunctionAttr() && launch.getBody().hasOneBlock();
+  if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() ||
+      launch.getDynamicSharedMemorySize() || launch.hasClusterSize() ||
+      !launch.getWorkgroupAttributions().empty() ||
+      !launch.getPrivateAttributions().empty() || launch.getModuleAttr() ||
+      launch.getFunctionAttr() || !launch.getBody().hasOneBlock())
+    return false;
+  WalkResult gridQueries = launch.getBody().walk([](Operation *op) {
+    return isa<gpu::BlockIdOp, gpu::GridDimOp, gpu::GlobalIdOp,
+               gpu::ClusterIdOp, gpu::ClusterDimOp, gpu::ClusterDimBlocksOp,
+               gpu::ClusterBlockIdOp>(op)
+               ? WalkResult::interrupt()
+               : WalkResult::advance();
+  });
+  return !gridQueries.wasInterrupted();
 }
 
 /// Whether `first` may run together with `second`, the next launch after

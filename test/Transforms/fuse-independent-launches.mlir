@@ -116,10 +116,11 @@ func.func @grid_size(%a: memref<?xf32>, %b: memref<?xf32>, %x1: index, %x2: inde
 // What keeps launches apart: a read of what the one before wrote (the
 // same allocation, ranges not disjoint); a write to a function argument
 // where the other reads another (they may alias); different block sizes;
-// dynamic shared memory; a call between them.
+// dynamic shared memory; a call between them; a body reading its block id
+// from the hardware (gpu.block_id: it would see the fused grid's).
 
 // CHECK-LABEL: func.func @apart(
-// CHECK-COUNT-6: gpu.launch
+// CHECK-COUNT-7: gpu.launch
 // CHECK-NOT:     gpu.launch
 // CHECK:         return
 func.func @apart(%in: memref<?xf32>, %out: memref<?xf32>, %x: index) {
@@ -175,6 +176,14 @@ func.func @apart(%in: memref<?xf32>, %out: memref<?xf32>, %x: index) {
              threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
     %e = arith.constant 3.0 : f32
     memref.store %e, %w[%tx] : memref<256xf32>
+    gpu.terminator
+  }
+  %z = memref.alloc() : memref<256xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %x, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c64, %sy = %c1, %sz = %c1) {
+    %e = arith.constant 4.0 : f32
+    %b = gpu.block_id x
+    memref.store %e, %z[%b] : memref<256xf32>
     gpu.terminator
   }
   return
