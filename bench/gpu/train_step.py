@@ -141,10 +141,14 @@ def run(args):
                "device": torch.cuda.get_device_name(0)}
     got = step(linattn, torch.float32)
     results["linattn"] = {n: fwd.rel_err(got[n], ref[n]) for n in ref}
+    def report(who):
+        r = results[who]
+        print(layer, who, r["error"] if "error" in r else
+              " ".join(f"{n}={e:.2e}" for n, e in r.items()), flush=True)
+
     # Written before fla runs: its first call JIT-compiles and autotunes for
     # minutes (KDA's most), and a time limit must not take LinAttn's result.
-    print(layer, "linattn", " ".join(f"{n}={e:.2e}" for n, e in results["linattn"].items()),
-          flush=True)
+    report("linattn")
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
     try:
@@ -152,8 +156,7 @@ def run(args):
         results["fla"] = {n: fwd.rel_err(got[n], ref[n]) for n in ref}
     except Exception as e:  # fla absent or failing: say so beside LinAttn's
         results["fla"] = {"error": f"{type(e).__name__}: {e}"[:400]}
-    r = results["fla"]
-    print(layer, "fla", " ".join(f"{n}={e:.2e}" for n, e in r.items()) if "error" not in r else r["error"])
+    report("fla")
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
     ok = all(e <= args.tol for e in results["linattn"].values())

@@ -212,16 +212,11 @@ void inlineBodyUnder(RewriterBase &rewriter, Location loc, Value condition,
   rewriter.eraseOp(yield->getPrevNode());
 }
 
-bool isOne(Value v) {
-  APInt one;
-  return matchPattern(v, m_ConstantInt(&one)) && one.isOne();
-}
-
 /// Blocks of a launch over `grid`: x y z (x alone where y = z = 1).
 Value blockCount(RewriterBase &rewriter, Location loc, const KernelDim3 &grid) {
   Value n = grid.x;
   for (Value d : {grid.y, grid.z})
-    if (!isOne(d))
+    if (!matchPattern(d, m_One()))
       n = arith::MulIOp::create(rewriter, loc, n, d);
   return n;
 }
@@ -230,11 +225,11 @@ Value blockCount(RewriterBase &rewriter, Location loc, const KernelDim3 &grid) {
 /// x = i mod gx, y = (i / gx) mod gy, z = i / (gx gy).
 KernelDim3 blockIdsOf(RewriterBase &rewriter, Location loc, Value i,
                       const KernelDim3 &grid, Value zero) {
-  if (isOne(grid.y) && isOne(grid.z))
+  if (matchPattern(grid.y, m_One()) && matchPattern(grid.z, m_One()))
     return {i, zero, zero};
   Value x = arith::RemUIOp::create(rewriter, loc, i, grid.x);
   Value rest = arith::DivUIOp::create(rewriter, loc, i, grid.x);
-  if (isOne(grid.z))
+  if (matchPattern(grid.z, m_One()))
     return {x, rest, zero};
   Value y = arith::RemUIOp::create(rewriter, loc, rest, grid.y);
   Value z = arith::DivUIOp::create(rewriter, loc, rest, grid.y);

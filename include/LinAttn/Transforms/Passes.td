@@ -131,7 +131,9 @@ def LinAttnFuseIndependentLaunches
     `gpu.wait` between them, become one launch when neither reads or writes
     what the other writes, both have the same constant block size, single-
     block bodies, no dynamic shared memory, no attributions, no async
-    tokens and no cluster. The fused grid is flat: n1 = x1 y1 z1 blocks
+    tokens, no cluster, and bodies that take their block ids and grid from
+    the launch's arguments (not `gpu.block_id`, `gpu.grid_dim` or the
+    cluster ids, which would read the fused grid's). The fused grid is flat: n1 = x1 y1 z1 blocks
     run the first body, the next n2 = x2 y2 z2 the second, each block
     recovering its launch's (x, y, z) from its index (x = i mod x1, y =
     (i / x1) mod y1, z = i / (x1 y1); no division where y = z = 1), and
@@ -142,10 +144,12 @@ def LinAttnFuseIndependentLaunches
     become one) and the two l2norm kernels of `{qk_l2norm}`.
 
     Accesses are compared by the memref each body reads or writes from
-    outside it, traced through `memref.subview` to its root: different
-    allocations never overlap; views of one root overlap unless some
-    dimension's static ranges are disjoint; two function arguments may
-    alias. An op whose effects are not known keeps its launch apart.
+    outside it, traced through view-like ops to its root: different
+    allocations never overlap, nor an allocation and a function argument;
+    views of one root overlap unless some dimension's static ranges (of a
+    subview taken from the root) are disjoint; two function arguments, or
+    any other roots (an `scf.if` result), may alias. An op whose effects
+    are not known keeps its launch apart.
 
     ```mlir
     gpu.launch blocks(%bx, %by, %bz) in (%gx = %x1, %gy = %y, %gz = %c1) ... {
