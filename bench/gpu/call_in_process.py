@@ -5,8 +5,9 @@ Nsight Compute does not attach to linattn-gpu-run on the device machine
 (it prints "Failed to connect to process" and waits; bench/NOTES.md c31)
 but profiles a Python process whose CUDA context PyTorch made. This makes
 the call linattn-gpu-run makes, on the benchmark's inputs (check.py's
-make_inputs: B, H (8 unless _h<H>), K = V from the library's name), through the
-library's C ABI (runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async
+make_inputs: B, H (8 unless _h<H>), K = V from the library's name; for a
+model-shape library, mm_<spec id>.so, its spec's heads, head sizes and type,
+as kernel_times.py takes them), through the library's C ABI (runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async
 on PyTorch's current stream, --calls times, then checks that the outputs
 were written:
     ncu --clock-control none --launch-skip 3 --launch-count 3 --section ... \\
@@ -27,6 +28,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples", "torch"))
 from check import INPUT_ORDER, make_inputs, parse_library  # noqa: E402
+from kernel_times import model_shape_spec  # noqa: E402
 from linattn_torch import descriptor, memref_type  # noqa: E402
 
 TORCH_TYPES = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
@@ -66,9 +68,17 @@ def main():
     args = p.parse_args()
     if args.backward:
         return call_backward(args)
-    name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
+    stem = os.path.basename(args.lib)[:-len(".so")]
+    spec = model_shape_spec(stem)
     gen = torch.Generator(device="cuda").manual_seed(args.T)
-    ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
+    if spec:
+        name, dtype, HV, V = spec["family"], spec["dtype"], spec["HV"], spec["V"]
+        ins = make_inputs(spec["kind"], args.B, args.T, spec["K"], V, dtype, False, gen,
+                          spec["qk_l2norm"], spec["H"], HV)
+    else:
+        name, kind, dtype, K, _, qk_l2norm, H = parse_library(args.lib)
+        HV, V = H, K
+        ins = make_inputs(kind, args.B, args.T, K, K, dtype, False, gen, qk_l2norm, H)
     # q, k, v in the library's type; gates, betas and the state in f32.
     tensors = [ins[n].to(TORCH_TYPES[dtype] if n in ("q", "k", "v") else torch.float32).contiguous()
                for n in INPUT_ORDER if n in ins]
@@ -88,7 +98,7 @@ def main():
         o_elems = 1
         for size in results.o.sizes:
             o_elems *= size
-        ok = results.o.aligned is not None and o_elems == args.B * args.T * 8 * K
+        ok = results.o.aligned is not None and o_elems == args.B * args.T * HV * V
         for r in (results.o, results.state):
             if r.allocated:
                 cuda.cuMemFree_v2(ctypes.c_uint64(r.allocated))

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Times one flash-linear-attention forward op the way PEERS.md does.
 
-    fla_time.py OP T[,T...] [--B N] [--H N] [--kernels]
-        (OP: gated_delta | delta | simple_gla | gla | kda | gated_delta_recurrent)
+    fla_time.py OP T[,T...] [--B N] [--H N] [--K N] [--V N] [--kernels | --profile]
+        (OP: gated_delta | delta | simple_gla | gla | kda | linear |
+         gated_delta_recurrent)
 
-B = 4, H = 8 unless given, K = V = 128, bf16, q and k L2-normalised,
+B = 4, H = 8, K = V = 128 unless given, bf16, q and k L2-normalised,
 g = logsigmoid(randn) (per key for gla and kda), beta = sigmoid(randn),
 final state returned. For each T: warm up, capture the
 op in a CUDA graph and time 20 replays with CUDA events; prints one JSON line
@@ -12,7 +13,10 @@ per T with the median ms. Runs one op per process (a faulting Triton kernel
 poisons the CUDA context). fla is carried in .carry/fla and never committed.
 With --kernels, prints instead the GPU time of each kernel of one warm call
 (torch.profiler), to set against bench/gpu/kernel_times.py's numbers for
-LinAttn's kernels.
+LinAttn's kernels. With --profile, makes one warm call between
+cudaProfilerStart and Stop, for Nsight Compute:
+    ncu --profile-from-start off --kernel-name regex:fwd_kernel_h \
+        --section SourceCounters ... -o R python3 fla_time.py gated_delta 4096 --profile
 """
 import json
 import os
@@ -45,6 +49,9 @@ def make(op, B, T, H=8, K=128, V=128):
     if op == "simple_gla":
         from fla.ops.simple_gla import chunk_simple_gla as f
         return lambda: f(q, k, v, g, initial_state=s0, output_final_state=True)
+    if op == "linear":
+        from fla.ops.linear_attn import chunk_linear_attn as f
+        return lambda: f(q, k, v, initial_state=s0, output_final_state=True, normalize=False)
     if op == "gla":
         from fla.ops.gla import chunk_gla as f
         return lambda: f(q, k, v, gk, initial_state=s0, output_final_state=True)
@@ -101,18 +108,29 @@ def option(name, default):
 def main():
     op, Ts = sys.argv[1], [int(t) for t in sys.argv[2].split(",")]
     B, H = option("--B", 4), option("--H", 8)
+    K, V = option("--K", 128), option("--V", 128)
+    if "--profile" in sys.argv[3:]:
+        fn = make(op, B, Ts[0], H, K, V)
+        for _ in range(5):  # compiled, autotuned and warm
+            fn()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStart()
+        fn()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
+        return
     if "--kernels" in sys.argv[3:]:
         for T in Ts:
-            times = kernel_times(make(op, B, T, H))
-            print(f"fla {op} B={B} H={H} T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
+            times = kernel_times(make(op, B, T, H, K, V))
+            print(f"fla {op} B={B} H={H} K={K} V={V} T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
             for name, ms in times:
                 print(f"  {ms:8.3f} ms  {name[:90]}")
         return
     for T in Ts:
         try:
-            ms = time_graph(make(op, B, T, H))
-            print(json.dumps({"impl": "fla-0.5.2", "op": op, "B": B, "T": T, "H": H, "K": 128,
-                              "V": 128, "median_ms_graph": round(ms, 4)}), flush=True)
+            ms = time_graph(make(op, B, T, H, K, V))
+            print(json.dumps({"impl": "fla-0.5.2", "op": op, "B": B, "T": T, "H": H, "K": K,
+                              "V": V, "median_ms_graph": round(ms, 4)}), flush=True)
         except Exception as e:  # report and go on to the next T
             print(json.dumps({"impl": "fla-0.5.2", "op": op, "T": T, "error": str(e)[:300]}),
                   flush=True)

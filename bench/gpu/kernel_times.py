@@ -14,11 +14,12 @@ not attach to linattn-gpu-run on the device machine, NOTES c31) and its
 report is printed; with --ncu-report PATH it is also saved (PATH.ncu-rep)
 and, where SourceCounters is among the sections, the kernels' SASS with
 their sampled warp stalls is summarised by ncu_source_summary.py into
-PATH.summary.txt. With --backward KIND:H:HV:K:V (and --ncu) it profiles
+PATH.summary.txt (the page itself as PATH.source.csv.gz). With --backward KIND:H:HV:K:V (and --ncu) it profiles
 NAME_backward of a bench/gpu/bench_backward.py library instead
 (call_in_process.py --backward).
 """
 import argparse
+import gzip
 import os
 import subprocess
 import sys
@@ -65,14 +66,16 @@ def profile(args, name):
                              capture_output=True, text=True)
     print(details.stdout)
     if "SourceCounters" in args.sections:
-        source = os.path.join(os.path.dirname(os.path.abspath(report)), "source.csv")
-        with open(source, "w") as f:
-            subprocess.run([args.ncu, "--import", report, "--page", "source", "--csv", "--print-source", "sass"],
-                           stdout=f, text=True)
+        # The per-instruction page is kept (gzip: ~30 KB) for
+        # ncu_source_summary.py --per-step.
+        source = args.ncu_report + ".source.csv.gz"
+        page = subprocess.run([args.ncu, "--import", report, "--page", "source", "--csv", "--print-source",
+                               "sass"], capture_output=True, text=True).stdout
+        with gzip.open(source, "wt") as f:
+            f.write(page)
         with open(args.ncu_report + ".summary.txt", "w") as f:
             subprocess.run([sys.executable, os.path.join(HERE, "ncu_source_summary.py"), source], stdout=f,
                            text=True)
-        os.remove(source)
     return 0
 
 

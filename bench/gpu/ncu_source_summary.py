@@ -5,11 +5,17 @@ Input: `ncu --import R.ncu-rep --page source --csv --print-source sass`
 (SourceCounters collected; kernel_times.py --ncu --ncu-report runs both).
 For each kernel: warp instructions executed and stall samples by opcode,
 the stall reasons' shares, and the instructions with the most samples:
-    ncu_source_summary.py source.csv [TOP=25]
+    ncu_source_summary.py source.csv[.gz] [TOP=25]
 (how NOTES c31 found the state pass's element-wise loads and exp wrappers).
+With --per-step N instead: the opcodes of the instructions executed exactly
+N times, i.e. a loop body's instructions once a step when N is the blocks x
+warps x steps that run it (the state pass's compute warps at B 4, H 8, T
+4096: 128 x 4 x 64 = 32768), side by side for several reports:
+    ncu_source_summary.py --per-step 32768 a.csv.gz b.csv.gz
 """
 import collections
 import csv
+import gzip
 import sys
 
 SAMPLES = "Warp Stall Sampling (All Samples)"
@@ -49,9 +55,32 @@ def opcode(source):
     return words[0].split(".")[0] if words else "?"
 
 
+def read_rows(path):
+    with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+        return list(csv.reader(f))
+
+
+def per_step(executions, paths):
+    """Static instructions executed exactly `executions` times, by opcode,
+    one column per report (its first kernel)."""
+    counts = []
+    for path in paths:
+        _, _, body = next(kernels(read_rows(path)))
+        counts.append(collections.Counter(opcode(b["Source"]) for b in body
+                                          if number(b[EXECUTED]) == executions))
+    ops = sorted(set().union(*counts), key=lambda op: (-counts[0][op], op))
+    print("opcode       " + " ".join(f"{i:>8d}" for i in range(len(paths))))
+    for op in ops:
+        print(f"{op:12s} " + " ".join(f"{c[op]:8d}" for c in counts))
+    print(f"{'total':12s} " + " ".join(f"{sum(c.values()):8d}" for c in counts))
+    for i, path in enumerate(paths):
+        print(f"{i}: {path}")
+
+
 def main():
-    with open(sys.argv[1]) as f:
-        rows = list(csv.reader(f))
+    if sys.argv[1] == "--per-step":
+        return per_step(int(sys.argv[2]), sys.argv[3:])
+    rows = read_rows(sys.argv[1])
     top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
     for k, (name, header, body) in enumerate(kernels(rows)):
         stalls = [h for h in header if h.startswith("stall_") and "Not Issued" not in h]

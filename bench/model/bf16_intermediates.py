@@ -18,11 +18,12 @@ states and the new values the output reads), SW (what the kernels round
 since c15), SWDoP (SW, the new values the output reads and the output's
 intra-chunk matrix P), SWDo (the kernels since c16), and on top of it Sw
 (S as the state pass's W S product reads it), Dk (D' = decayed D as the
-state update K^T D' reads it) and both. Kinds (third argument, comma
+state update K^T D' reads it), both (the gated kinds' kernels since
+NOTES s2), and both with U (a 16-bit U as well). Kinds (third argument, comma
 separated; default delta,gated_delta): delta, gated_delta, negeig_delta
 (rank-1 factor 2 beta; its f32 W is never rounded), scalar_gate (no
 rank-1 term: W = 0, U = v), weak_gated_delta (gated delta with log gates
-in (-0.01, 0], outside bench/gpu/check.py's inputs). bench/NOTES.md c14/c15/c20 cite it.
+in (-0.01, 0], outside bench/gpu/check.py's inputs). bench/NOTES.md c14/c15/c20/s2 cite it.
 
     /usr/bin/python3 bench/model/bf16_intermediates.py 4096 0 \
         delta,gated_delta,negeig_delta,scalar_gate
@@ -97,7 +98,8 @@ def main():
                 ("SW", ("S", "W")), ("SWDoP", ("S", "W", "Do", "P")),
                 ("SWDo", ("S", "W", "Do")), ("SWDoSw", ("S", "W", "Do", "Sw")),
                 ("SWDoDk", ("S", "W", "Do", "Dk")),
-                ("SWDoSwDk", ("S", "W", "Do", "Sw", "Dk"))]
+                ("SWDoSwDk", ("S", "W", "Do", "Sw", "Dk")),
+                ("SWDoSwDkU", ("S", "W", "Do", "Sw", "Dk", "U"))]
     kinds = sys.argv[3].split(",") if len(sys.argv) > 3 else ["delta", "gated_delta"]
     # exp(G_i - G_j) above the diagonal overflows (and meets c = 0 for
     # scalar_gate); np.tril drops it.

@@ -6,12 +6,25 @@
 // stages, staged outputs, shared memory and blocks an SM.
 
 // The gated delta rule's pass at K = V = 128: 32-column blocks of four
-// compute warps and two producer warps; both outputs staged.
+// compute warps and two producer warps; D' rounded once for the update (the
+// decay damps its rounding); both outputs staged.
 func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xbf16>, %w: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
-  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_state_pass: 4 blocks of 32 state columns a value head and sequence, 4 compute warps and 2 producer warps issuing the copies, 192 threads; 4 input stages; chunk states and new values leave through shared memory; 207952 bytes of shared memory, sized for 1 block an SM}}
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_state_pass: 4 blocks of 32 state columns a value head and sequence, 4 compute warps and 2 producer warps issuing the copies, 192 threads; 4 input stages; the update takes D' rounded once; chunk states and new values leave through shared memory; 207952 bytes of shared memory, sized for 1 block an SM}}
   %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%g) state(%s0) {chunk_size = 64 : i64}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
   return %d, %states, %final : tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
+}
+
+// -----
+
+// Without a decay (the delta rule's pass: D' = D, f32 new values) D'
+// enters the update split: rounded, o's error on nearly parallel keys grows
+// toward the bound.
+func.func @wy_form_ungated(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %s0: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>) {
+  // expected-remark @+1 {{3 input stages; the update takes D' split (hi + lo);}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>)
+  return %d, %states, %final : tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xbf16>, tensor<?x2x128x128xf32>
 }
 
 // -----
@@ -51,7 +64,7 @@ func.func @wy_form_wide_k192(%k: tensor<?x?x2x192xbf16>, %u: tensor<?x?x2x128xbf
 // entered pass starts each segment from its own state; both sized for two
 // blocks an SM.
 func.func @segments(%k: tensor<?x?x8x128xbf16>, %u: tensor<?x?x8x128xbf16>, %w: tensor<?x?x8x128xbf16>, %g: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128x128xbf16>, tensor<?x8x128x128xf32>) {
-  // expected-remark @+1 {{linattn GPU kernel for linattn.segment_maps: 8 blocks of 32 state columns a value head and segment (segments of 16 chunks), 4 compute warps and 2 producer warps issuing the copies, 192 threads; 2 input stages; 96816 bytes of shared memory, sized for 2 blocks an SM}}
+  // expected-remark @+1 {{linattn GPU kernel for linattn.segment_maps: 8 blocks of 32 state columns a value head and segment (segments of 16 chunks), 4 compute warps and 2 producer warps issuing the copies, 192 threads; 2 input stages; the update takes D' rounded once; 96816 bytes of shared memory, sized for 2 blocks an SM}}
   %m = linattn.segment_maps k(%k) u(%u) w(%w) gates(%g) {chunk_size = 64 : i64, segment_chunks = 16 : i64}
       : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>) -> tensor<?x?x8x128x256xf32>
   %e, %final = linattn.segment_entries maps(%m) state(%s0)

@@ -526,8 +526,8 @@ SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
 
 // S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D (G_C the
 // last valid row's gate): the decay goes onto the fp32 D, so the keys stay
-// exact and only A is split. Rows past T are dropped before the exp can
-// meet them. Per key, the keys are decayed instead (K' = K exp(G_C - G),
+// exact and D' alone is rounded (or split: StatePassPlan::splitUpdate).
+// Rows past T take a zero decay, whatever their exp came to. Per key, the keys are decayed instead (K' = K exp(G_C - G),
 // staged or decayed in place) and the state by exp(G_C) per key.
 SmallVector<Value> StatePassKernel::updateState(
     const Stage &st, ValueRange flat, SmallVector<SmallVector<Value>> d,
@@ -542,10 +542,12 @@ SmallVector<Value> StatePassKernel::updateState(
       for (int64_t odd = 0; odd < 2; ++odd) {
         Value t = k.accCol(8 * rt, odd);
         Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
-        Value decay = k.exp(e.sub(gLast, gt));
-        Value keep = k.ult(t, rows.valid);
+        // A row past T takes decay 0 (its D is finite: U and W arrive as
+        // zeros there), one select a row instead of one an element.
+        Value decay = k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)),
+                               e.f32(0.0f));
         for (int64_t i : {odd, odd + 2})
-          d[rt][i] = k.select(keep, e.mul(d[rt][i], decay), e.f32(0.0f));
+          d[rt][i] = e.mul(d[rt][i], decay);
       }
   }
   SmallVector<SmallVector<Value>> acc;

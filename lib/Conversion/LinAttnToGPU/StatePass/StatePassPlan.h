@@ -147,8 +147,9 @@ public:
   /// D'^T's A fragments come from the staged U by ldmatrix .trans, decayed
   /// per row pair in fp32 and rounded once (bench/NOTES.md c31).
   bool directD = false;
-  /// D' enters the update split (hi + lo): it came out of the delta rule's
-  /// cancellation D = U - W S, or is an f32 spec's values.
+  /// D' enters the update split (hi + lo): it came out of the ungated delta
+  /// rule's cancellation D = U - W S, or belongs to an f32 spec; otherwise
+  /// rounded once to the operand type (build says why).
   bool splitUpdate = false;
   /// 16-bit chunk states and new values leave through shared memory by
   /// stmatrix (sm_90), copied out in 16-byte rows one step later.
@@ -225,7 +226,8 @@ public:
   int64_t threads() const { return computeThreads() + producerThreads(); }
 
   /// The plan in one line (convert-linattn-chunked-to-gpu{explain}): the
-  /// blocks, warps, stages, staged outputs, blocks an SM and shared memory.
+  /// blocks, warps, stages, D' rounded or split, staged outputs, blocks an
+  /// SM and shared memory.
   std::string describe() const;
 
   bool hasW() const { return w != WForm::None; }
