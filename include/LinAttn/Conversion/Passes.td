@@ -190,10 +190,12 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
            "The target GPU (sm_XY[a]): from sm_90 on, results leave through "
            "shared memory by stmatrix">,
     Option<"explain", "explain", "bool", /*default=*/"false",
-           "Remark on each state pass's kernel (forward, segment maps, "
-           "the backward's reverse pass): its blocks, warps, stages, "
-           "staged outputs and shared memory, and why it has no producer "
-           "warps where it has none">,
+           "Remark on each kernel it plans: the UT transform's (pieces, "
+           "splits, shared memory), each state pass's (forward, segment "
+           "maps, the backward's reverse pass: blocks, warps, stages, D' "
+           "rounded or split, staged outputs, shared memory, and why it has "
+           "no producer warps where it has none) and the output's (blocks "
+           "a chunk, column tile and why, units, splits, shared memory)">,
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,

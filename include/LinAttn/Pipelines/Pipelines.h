@@ -106,9 +106,10 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
       llvm::cl::init(false)};
   PassOptions::Option<bool> explainKernels{
       *this, "explain-kernels",
-      llvm::cl::desc("Remark on each state pass's GPU kernel (and the "
-                     "backward's reverse pass's): blocks, warps, stages, "
-                     "shared memory (convert-linattn-chunked-to-gpu{explain})"),
+      llvm::cl::desc("Remark on each chunked GPU kernel (UT transform, "
+                     "state passes, output; the backward's reverse pass): "
+                     "blocks, warps, stages, splits, shared memory "
+                     "(convert-linattn-chunked-to-gpu{explain})"),
       llvm::cl::init(false)};
 };
 

@@ -16,6 +16,8 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
+#include "llvm/ADT/StringExtras.h"
+
 #include <limits>
 
 namespace mlir::linattn::kernel {
@@ -50,7 +52,7 @@ static std::optional<int64_t> wideOutputColumnsFor(int64_t V) {
 namespace {
 
 LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
-                               const GPUTargetInfo &target,
+                               const GPUTargetInfo &target, bool explain,
                                RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
   bool perKey =
@@ -152,11 +154,43 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                     : std::numeric_limits<double>::infinity();
   };
   double defaultWaves = chunkWaves(outputColumnsFor(V));
-  if (std::optional<int64_t> wide = wideOutputColumnsFor(V))
-    if (chunkWaves(*wide) > defaultWaves)
-      useColumns(outputColumnsFor(V));
+  std::optional<int64_t> wide = wideOutputColumnsFor(V);
+  bool wideTaken = wide && chunkWaves(*wide) <= defaultWaves;
+  if (wide && !wideTaken)
+    useColumns(outputColumnsFor(V));
   if (failed(checkSharedBytes(op, "output", layOut(), target)))
     return failure();
+  if (explain) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    int64_t blocksPerChunk = columnTiles / units;
+    os << "linattn GPU kernel for " << op->getName() << ": " << blocksPerChunk
+       << (blocksPerChunk == 1 ? " block" : " blocks") << " a chunk of "
+       << cols * units << " value columns";
+    if (wideTaken)
+      os << " (the wider tile: fewer blocks recomputing Q K^T)";
+    else if (wide)
+      os << " (not the wider " << *wide
+         << "-column tile: fewer blocks an SM would hold it than it saves)";
+    os << ", " << units << (units == 1 ? " unit" : " units") << " of "
+       << numWarps << " warps (" << units * numWarps * 32 << " threads)";
+    if (units > 1)
+      os << " sharing the chunk's per-key scores";
+    os << "; each block recomputes Q K^T"
+       << (perKey ? " by per-key score blocks" : "");
+    SmallVector<StringRef> split;
+    if (splitQK)
+      split.push_back(perKey ? "q, k and K'" : "q and k");
+    if (!sIsOperand)
+      split.push_back("S");
+    if (!dIsOperand)
+      split.push_back("D");
+    if (!split.empty())
+      os << "; " << llvm::join(split, ", ") << " split (hi + lo)";
+    os << "; " << layOut() << " bytes of shared memory ("
+       << limit / layOut() << " blocks an SM by it)";
+    op.emitRemark() << text;
+  }
 
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
@@ -534,7 +568,7 @@ struct ChunkOutputToGPU : OpRewritePattern<ChunkOutputOp> {
   LogicalResult matchAndRewrite(ChunkOutputOp op,
                                 PatternRewriter &rewriter) const override {
     return lowerChunkOutput(op, context.getMmaType(op), context.getTarget(),
-                            rewriter);
+                            context.explains(), rewriter);
   }
   const ChunkedLoweringContext &context;
 };

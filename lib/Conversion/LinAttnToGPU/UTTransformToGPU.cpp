@@ -44,8 +44,46 @@ void lowerTriangleOfPerKeyScores(MmaEmitter &k, const Operand &keys,
   k.barrier();
 }
 
+/// The columns of one piece of the products W = (T diag(c exp(G))) K and
+/// U = (T diag(beta)) V: above 128 a warp's 16 rows by all the columns
+/// would hold 96-128 accumulator registers a thread, so they run in two
+/// pieces (bench/NOTES.md u1).
+static int64_t productPieceColumns(int64_t cols) {
+  return cols > 128 ? cols / 2 : cols;
+}
+
+/// The UT transform's kernel in one line, for --linattn-explain.
+static std::string describeUTKernel(int64_t K, int64_t V, bool perKey,
+                                    bool splitKeys, bool splitValues,
+                                    bool splitW, Type wElem, bool sumsGates,
+                                    int64_t sharedBytes) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  auto pieces = [&](int64_t cols) {
+    int64_t n = cols / productPieceColumns(cols);
+    return std::to_string(n) + (n == 1 ? " piece" : " pieces");
+  };
+  os << "a block per (chunk, value head, sequence), " << kWarps
+     << " warps (" << kThreads << " threads); "
+     << (sumsGates ? "the chunk's gate sums formed in the kernel (no cumsum "
+                     "kernel); "
+                   : "")
+     << (perKey ? "per-key scores from keys decayed by 16-row blocks; "
+                : "")
+     << "T = (I + L)^-1 by 16-row blocks in fp32; W in " << pieces(K)
+     << ", U in " << pieces(V);
+  if (splitKeys || splitValues)
+    os << "; f32 " << (splitKeys && splitValues ? "keys and values"
+                       : splitKeys              ? "keys"
+                                                : "values")
+       << " split (hi + lo)";
+  os << "; W stored as " << wElem << (splitW ? " hi + lo" : "") << "; "
+     << sharedBytes << " bytes of shared memory";
+  return text;
+}
+
 LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
-                               const GPUTargetInfo &target,
+                               const GPUTargetInfo &target, bool explain,
                                RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
   int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
@@ -118,6 +156,11 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       kdLoOffset + (splitDecayedKeys ? kChunk * (K + kPad) * 2 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
     return failure();
+  if (explain)
+    op.emitRemark() << "linattn GPU kernel for " << op->getName() << ": "
+                    << describeUTKernel(K, V, perKey, splitKeys, splitValues,
+                                        splitW, elementOf(op.getW()),
+                                        rawGates.has_value(), sharedBytes);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   emitLaunch(b, {numChunks, e.index(numVHeads), batch}, sharedBytes, *mmaElem,
              [&](MmaEmitter &k) {
@@ -229,7 +272,6 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       k.gemm(out, {{tHi}, TileView{tLo}}, m0, right, kChunk, c0);
       return out;
     };
-    auto pieceColumns = [](int64_t cols) { return cols > 128 ? cols / 2 : cols; };
     // Stores a product's rows [t0, t0 + valid), columns [c0, c0 + cols),
     // to dst: [B, T, HV, cols], or part `part` of a split W
     // [B, T, HV, 2, cols].
@@ -285,7 +327,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     });
     Operand keys = perKey ? Operand::of(kdTile, kdLo, /*transposed=*/true)
                           : Operand::of(keyTile, keyLo, /*transposed=*/true);
-    int64_t wPiece = pieceColumns(K);
+    int64_t wPiece = productPieceColumns(K);
     for (int64_t c0 = 0; c0 < K; c0 += wPiece) {
       SmallVector<SmallVector<Value>> wOut = productPiece(wPiece, keys, c0);
       int64_t stage = wPiece == K ? wStage : -1;
@@ -309,7 +351,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       return memref::LoadOp::create(b, betaShared, c).getResult();
     });
     Operand values = Operand::of(valueTile, valueLo, /*transposed=*/true);
-    int64_t uPiece = pieceColumns(V);
+    int64_t uPiece = productPieceColumns(V);
     for (int64_t c0 = 0; c0 < V; c0 += uPiece)
       storeResult(productPiece(uPiece, values, c0), uPiece, u,
                   uPiece == V ? uStage : -1, std::nullopt, c0);
@@ -327,7 +369,7 @@ struct UTTransformToGPU : OpRewritePattern<UTTransformOp> {
   LogicalResult matchAndRewrite(UTTransformOp op,
                                 PatternRewriter &rewriter) const override {
     return lowerUTTransform(op, context.getMmaType(op), context.getTarget(),
-                            rewriter);
+                            context.explains(), rewriter);
   }
   const ChunkedLoweringContext &context;
 };

@@ -527,8 +527,9 @@ SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
 // S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D (G_C the
 // last valid row's gate): the decay goes onto the fp32 D, so the keys stay
 // exact and D' alone is rounded (or split: StatePassPlan::splitUpdate).
-// Rows past T take a zero decay, whatever their exp came to. Per key, the keys are decayed instead (K' = K exp(G_C - G),
-// staged or decayed in place) and the state by exp(G_C) per key.
+// Rows past T take a zero decay, whatever their exp came to. Per key, the
+// keys are decayed instead (K' = K exp(G_C - G), staged or decayed in
+// place) and the state by exp(G_C) per key.
 SmallVector<Value> StatePassKernel::updateState(
     const Stage &st, ValueRange flat, SmallVector<SmallVector<Value>> d,
     Value n, ChunkRows rows, Value lastRow, ValueRange carriedIn, Value &gLast) {

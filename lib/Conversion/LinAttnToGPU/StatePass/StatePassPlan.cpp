@@ -130,20 +130,19 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   p.directD = !p.hasW() && p.decay != Decay::Keys && p.forwardValues &&
               p.uElem == mmaElem;
   // D' enters the update K^T D' rounded once to the operand type, or split
-  // (hi + lo: twice the update's products, and the split's conversions,
-  // ~130 of a compute warp's ~620 instructions a step at K = 128). Without
-  // W it is v times a decay (exactly v without gates): rounded, it moves
-  // the model's state error by about 1e-3 and o's not at all (scalar_gate
-  // rows of bench/model/bf16_intermediates.py). With W and a decay (gated
-  // delta, KDA) the decay damps what the rounding adds: o's error unmoved
-  // in the model, soft and hard inputs (the final state's at the bf16
-  // level U's rounding already sets, ~2e-3; fla rounds v_new the same
-  // way; U is f32 there whatever the spec's type, D = U - W S being a
-  // cancellation). Without a decay the delta rule's D keeps its lo:
-  // rounded, o's error on nearly parallel keys grows toward the bound (3.2
-  // -> 3.9e-3 in the model, 1.1e-2 for negeig). An f32 spec's D' (its keys
-  // f32, or without W its values) is split too: rounded, it would cost the
-  // spec its 1e-4.
+  // (hi + lo: twice the update's products and the split's conversions, a
+  // fifth of the step's instructions; bench/NOTES.md s2). Without W it is
+  // v times a decay (exactly v without gates): rounded, it moves the
+  // model's state error by about 1e-3 and o's not at all (scalar_gate rows
+  // of bench/model/bf16_intermediates.py). With W and a decay (gated delta,
+  // KDA) the decay damps what the rounding adds: o's error unmoved in the
+  // model on soft and hard inputs, the final state's at the bf16 level
+  // (~2e-3; fla rounds v_new the same way; with weak gates, outside the
+  // check's inputs, ~9e-3). Without a decay the delta rule's D keeps its
+  // lo: rounded, o's error on nearly parallel keys grows toward the bound
+  // (3.2 -> 3.9e-3 in the model, 1.1e-2 for negeig). An f32 spec's D' (its
+  // keys f32, or without W its values) is split too: rounded, it would
+  // cost the spec its 1e-4. (With W, U is f32 whatever the spec's type.)
   bool f32Spec = p.hasW() ? p.kElem.isF32() : p.uElem.isF32();
   p.splitUpdate = f32Spec || (p.hasW() && !p.hasGates());
   auto is16Bit = [](Type t) { return t.getIntOrFloatBitWidth() == 16; };
