@@ -2,7 +2,7 @@
 """The model-shape matrix's newest time per row, merged from several runs
 (bench/README.md "Where it stands"):
 
-    /usr/bin/python3 bench/gpu/where_it_stands.py RUN.json[:REGEX] ...
+    /usr/bin/python3 bench/gpu/where_it_stands.py [--check DOC.md] RUN.json[:REGEX] ...
 
 RUN.json: reports of bench/gpu/model_matrix.py, oldest first; a later run's
 row (same spec, B, T) replaces an earlier one's. With :REGEX only the rows
@@ -10,7 +10,11 @@ whose "spec B T" it matches are taken from that run (a row of a form not
 kept left out). Prints the markdown table in the matrix's row order, each
 row with the run it comes from (the file's name less model_matrix_), then
 the rows with both times, their geometric mean of fla / LinAttn and the
-rows where LinAttn is slower. Standard library only.
+rows where LinAttn is slower. With --check DOC.md it prints nothing of
+that but whether DOC.md holds the same table and summary line (the lines
+from the table's header to the summary), and fails if not
+(test/Docs/where-it-stands.test keeps bench/README.md's so). Standard
+library only.
 """
 import json
 import math
@@ -28,11 +32,13 @@ def matrix_order():
     return {(spec, B, T): i for i, (spec, B, T, _) in enumerate(ROWS)}
 
 
-def main():
-    if len(sys.argv) < 2:
-        sys.exit(__doc__)
+HEADER = "| spec | B | T | LinAttn ms | fla ms | fla/LinAttn | run |"
+
+
+def table(runs):
+    """The merged table's lines, header to summary."""
     newest = {}
-    for arg in sys.argv[1:]:
+    for arg in runs:
         path, _, regex = arg.partition(":")
         run = os.path.basename(path)[:-len(".json")].removeprefix("model_matrix_")
         for row in json.load(open(path))["rows"]:
@@ -41,8 +47,7 @@ def main():
             newest[(row["spec"], row["B"], row["T"])] = (row, run)
     order = matrix_order()
     keys = sorted(newest, key=lambda key: (order.get(key, len(order)), key))
-    print("| spec | B | T | LinAttn ms | fla ms | fla/LinAttn | run |")
-    print("|---|---|---|---|---|---|---|")
+    lines = [HEADER, "|---|---|---|---|---|---|---|"]
     ratios = []
     for key in keys:
         row, run = newest[key]
@@ -50,12 +55,37 @@ def main():
         ratio = fla / row["linattn_ms"] if fla else None
         if ratio:
             ratios.append(ratio)
-        print(f"| {key[0]} | {key[1]} | {key[2]} | {row['linattn_ms']:.3f} | "
-              f"{f'{fla:.3f}' if fla else '-'} | {f'{ratio:.2f}' if ratio else '-'} | {run} |")
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {row['linattn_ms']:.3f} | "
+                     f"{f'{fla:.3f}' if fla else '-'} | {f'{ratio:.2f}' if ratio else '-'} | {run} |")
     geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    print(f"\n{len(ratios)} rows with both times: geometric mean {geomean:.2f}; LinAttn slower in "
-          f"{sum(r < 1 for r in ratios)}, by more than 10% in {sum(r < 1 / 1.1 for r in ratios)}.")
+    lines += ["", f"{len(ratios)} rows with both times: geometric mean {geomean:.2f}; LinAttn slower in "
+              f"{sum(r < 1 for r in ratios)}, by more than 10% in {sum(r < 1 / 1.1 for r in ratios)}."]
+    return lines
+
+
+def main():
+    args = sys.argv[1:]
+    doc = None
+    if args[:1] == ["--check"]:
+        doc, args = args[1], args[2:]
+    if not args:
+        sys.exit(__doc__)
+    lines = table(args)
+    if not doc:
+        print("\n".join(lines))
+        return 0
+    text = open(doc).read().split("\n")
+    at = text.index(HEADER) if HEADER in text else -1
+    held = text[at:at + len(lines)] if at >= 0 else []
+    if held == lines:
+        print(f"{doc}: the table and its summary match ({len(lines) - 4} rows)")
+        return 0
+    print(f"{doc}: the table differs from the runs' merge; made:")
+    for made, was in zip(lines, held + [""] * len(lines)):
+        if made != was:
+            print(f"  {made}\n    (the doc: {was})")
+    return 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
