@@ -6,10 +6,10 @@ Nsight Compute does not attach to linattn-gpu-run on the device machine
 but profiles a Python process whose CUDA context PyTorch made. This makes
 the call linattn-gpu-run makes, on the benchmark's inputs (check.py's
 make_inputs: B, H (8 unless _h<H>), K = V from the library's name; for a
-model-shape library, mm_<spec id>.so, its spec's heads, head sizes and type,
-as kernel_times.py takes them), through the library's C ABI (runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async
-on PyTorch's current stream, --calls times, then checks that the outputs
-were written:
+model-shape library, mm_<spec id>.so, its spec's heads, head sizes and
+type, as kernel_times.py takes them), through the library's C ABI
+(runtime/include/linattn/Abi.h): _mlir_ciface_NAME_async on PyTorch's
+current stream, --calls times, then checks that the outputs were written:
     ncu --clock-control none --launch-skip 3 --launch-count 3 --section ... \\
         python3 bench/gpu/call_in_process.py --lib L/simple_gla_bf16_128_chunked.so --T 16384
 (skip the first call's kernels: its first launches load the modules).

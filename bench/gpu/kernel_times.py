@@ -14,9 +14,10 @@ not attach to linattn-gpu-run on the device machine, NOTES c31) and its
 report is printed; with --ncu-report PATH it is also saved (PATH.ncu-rep)
 and, where SourceCounters is among the sections, the kernels' SASS with
 their sampled warp stalls is summarised by ncu_source_summary.py into
-PATH.summary.txt (the page itself as PATH.source.csv.gz). With --backward KIND:H:HV:K:V (and --ncu) it profiles
-NAME_backward of a bench/gpu/bench_backward.py library instead
-(call_in_process.py --backward).
+PATH.summary.txt (the page itself as PATH.source.csv.gz). With --backward
+KIND:H:HV:K:V (and --ncu) it profiles NAME_backward of a
+bench/gpu/bench_backward.py library instead (call_in_process.py
+--backward).
 """
 import argparse
 import gzip
