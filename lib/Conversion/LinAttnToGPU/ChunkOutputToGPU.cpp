@@ -158,12 +158,13 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   bool wideTaken = wide && chunkWaves(*wide) <= defaultWaves;
   if (wide && !wideTaken)
     useColumns(outputColumnsFor(V));
-  if (failed(checkSharedBytes(op, "output", layOut(), target)))
+  int64_t sharedBytes = layOut();
+  if (failed(checkSharedBytes(op, "output", sharedBytes, target)))
     return failure();
+  int64_t blocksPerChunk = columnTiles / units;
   if (explain) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    int64_t blocksPerChunk = columnTiles / units;
     os << "linattn GPU kernel for " << op->getName() << ": " << blocksPerChunk
        << (blocksPerChunk == 1 ? " block" : " blocks") << " a chunk of "
        << cols * units << " value columns";
@@ -187,8 +188,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       split.push_back("D");
     if (!split.empty())
       os << "; " << llvm::join(split, ", ") << " split (hi + lo)";
-    os << "; " << layOut() << " bytes of shared memory ("
-       << limit / layOut() << " blocks an SM by it)";
+    os << "; " << sharedBytes << " bytes of shared memory ("
+       << limit / sharedBytes << " blocks an SM by it)";
     op.emitRemark() << text;
   }
 
@@ -208,11 +209,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
                          {batch, seqLen, e.index(numVHeads), e.index(V)});
   float scale = op.getScale().convertToFloat();
 
-  int64_t blocksPerChunk = columnTiles / units;
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(chunk));
   Value blocks = e.mulIndex(numChunks, e.index(blocksPerChunk));
 
-  emitLaunch(b, {blocks, e.index(numVHeads), batch}, outOffset + outBytes,
+  emitLaunch(b, {blocks, e.index(numVHeads), batch}, sharedBytes,
              *mmaElem, [&](MmaEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value n = arith::DivUIOp::create(b, body->getArgument(0),
