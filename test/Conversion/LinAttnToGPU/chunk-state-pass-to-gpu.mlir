@@ -19,9 +19,12 @@
 //    compute threads (named barrier 1), D^T = U^T - S^T W^T over the
 //    warp's keys (4 k-steps x 8 row tiles: S^T rounded from the registers,
 //    the bf16 W exact through ldmatrix) summed over the two warps through
-//    shared memory (a second barrier), then S^T += D'^T K (4 k-steps x 8
-//    key tiles, D' rounded once: the decay damps its rounding; K exact
-//    through ldmatrix .trans): 32 + 32 = 64 products, and an arrival on
+//    shared memory (a second barrier; each warp reads its partner's eight
+//    partial tiles back and adds them to its own), then the rows' decays
+//    (each lane two rows' exp, the other 14 of its rows' by shuffles),
+//    then S^T += D'^T K (4 k-steps x 8 key tiles, D' rounded once: the
+//    decay damps its rounding; K exact through ldmatrix .trans): 32 + 32 =
+//    64 products, and an arrival on
 //    the stage's "empty" mbarrier. The bf16
 //    chunk state S_n and new values D_n go into a shared output buffer by
 //    stmatrix .trans (four 8x8 tiles each). The two producer warps copy
@@ -75,7 +78,9 @@
 // CHECK-COUNT-32:      nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-COUNT-8:       vector.store %{{.*}}, %[[XCHG:.*]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<1024x4xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK:               nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// CHECK-COUNT-16:      vector.load %[[XCHG]]
+// CHECK:               arith.xori
+// CHECK-COUNT-8:       vector.load %[[XCHG]]
+// CHECK-NOT:           vector.load %[[XCHG]]
 // CHECK-NOT:           arith.select
 // Each key part stages half of D's row tiles.
 // CHECK:               scf.if
@@ -83,7 +88,11 @@
 // CHECK:               scf.if
 // CHECK-COUNT-2:         nvvm.stmatrix
 // CHECK-NOT:           memref.store %{{.*}}, %[[D]]
+// CHECK-COUNT-2:       llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK-COUNT-16:      gpu.shuffle idx
+// CHECK-NOT:           gpu.shuffle
 // CHECK:               llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
+// CHECK-NOT:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK:               nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-32:      nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:           nvvm.mma.sync
@@ -163,6 +172,7 @@ func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: te
 // CHECK-NEXT:      arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK-COUNT-16:  nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
+// CHECK-NOT:       gpu.shuffle
 // CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
 // The producer's copies: without W their rows stay in index arithmetic
 // (NOTES c32).

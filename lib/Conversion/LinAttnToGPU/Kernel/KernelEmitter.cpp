@@ -313,6 +313,14 @@ void KernelEmitter::copiesArrive(Value bar) {
 
 void KernelEmitter::waitAllCopies() { NVVM::CpAsyncWaitGroupOp::create(b, uint32_t(0)); }
 
+Value KernelEmitter::shuffleFrom(Value x, Value source) {
+  Type i32 = b.getI32Type();
+  Value lane32 = arith::IndexCastUIOp::create(b, i32, source);
+  Value width = arith::ConstantOp::create(b, b.getI32IntegerAttr(32));
+  return gpu::ShuffleOp::create(b, x, lane32, width, gpu::ShuffleMode::IDX)
+      .getShuffleResult();
+}
+
 Value KernelEmitter::shuffle(Value x, int32_t offset, gpu::ShuffleMode mode) {
   if (!x.getType().isF64())
     return gpu::ShuffleOp::create(b, x, offset, 32, mode).getShuffleResult();

@@ -173,6 +173,9 @@ public:
   /// 32 lanes); an f64 x moves as its two 32-bit halves. Every lane must
   /// take part.
   Value shuffle(Value x, int32_t offset, gpu::ShuffleMode mode);
+  /// The 32-bit x of lane `source` (an index), in every lane that asks
+  /// (gpu.shuffle idx). Every lane must take part.
+  Value shuffleFrom(Value x, Value source);
   /// The sum of x (f32 or f64) over the warp's 32 lanes, in every lane: a
   /// butterfly of shuffles (offsets 16, 8, 4, 2, 1).
   Value warpSum(Value x);

@@ -284,6 +284,19 @@ Value MmaEmitter::accCol(int64_t n0, int64_t i) {
   return e.addIndex(e.index(n0 + (i & 1)), e.mulIndex(quad, e.index(2)));
 }
 
+SmallVector<Value> MmaEmitter::perAccColumnShared(function_ref<Value(Value)> f) {
+  // 32 lanes x 2 columns: the step's 64.
+  Value first = e.mulIndex(lane, e.index(2));
+  Value own[2] = {f(first), f(e.addIndex(first, e.index(1)))};
+  SmallVector<Value> values;
+  for (int64_t nt = 0; nt < 8; ++nt) {
+    Value source = e.addIndex(quad, e.index(4 * nt));
+    for (Value x : own)
+      values.push_back(shuffleFrom(x, source));
+  }
+  return values;
+}
+
 void MmaEmitter::forEachPair(Value m0, int64_t nt,
                              function_ref<void(Value, Value, int64_t)> body) {
   for (int64_t i : {0, 2})

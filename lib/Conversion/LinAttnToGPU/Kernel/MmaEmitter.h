@@ -178,6 +178,14 @@ public:
   Value accRow(Value m0, int64_t i);
   Value accCol(int64_t n0, int64_t i);
 
+  /// f(c) of the accumulator columns c = accCol(8 nt, odd), nt < 8, that a
+  /// thread's eight tiles across 64 columns hold (the state pass's D rows),
+  /// at [2 nt + odd]: each lane evaluates f at columns 2 lane and
+  /// 2 lane + 1 alone, and column pair 4 nt + quad comes from lane
+  /// 4 nt + quad by one shuffle a column (two evaluations a thread instead
+  /// of 16: where f is an exp of gates).
+  SmallVector<Value> perAccColumnShared(function_ref<Value(Value)> f);
+
   /// Calls body(row, col, i) for the even elements (i = 0, 2) of tile nt;
   /// the odd element is its right neighbour.
   void forEachPair(Value m0, int64_t nt,

@@ -704,7 +704,7 @@ SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
   k.barrier();
   SmallVector<SmallVector<Value>> d = sumKeyParts(
       k, p.exchangeOffset, p.block.warps, columnGroup,
-      gradValuesPartial(st, carriedIn, gLast));
+      gradValuesPartial(st, carriedIn, gLast), /*ownFromRegisters=*/false);
   writeGradValues(d, rows);
   return updateState(st, carriedIn, d, gLast, rows);
 }

@@ -116,6 +116,10 @@ private:
                                  ValueRange carriedIn, Value &gLast);
   /// D'^T's A fragment of k-step ks straight from the staged U.
   SmallVector<Value> directFragment(const Stage &st, int64_t ks, Value gLast);
+  /// Row gates with W: exp(G_C - G_t) of the rows t = accCol(8 rt, odd)
+  /// this thread's D tiles hold, at [2 rt + odd], zero past the chunk's
+  /// valid rows (`gLast` is G_C).
+  SmallVector<Value> rowDecays(const Stage &st, ChunkRows rows, Value gLast);
 
   const StatePassPlan &p;
   const StatePassOperands &io;
@@ -495,7 +499,10 @@ void StatePassKernel::writeNewValues(ArrayRef<SmallVector<Value>> d, Value n,
 
 // Register j of the fragment holds rows 16 ks + 8 (j / 2) + 2 quad + {0, 1}
 // of column vLocal + group + 8 (j % 2); each row pair's decays are taken
-// once for both registers that share it.
+// once for both registers that share it. Here each thread takes its own
+// rows' exps, next to the k-step's ldmatrix: the decays shared by shuffles
+// (rowDecays) cost the short step of the kernels without W up to 7%,
+// taken first or before the update (bench/NOTES.md s3).
 SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
                                                    Value gLast) {
   SmallVector<Value> pairs = k.ldmatrix4Pairs(
@@ -524,6 +531,19 @@ SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
   return regs;
 }
 
+// Each lane takes two rows' exp and the others come by shuffles
+// (MmaEmitter::perAccColumnShared): 2 exps a thread where each took its 16
+// rows' own. A row past T takes decay 0 (its D is finite: U and W arrive
+// as zeros there), one select a row instead of one an element.
+SmallVector<Value> StatePassKernel::rowDecays(const Stage &st, ChunkRows rows,
+                                              Value gLast) {
+  return k.perAccColumnShared([&](Value t) {
+    Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+    return k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)),
+                    e.f32(0.0f));
+  });
+}
+
 // S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D (G_C the
 // last valid row's gate): the decay goes onto the fp32 D, so the keys stay
 // exact and D' alone is rounded (or split: StatePassPlan::splitUpdate).
@@ -539,12 +559,19 @@ SmallVector<Value> StatePassKernel::updateState(
   bool rowGates = p.decay == Decay::Rows;
   if (rowGates) {
     gLast = memref::LoadOp::create(b, st.g, ValueRange{lastRow, e.index(0)});
-    for (int64_t rt = 0; rt < p.rowTiles && !p.directD; ++rt)
+    if (p.hasW()) {
+      SmallVector<Value> decays = rowDecays(st, rows, gLast);
+      for (int64_t rt = 0; rt < p.rowTiles; ++rt)
+        for (int64_t i = 0; i < 4; ++i) // element i is row accCol(8 rt, i)
+          d[rt][i] = e.mul(d[rt][i], decays[2 * rt + i % 2]);
+    }
+    // Without W (a short step) each thread takes its own rows' exps.
+    for (int64_t rt = 0; rt < p.rowTiles && !p.hasW() && !p.directD; ++rt)
       for (int64_t odd = 0; odd < 2; ++odd) {
         Value t = k.accCol(8 * rt, odd);
         Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
-        // A row past T takes decay 0 (its D is finite: U and W arrive as
-        // zeros there), one select a row instead of one an element.
+        // A row past T takes decay 0 (its D is finite: U arrives as zeros
+        // there), one select a row instead of one an element.
         Value decay = k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)),
                                e.f32(0.0f));
         for (int64_t i : {odd, odd + 2})
@@ -653,7 +680,8 @@ SmallVector<Value> StatePassKernel::step(Value j, ValueRange carriedIn) {
     storeChunkState(n, flat);
   SmallVector<SmallVector<Value>> d = newValues(st, flat);
   if (p.exchange)
-    d = sumKeyParts(k, p.exchangeOffset, p.block.warps, columnGroup, d);
+    d = sumKeyParts(k, p.exchangeOffset, p.block.warps, columnGroup, d,
+                    /*ownFromRegisters=*/true);
   if (p.writesOutputs)
     writeNewValues(d, n, rows);
   Value gLast;

@@ -24,14 +24,19 @@ inline int64_t keyPartsExchangeBytes(int64_t warps, int64_t rowTiles) {
 }
 
 /// The sum of the partial accumulator tiles `d` of the kStateKeySplit warps
-/// of column group `columnGroup` (warps columnGroup * kStateKeySplit + part),
-/// in part order: the same sum, bit for bit, in every warp of the group
-/// (each warp reads its own partial back too rather than choosing it by a
-/// select). `offset` is the exchange's byte offset in shared memory, for
+/// of column group `columnGroup` (warps columnGroup * kStateKeySplit +
+/// part): the same sum, bit for bit, in both warps of the group (a + b =
+/// b + a). Each warp adds its partner's partial, read back through shared
+/// memory, to its own: from its registers (`ownFromRegisters`: eight
+/// 16-byte loads a warp and step fewer) or read back too, so that its
+/// registers are free across the barrier (the backward's reverse pass,
+/// whose registers are scarce: 4-6% slower with them kept, bench/NOTES.md
+/// s3). `offset` is the exchange's byte offset in shared memory, for
 /// `warps` warps; one barrier between the stores and the loads.
 SmallVector<SmallVector<Value>> sumKeyParts(MmaEmitter &k, int64_t offset,
                                             int64_t warps, Value columnGroup,
-                                            ArrayRef<SmallVector<Value>> d);
+                                            ArrayRef<SmallVector<Value>> d,
+                                            bool ownFromRegisters);
 
 } // namespace mlir::linattn::kernel
 
