@@ -154,7 +154,9 @@ func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: te
 // k-steps x 4 key tiles = 16 products per warp); D'^T's fragments come from
 // the staged v by ldmatrix .trans, one per k-step, each register's two rows
 // widened, decayed by two ex2 (once per row pair) and rounded back: no
-// element-wise loads of the stage.
+// element-wise loads of the stage. Without W the thread takes its rows'
+// exps itself (no shuffles: shared, they cost this short step up to 7%,
+// bench/NOTES.md s3).
 
 // CHECK-LABEL: func.func @row_gates(
 // CHECK-NOT:     memref.alloc({{.*}}) : memref<?x?x2x64xbf16>
@@ -165,6 +167,7 @@ func.func @wy_form(%k: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %w: te
 // CHECK:             nvvm.mbarrier.try_wait.parity
 // CHECK:             nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK-NOT:       memref.load %{{.*}} : memref<64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT:       gpu.shuffle
 // CHECK:           nvgpu.ldmatrix %{{.*}} {numTiles = 4 : i32, transpose = true} : memref<64x40xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
 // CHECK-COUNT-2:   llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
 // CHECK:           arith.extf %{{.*}} : vector<2xbf16> to vector<2xf32>
