@@ -116,9 +116,11 @@ private:
                                  ValueRange carriedIn, Value &gLast);
   /// D'^T's A fragment of k-step ks straight from the staged U.
   SmallVector<Value> directFragment(const Stage &st, int64_t ks, Value gLast);
-  /// Row gates with W: exp(G_C - G_t) of the rows t = accCol(8 rt, odd)
-  /// this thread's D tiles hold, at [2 rt + odd], zero past the chunk's
-  /// valid rows (`gLast` is G_C).
+  /// Row gates: row t's decay exp(G_C - G_t) (`gLast` is G_C), zero past
+  /// the chunk's valid rows.
+  Value rowDecay(const Stage &st, ChunkRows rows, Value gLast, Value t);
+  /// Row gates with W: rowDecay of the rows t = accCol(8 rt, odd) this
+  /// thread's D tiles hold, at [2 rt + odd].
   SmallVector<Value> rowDecays(const Stage &st, ChunkRows rows, Value gLast);
 
   const StatePassPlan &p;
@@ -531,17 +533,21 @@ SmallVector<Value> StatePassKernel::directFragment(const Stage &st, int64_t ks,
   return regs;
 }
 
+// A row past T takes decay 0 (its D is finite: U and W arrive as zeros
+// there), one select a row instead of one an element.
+Value StatePassKernel::rowDecay(const Stage &st, ChunkRows rows, Value gLast,
+                                Value t) {
+  Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+  return k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)), e.f32(0.0f));
+}
+
 // Each lane takes two rows' exp and the others come by shuffles
 // (MmaEmitter::perAccColumnShared): 2 exps a thread where each took its 16
-// rows' own. A row past T takes decay 0 (its D is finite: U and W arrive
-// as zeros there), one select a row instead of one an element.
+// rows' own.
 SmallVector<Value> StatePassKernel::rowDecays(const Stage &st, ChunkRows rows,
                                               Value gLast) {
-  return k.perAccColumnShared([&](Value t) {
-    Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
-    return k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)),
-                    e.f32(0.0f));
-  });
+  return k.perAccColumnShared(
+      [&](Value t) { return rowDecay(st, rows, gLast, t); });
 }
 
 // S^T = exp(G_C) S^T + D'^T K with D' = diag(exp(G_C - G_t)) D (G_C the
@@ -568,12 +574,7 @@ SmallVector<Value> StatePassKernel::updateState(
     // Without W (a short step) each thread takes its own rows' exps.
     for (int64_t rt = 0; rt < p.rowTiles && !p.hasW() && !p.directD; ++rt)
       for (int64_t odd = 0; odd < 2; ++odd) {
-        Value t = k.accCol(8 * rt, odd);
-        Value gt = memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
-        // A row past T takes decay 0 (its D is finite: U arrives as zeros
-        // there), one select a row instead of one an element.
-        Value decay = k.select(k.ult(t, rows.valid), k.exp(e.sub(gLast, gt)),
-                               e.f32(0.0f));
+        Value decay = rowDecay(st, rows, gLast, k.accCol(8 * rt, odd));
         for (int64_t i : {odd, odd + 2})
           d[rt][i] = e.mul(d[rt][i], decay);
       }
