@@ -1,45 +1,67 @@
 // RUN: linattn-opt %s --convert-linattn-chunked-to-gpu | FileCheck %s
 
-// linattn.l2norm on the GPU: one warp per row, x / sqrt(sum(x^2) + eps).
-// Blocks of 128 threads take 4 rows (t = 4 blockIdx.x + warp); lane l
-// holds x[l + 32 j] (consecutive lanes read consecutive keys), the sum of
-// squares goes round the warp by a butterfly of 5 xor shuffles, and the
-// normalised row is stored in f32.
+// linattn.l2norm on the GPU: x / sqrt(sum(x^2) + eps) per row (b, t, h),
+// the rows' keys in 16-byte vectors. K = 128 bf16: a lane loads 8 keys, a
+// row takes 16 lanes, a warp 2 rows at a time and 2 such groups (two loads
+// in flight a lane), a block of 128 threads 16 consecutive rows of T * H.
+// Each group's sum of squares goes round its 16 lanes by 4 xor shuffles;
+// rows past T * H are read clamped and their stores skipped; the
+// normalised rows are stored as f32 vectors.
 
 // CHECK-LABEL: func.func @norm(
 // CHECK:         %[[IN:.*]] = bufferization.to_buffer
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xf32>
-// CHECK:         %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c4{{[_0-9]*}} : index
+// CHECK:         %[[ROWS:.*]] = arith.muli %{{.*}}, %c2{{[_0-9]*}} : index
+// CHECK:         %[[BLOCKS:.*]] = arith.ceildivui %[[ROWS]], %c16{{[_0-9]*}} : index
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) {
+// CHECK-COUNT-2:   vector.load %[[IN]]{{.*}} {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// CHECK-NOT:       vector.load
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c4_i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:           math.sqrt
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c8_i32
+// CHECK:           math.sqrt
+// CHECK-NOT:       gpu.shuffle
 // CHECK:           scf.if
-// CHECK-COUNT-4:     memref.load %[[IN]]
-// CHECK-NOT:         memref.load
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c16_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c8_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c4_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c1_i32
-// CHECK:             math.sqrt
-// CHECK-COUNT-4:     memref.store %{{.*}}, %[[OUT]]
-// CHECK-NOT:         scf.if
+// CHECK-NEXT:        vector.store %{{.*}}, %[[OUT]]{{.*}} : memref<?x?x2x128xf32>, vector<8xf32>
+// CHECK:           scf.if
+// CHECK-NEXT:        vector.store %{{.*}}, %[[OUT]]
+// CHECK-NOT:       vector.store
 // CHECK:           gpu.terminator
 func.func @norm(%q: tensor<?x?x2x128xbf16>) -> tensor<?x?x2x128xf32> {
   %y = linattn.l2norm %q : tensor<?x?x2x128xbf16> -> tensor<?x?x2x128xf32>
   return %y : tensor<?x?x2x128xf32>
 }
 
-// K = 40: the second group of 32 keys is partial; its loads read a clamped
-// key and select zero past 40, its stores are guarded.
+// K = 40 f32: 10 vectors of 4 keys on 16 lanes; lanes past the 10th read
+// a clamped vector, select zero and skip their stores.
 // CHECK-LABEL: func.func @partial_row(
 // CHECK:         gpu.launch
-// CHECK:           arith.minui
-// CHECK:           arith.select
+// CHECK:           %[[IN_ROW:.*]] = arith.cmpi ult, %{{.*}}, %c10{{[_0-9]*}} : index
+// CHECK:           arith.minui %{{.*}}, %c9{{[_0-9]*}} : index
+// CHECK:           vector.load {{.*}} : memref<?x?x2x40xf32>, vector<4xf32>
+// CHECK:           arith.select %{{.*}}, %{{.*}}, %{{.*}} : vector<4xf32>
 // CHECK:           math.sqrt
-// CHECK:           memref.store
 // CHECK:           scf.if
-// CHECK-NEXT:        arith.mulf
-// CHECK-NEXT:        memref.store
+// CHECK-NEXT:        vector.store {{.*}} : memref<?x?x2x40xf32>, vector<4xf32>
 func.func @partial_row(%q: tensor<?x?x2x40xf32>) -> tensor<?x?x2x40xf32> {
   %y = linattn.l2norm %q : tensor<?x?x2x40xf32> -> tensor<?x?x2x40xf32>
   return %y : tensor<?x?x2x40xf32>
+}
+
+// K = 256 bf16 normalised to bf16 (the chunked forward's copies): 32
+// vectors of 8 keys, a row a warp's 32 lanes (lane l's 16 bytes its keys
+// 8 l .. 8 l + 7), two rows a warp in turn: 8 rows a block.
+// CHECK-LABEL: func.func @wide_row(
+// CHECK:         %[[BLOCKS:.*]] = arith.ceildivui %{{.*}}, %c8{{[_0-9]*}} : index
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], {{.*}})
+// CHECK:           vector.load {{.*}} : memref<?x?x2x256xbf16>, vector<8xbf16>
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c16_i32
+// CHECK:           arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK:           vector.store {{.*}} : memref<?x?x2x256xbf16>, vector<8xbf16>
+func.func @wide_row(%q: tensor<?x?x2x256xbf16>) -> tensor<?x?x2x256xbf16> {
+  %y = linattn.l2norm %q : tensor<?x?x2x256xbf16> -> tensor<?x?x2x256xbf16>
+  return %y : tensor<?x?x2x256xbf16>
 }
