@@ -471,6 +471,10 @@ static void launch(const char *entry, void *function, CudaDim3 cluster,
                           std::to_string(smem)));
     return;
   }
+  // A grid without blocks (B or T = 0) has nothing to do; the driver would
+  // refuse it.
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0)
+    return;
   CudaLaunchConfig config;
   config.cluster = cluster;
   config.grid = grid;

@@ -154,6 +154,20 @@ int main(int argc, char **argv) {
     return status();
   }
 
+  // empty-grid: launches over grids with a dimension of 0 (B or T = 0 in
+  // compiled code) do nothing and report nothing; the launch after them runs.
+  if (!strcmp(scenario, "empty-grid")) {
+    void *module = mgpuModuleLoad(kImage, sizeof(kImage));
+    void *function = mgpuModuleGetFunction(module, "chunk_fwd");
+    mgpuLaunchKernel(function, 0, 8, 1, 128, 1, 1, 65536, NULL, NULL, NULL, 0);
+    mgpuLaunchKernel(function, 4, 8, 0, 128, 1, 1, 0, NULL, NULL, NULL, 0);
+    mgpuLaunchClusterKernel(function, 2, 1, 1, 0, 1, 1, 128, 1, 1, 0, NULL,
+                            NULL, NULL);
+    mgpuLaunchKernel(function, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL, 0);
+    printf("empty grids done\n");
+    return status();
+  }
+
   // missing-kernel: a name the module does not have.
   if (!strcmp(scenario, "missing-kernel")) {
     void *module = mgpuModuleLoad(kImage, sizeof(kImage));
@@ -231,7 +245,7 @@ int main(int argc, char **argv) {
   }
 
   fprintf(stderr, "usage: linattn-mgpu-test stream-create | pipeline | "
-                  "launch-fail | bad-dims | missing-kernel | jit-error | "
+                  "launch-fail | bad-dims | empty-grid | missing-kernel | jit-error | "
                   "handler | cluster | tensor-map | host-register | call | "
                   "device\n");
   return 3;

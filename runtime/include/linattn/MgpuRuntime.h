@@ -150,8 +150,11 @@ LINATTN_MGPU_EXPORT void *mgpuModuleGetFunction(void *module,
                                                 const char *name);
 
 /// Launches `function`. Dimensions are MLIR `index` values; one outside
-/// 1..2^32-1 is reported, not truncated. `smem` is the dynamic shared memory
-/// in bytes (the kernel is opted in to it first, once per size).
+/// 1..2^32-1 is reported, not truncated, but a grid with no blocks (a grid
+/// dimension of 0: compiled code over B = 0 or T = 0, whose loops would
+/// run no iteration) launches nothing and is no error, as the CPU lowering
+/// runs such inputs. `smem` is the dynamic shared memory in bytes (the
+/// kernel is opted in to it first, once per size).
 /// `paramsCount` is the number of entries of `params`.
 LINATTN_MGPU_EXPORT void
 mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
