@@ -18,8 +18,8 @@
 
 namespace mlir::linattn::kernel {
 
-/// Keys per row of the l2norm kernel: a warp's lanes hold a row's keys
-/// (each at most 32 vectors' worth).
+/// Keys per row of the l2norm kernel: at most a warp's 32 lanes share a
+/// row, each holding K / 32 keys in registers (32 f32 keys a lane here).
 constexpr int64_t kMaxL2NormKeys = 1024;
 
 namespace {
