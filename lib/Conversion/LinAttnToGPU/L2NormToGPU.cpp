@@ -91,7 +91,7 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
       Value x; // vector<width x f32>
     };
     SmallVector<Piece> pieces;
-    SmallVector<Value> sums;
+    SmallVector<Value> inverseNorms; // a row group's 1 / |x|
     // Every load first, then the sums.
     for (int64_t g = 0; g < tiling.rowGroups; ++g) {
       Value row = e.addIndex(
@@ -130,13 +130,13 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
       // below it stay inside the run.
       for (int64_t offset = tiling.lanesPerRow / 2; offset > 0; offset /= 2)
         sum = e.add(sum, k.shuffle(sum, offset, gpu::ShuffleMode::XOR));
-      sums.push_back(arith::DivFOp::create(
+      inverseNorms.push_back(arith::DivFOp::create(
           b, e.f32(1.0f),
           math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon)))));
     }
     auto narrowType = VectorType::get({tiling.width}, outElem);
     for (auto [i, piece] : llvm::enumerate(pieces)) {
-      Value inv = sums[i / tiling.vectorsPerLane];
+      Value inv = inverseNorms[i / tiling.vectorsPerLane];
       Value y = arith::MulFOp::create(
           b, piece.x, vector::BroadcastOp::create(b, piece.x.getType(), inv));
       if (outElem != b.getF32Type())

@@ -570,14 +570,15 @@ SmallVector<Value> StatePassKernel::updateState(
       for (int64_t rt = 0; rt < p.rowTiles; ++rt)
         for (int64_t i = 0; i < 4; ++i) // element i is row accCol(8 rt, i)
           d[rt][i] = e.mul(d[rt][i], decays[2 * rt + i % 2]);
+    } else if (!p.directD) {
+      // Without W (a short step) each thread takes its own rows' exps.
+      for (int64_t rt = 0; rt < p.rowTiles; ++rt)
+        for (int64_t odd = 0; odd < 2; ++odd) {
+          Value decay = rowDecay(st, rows, gLast, k.accCol(8 * rt, odd));
+          for (int64_t i : {odd, odd + 2})
+            d[rt][i] = e.mul(d[rt][i], decay);
+        }
     }
-    // Without W (a short step) each thread takes its own rows' exps.
-    for (int64_t rt = 0; rt < p.rowTiles && !p.hasW() && !p.directD; ++rt)
-      for (int64_t odd = 0; odd < 2; ++odd) {
-        Value decay = rowDecay(st, rows, gLast, k.accCol(8 * rt, odd));
-        for (int64_t i : {odd, odd + 2})
-          d[rt][i] = e.mul(d[rt][i], decay);
-      }
   }
   SmallVector<SmallVector<Value>> acc;
   Value stateDecay;
