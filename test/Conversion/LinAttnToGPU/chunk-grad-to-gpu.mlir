@@ -13,29 +13,31 @@
 // 4 = 16640), the inverse's scratch (3072), gates, c and beta (3 x 256),
 // dbeta's three row terms by quad (3072): 133120.
 //
-// The key kernel's (q and k, dO, D split, dP~ split, L = F * E split,
-// the state tiles (S's rows, then H's) split: 11 x 9216; the rows' f32
-// landing tile 16384; M f32 16640; the rows' f64 terms 2 x 2048; <S, H>'s
-// partials 1024; gates and c 2 x 256): 140032.
+// The key kernel's, eight warps (q and k, dO, D split, dP~ split, L = F *
+// E split, the state tiles (S's rows, then H's) split: 11 x 9216; the
+// rows' f32 landing tile 16384; M f32 16640; the rows' f64 terms by quad
+// and column half 2 x 4096; <S, H>'s partials 2048; gates and c 2 x 256):
+// 145152.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
 // CHECK:         arith.constant 133120 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
-// CHECK:         arith.constant 140032 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
+// CHECK:         arith.constant 145152 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
 // The WY kernel, 480 products per warp: dD S^T (both split: 8 tiles x 4
 // k-steps x 3 = 96), K K^T (32), T^T dW and T^T dD (all split: 96 each),
 // Y W^T (Y split: 64), Z U^T (both split: 96). The
-// key kernel, 512: dO D^T (D split: 64) and Q K^T (32); then dO S^T (64),
-// dP~ K (64), D H^T (both split: 96), dP~^T Q (64), L K and L^T K (L = F *
-// E strictly lower: 2 x 64).
+// key kernel, 256, each of its eight warps half the columns of what four
+// warps took 512 for: dO D^T (D split: 64) and Q K^T (32); then dO S^T
+// (64), dP~ K (64), D H^T (both split: 96), dP~^T Q (64), L K and L^T K
+// (L = F * E strictly lower: 2 x 64).
 // MMA-LABEL: func.func @gated_delta(
 // MMA-COUNT-480: nvvm.mma.sync
 // MMA:           gpu.launch
-// MMA-COUNT-512: nvvm.mma.sync
+// MMA-COUNT-256: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
@@ -54,7 +56,7 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 // CHECK:         scf.parallel
 // CHECK:         scf.parallel
 // CHECK:         scf.parallel
-// CHECK:         arith.constant 140032 : i32
+// CHECK:         arith.constant 145152 : i32
 // CHECK:         gpu.launch
 // CHECK-NOT:     linattn.chunk_grad
 func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x2x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
@@ -100,9 +102,10 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // emitted once. The WY kernel's shared memory: k and W (17408 each), U,
 // dD and dW split (6 x 17408), S's split key block or T, L and T's split
 // tiles (35840), P (16640), the inverse's scratch (3072), c and beta (512;
-// no gates), the row terms (3072): 198400. The key kernel's: q, k, dO, D split
-// (5 x 17408), dP~ and L split (4 x 9216), the split state tiles (2 x
-// 17408), the f32 landing tile (32768), c (256): 191744.
+// no gates), the row terms (3072): 198400. The key kernel's (eight warps;
+// no gates, so no row terms): q, k, dO, D split (5 x 17408), dP~ and L
+// split (4 x 9216), the split state tiles (2 x 17408), the f32 landing
+// tile (32768), c (256): 191744.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
 // CHECK:         arith.constant 198400 : i32
@@ -125,12 +128,13 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // kernels stage them split (hi + lo) through registers. The WY kernel's
 // shared memory gains k's lo part (198656 + 17408 = 216064 at K = V = 128
 // with gates); the key kernel's q's and k's (2 x 17408), which its 64-key
-// state tiles leave no room for (248576 bytes), so its key blocks are of
-// 32 (four trips; state tiles 2 x 8704, landing tile 16384): 214784.
+// state tiles leave no room for (253696 bytes), so its key blocks are of
+// 32 (four trips; state tiles 2 x 8704, landing tile 16384; eight warps'
+// row terms and partials 5120 more): 219904.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
 // CHECK:         arith.constant 216064 : i32
 // CHECK:         gpu.launch
-// CHECK:         arith.constant 214784 : i32
+// CHECK:         arith.constant 219904 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c4{{[_0-9]*}} step
 // CHECK-NOT:     scf.parallel
@@ -138,13 +142,14 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 //
 // The WY kernel, 1088 products per warp: K K^T with both split (8 tiles x
 // 8 k-steps x 3 = 192, was 64), the rest as at 16-bit keys (dD S^T 192,
-// T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192). The key kernel, 672: dO
-// D^T (128), Q K^T both split (192); per 32-key block dO S^T (64), dP~ K
-// (48), D H^T (96), dP~^T Q (48), L K and L^T K (2 x 48).
+// T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192). The key kernel, 336 a
+// warp of eight (672 at four): dO D^T (128), Q K^T both split (192); per
+// 32-key block dO S^T (64), dP~ K (48), D H^T (96), dP~^T Q (48), L K
+// and L^T K (2 x 48), halved.
 // MMA-LABEL: func.func @gated_delta_f32_keys(
 // MMA-COUNT-1088: nvvm.mma.sync
 // MMA:            gpu.launch
-// MMA-COUNT-672:  nvvm.mma.sync
+// MMA-COUNT-336:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
 func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}

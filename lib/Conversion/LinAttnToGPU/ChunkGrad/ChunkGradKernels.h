@@ -12,6 +12,7 @@
 #define LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_CHUNKGRADKERNELS_H
 
 #include "../../LinAttnToLoops/LoopLowerings.h"
+#include "../Kernel/KernelEmitter.h"
 
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
@@ -21,11 +22,13 @@
 namespace mlir::linattn::kernel {
 class MmaEmitter;
 
-/// The launch both kernels share: a block of four warps per (chunk, value
-/// head, sequence), grid (ceil(T / 64), HV, B).
+/// The launch both kernels share: a block of `threads` (four warps unless a
+/// plan asks more) per (chunk, value head, sequence), grid (ceil(T / 64),
+/// HV, B).
 void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
                          int64_t numVHeads, Value batch, int64_t smemBytes,
-                         Type mmaElem, function_ref<void(MmaEmitter &)> body);
+                         Type mmaElem, function_ref<void(MmaEmitter &)> body,
+                         int64_t threads = kThreads);
 
 /// The WY share's buffers: inputs, then its results (P = keyPairs, F =
 /// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).

@@ -25,10 +25,12 @@ static bool hasPerKeyGates(ChunkGradOp op) {
 
 void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
                          int64_t numVHeads, Value batch, int64_t smemBytes,
-                         Type mmaElem, function_ref<void(MmaEmitter &)> body) {
+                         Type mmaElem, function_ref<void(MmaEmitter &)> body,
+                         int64_t threads) {
   LoopEmitter e(b);
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
-  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, smemBytes, mmaElem, body);
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, smemBytes, mmaElem, body,
+             threads);
 }
 
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,

@@ -87,6 +87,15 @@ struct KeyGradPlan {
   bool wyShares() const { return wy && perKey; }
   /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
   bool splitKeys = false;
+  /// Four warps, each 16 rows of every product; or eight, warp w rows 16 (w
+  /// % 4) and half w / 4 of the products' columns (dP~ and M, dq's and dk's
+  /// key block): two warps a scheduler hide each other's latencies, where
+  /// one block fills an SM's shared memory (bench/NOTES.md pr1). Not with
+  /// per-key gates (their pair sums take a warp's whole rows).
+  int64_t warps = 4;
+  int64_t threads() const { return 32 * warps; }
+  /// Column halves a row's products are split into (1 or 2).
+  int64_t halves() const { return warps / 4; }
   float scale = 0.0f, rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0, pairStride = 0;
@@ -150,6 +159,8 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
     if (p.K % keyBlock != 0)
       continue;
     p.keyBlock = keyBlock;
+    // Eight warps where the state tiles' split divides among 256 threads.
+    p.warps = !p.perKey && (keyBlock * (p.V / 8)) % 256 == 0 ? 8 : 4;
     p.layOut();
     if (p.sharedBytes <= target.maxSharedBytesPerBlock())
       return p;
@@ -185,9 +196,11 @@ void KeyGradPlan::layOut() {
   landingOff = take(keyBlock * V * 4);
   if (gates) {
     mOff = take(kChunk * (kChunk + 1) * 4);
-    rowOff = take(kChunk * 4 * 8);   // [64][4] f64: the quads' row terms
-    shareOff = take(kChunk * 4 * 8); // [64][4] f64: k_i . dkState_i
-    dotOff = take(kThreads * 8);     // [128] f64: <S, H> partials
+    // [64][4 halves] f64: the quads' (of each column half's warp) row
+    // terms and k_i . dkState_i; [threads] f64: <S, H> partials.
+    rowOff = take(kChunk * 4 * halves() * 8);
+    shareOff = take(kChunk * 4 * halves() * 8);
+    dotOff = take(threads() * 8);
     gOff = take(kChunk * 4);
   }
   if (wyFactors())
@@ -267,6 +280,22 @@ private:
   LoopEmitter &e;
 
   Value n, hv, bIdx, h, m0;
+  /// With column halves: the warp's half (warp / 4), else null.
+  Value colHalf;
+  /// The first column of the warp's share of a product `width` columns
+  /// wide (null: all of it, one half).
+  Value halfBase(int64_t width) {
+    return colHalf ? e.mulIndex(colHalf, e.index(width / p.halves())) : Value();
+  }
+  /// acc += A B over the warp's columns from `base` (null: from 0).
+  void gemmFrom(SmallVector<SmallVector<Value>> &acc, Operand a, Operand bt,
+                int64_t kDim, Value base) {
+    if (base)
+      k.gemm(acc, a, m0, bt, kDim, base);
+    else
+      k.gemm(acc, a, m0, bt, kDim);
+  }
+  Value plus(Value base, Value x) { return base ? e.addIndex(base, x) : x; }
   ChunkRows rows;
   Value gLast;
   Value qTile, kTile, qLo, kLo, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
@@ -351,20 +380,22 @@ void KeyGradKernel::stageInputs() {
 // of Q K^T, then dP~ = scale dP E into shared memory by stmatrix (hi, lo)
 // and M = dP~ (Q K^T) element by element.
 void KeyGradKernel::stagePairs() {
-  SmallVector<SmallVector<Value>> dP = k.zeroAcc(kChunk / 8);
-  k.gemm(dP, Operand{TileView{dOTile}, std::nullopt}, m0,
-         Operand{TileView{dHi}, TileView{dLo}}, p.V);
+  int64_t tiles = kChunk / 8 / p.halves();
+  Value col0 = halfBase(kChunk);
+  SmallVector<SmallVector<Value>> dP = k.zeroAcc(tiles);
+  gemmFrom(dP, Operand{TileView{dOTile}, std::nullopt},
+           Operand{TileView{dHi}, TileView{dLo}}, p.V, col0);
   SmallVector<SmallVector<Value>> scores;
   if (p.gates) {
-    scores = k.zeroAcc(kChunk / 8);
-    k.gemm(scores, Operand::of(qTile, qLo), m0, Operand::of(kTile, kLo), p.K);
+    scores = k.zeroAcc(tiles);
+    gemmFrom(scores, Operand::of(qTile, qLo), Operand::of(kTile, kLo), p.K, col0);
   }
   Type f32 = b.getF32Type();
   SmallVector<SmallVector<Value>> lo;
-  for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+  for (int64_t nt = 0; nt < tiles; ++nt) {
     SmallVector<Value> tileLo;
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value row = k.accRow(m0, i), col = plus(col0, k.accCol(8 * nt, i));
       Value keep;
       Value decay = decayOrZero(row, col, keep);
       Value x = k.select(keep, e.mul(e.mul(dP[nt][i], e.f32(p.scale)), decay),
@@ -379,9 +410,10 @@ void KeyGradKernel::stagePairs() {
     }
     lo.push_back(tileLo);
   }
-  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
-    k.stmatrix4(pHi, m0, e.index(8 * nt), dP[nt], dP[nt + 1], false);
-    k.stmatrix4(pLo, m0, e.index(8 * nt), lo[nt], lo[nt + 1], false);
+  for (int64_t nt = 0; nt < tiles; nt += 2) {
+    Value col = plus(col0, e.index(8 * nt));
+    k.stmatrix4(pHi, m0, col, dP[nt], dP[nt + 1], false);
+    k.stmatrix4(pLo, m0, col, lo[nt], lo[nt + 1], false);
   }
   k.barrier();
 }
@@ -453,9 +485,9 @@ void KeyGradKernel::splitLanded(bool dotWithHeld) {
   bool dot = dotWithHeld && shDot;
   SmallVector<Value> init = {dot ? shDot : Value(e.f32(0.0f))};
   ValueRange out = e.forEachReduce(
-      e.index(p.keyBlock * perRow / kThreads), init,
+      e.index(p.keyBlock * perRow / p.threads()), init,
       [&](Value it, ValueRange acc) -> SmallVector<Value> {
-        Value idx = e.addIndex(e.mulIndex(it, e.index(kThreads)), k.tid);
+        Value idx = e.addIndex(e.mulIndex(it, e.index(p.threads())), k.tid);
         Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
         Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                              e.index(kWidth));
@@ -505,10 +537,14 @@ void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
 // once): S's rows (landed before the block) split, H's copied during dq's
 // products, then split for dk's; the next block's S rows copied during
 // dk's.
-void KeyGradKernel::keyBlockGradients(Value key0) {
-  int64_t tiles = p.keyBlock / 8;
+void KeyGradKernel::keyBlockGradients(Value blockKey0) {
+  int64_t tiles = p.keyBlock / 8 / p.halves();
   splitLanded(/*dotWithHeld=*/false);
-  copyStateRows(io.gradStates, key0);
+  copyStateRows(io.gradStates, blockKey0);
+  // The warp's keys: [key0, + keyBlock / halves) of the block, from the
+  // state tiles' row stateRow0.
+  Value stateRow0 = halfBase(p.keyBlock);
+  Value key0 = plus(stateRow0, blockKey0);
   Type f64 = b.getF64Type();
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
   // Element (row, key0 + col) of q or k, f32 (hi + lo where split).
@@ -521,8 +557,8 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
 
   // dq = scale exp(G_i) dO S^T + dP~ K.
   SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
-  k.gemm(dq, Operand{TileView{dOTile}, std::nullopt}, m0,
-         Operand{TileView{stateHi}, TileView{stateLo}}, p.V);
+  gemmFrom(dq, Operand{TileView{dOTile}, std::nullopt},
+           Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   auto keyOf = [&](int64_t nt, int64_t i) {
     return e.addIndex(key0, k.accCol(8 * nt, i));
   };
@@ -574,15 +610,15 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
     loadRows(io.wyGateShare, yGate);
   splitLanded(/*dotWithHeld=*/true);
   {
-    Value next = e.addIndex(key0, e.index(p.keyBlock));
+    Value next = e.addIndex(blockKey0, e.index(p.keyBlock));
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(
         scf::IfOp::create(b, k.ult(next, e.index(p.K)), false).thenBlock());
     copyStateRows(io.states, next);
   }
   SmallVector<SmallVector<Value>> dk = k.zeroAcc(tiles);
-  k.gemm(dk, Operand{TileView{dHi}, TileView{dLo}}, m0,
-         Operand{TileView{stateHi}, TileView{stateLo}}, p.V);
+  gemmFrom(dk, Operand{TileView{dHi}, TileView{dLo}},
+           Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       if (p.gates)
@@ -655,7 +691,7 @@ void KeyGradKernel::keyBlockGradients(Value key0) {
 // threadsPerKey threads a key row r of the block: their parts of
 // sum_c S_rc H_rc (S split as held, H as landed), then shuffles.
 void KeyGradKernel::rowDots() {
-  int64_t threadsPerKey = kThreads / p.keyBlock;
+  int64_t threadsPerKey = p.threads() / p.keyBlock;
   int64_t perThread = p.V / threadsPerKey;
   Value r = arith::DivUIOp::create(b, k.tid, e.index(threadsPerKey));
   Value c0 = e.mulIndex(arith::RemUIOp::create(b, k.tid, e.index(threadsPerKey)),
@@ -714,10 +750,11 @@ void KeyGradKernel::gateGradient() {
   auto at = [&](Value buf, Value r, int64_t c) {
     return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
   };
+  Value column = plus(colHalf ? e.mulIndex(colHalf, e.index(4)) : Value(), k.quad);
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
-    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, k.quad});
-    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, k.quad});
+    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
+    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, column});
   }
   // This thread's share of <S, H>, from the split of H's rows.
   memref::StoreOp::create(b, shDot, dotTerms, ValueRange{k.tid, e.index(0)});
@@ -728,7 +765,7 @@ void KeyGradKernel::gateGradient() {
         scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
     Value i = k.tid;
     Value g = zero64(), share = zero64();
-    for (int64_t q = 0; q < 4; ++q) {
+    for (int64_t q = 0; q < 4 * p.halves(); ++q) {
       g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
       share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
     }
@@ -752,7 +789,7 @@ void KeyGradKernel::gateGradient() {
   Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
                                                  at(shareTerms, upperRow, 0)));
   Value dot = zero64();
-  for (int64_t part = 0; part < kThreads; part += 32)
+  for (int64_t part = 0; part < p.threads(); part += 32)
     dot = arith::AddFOp::create(
         b, dot, at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
   Value lastShare = arith::AddFOp::create(
@@ -813,6 +850,10 @@ void KeyGradKernel::emit() {
   bIdx = body->getArgument(2);
   h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
   m0 = e.mulIndex(k.warp, e.index(16));
+  if (p.halves() > 1) {
+    m0 = e.mulIndex(arith::RemUIOp::create(b, k.warp, e.index(4)), e.index(16));
+    colHalf = arith::DivUIOp::create(b, k.warp, e.index(4));
+  }
   rows = chunkRows(e, n, io.seqLen);
   Type f32 = b.getF32Type();
   qTile = tile16(p.qOff, kChunk, p.keyStride);
@@ -837,9 +878,9 @@ void KeyGradKernel::emit() {
   if (p.gates) {
     Type f64 = b.getF64Type();
     mTile = tileOf(p.mOff, kChunk, kChunk + 1, f32);
-    rowTerms = tileOf(p.rowOff, kChunk, 4, f64);
-    shareTerms = tileOf(p.shareOff, kChunk, 4, f64);
-    dotTerms = tileOf(p.dotOff, kThreads, 1, f64);
+    rowTerms = tileOf(p.rowOff, kChunk, 4 * p.halves(), f64);
+    shareTerms = tileOf(p.shareOff, kChunk, 4 * p.halves(), f64);
+    dotTerms = tileOf(p.dotOff, p.threads(), 1, f64);
     gTile = tileOf(p.gOff, kChunk, 1, f32);
     for (int64_t half = 0; half < 2; ++half)
       rowAcc[half] = shareAcc[half] =
@@ -880,7 +921,8 @@ void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io) {
   KeyGradPlan p = *KeyGradPlan::build(op, target);
   emitChunkGridLaunch(b, io.seqLen, p.numVHeads, io.batch, p.sharedBytes,
-                      p.mmaElem, [&](MmaEmitter &k) { KeyGradKernel(p, io, k).emit(); });
+                      p.mmaElem, [&](MmaEmitter &k) { KeyGradKernel(p, io, k).emit(); },
+                      p.threads());
 }
 
 } // namespace mlir::linattn::kernel
