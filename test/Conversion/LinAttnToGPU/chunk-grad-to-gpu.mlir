@@ -11,7 +11,8 @@
 // Y's); S's split tiles (2 x 9216), later T and L f32 (2 x 64 x 68 x 4)
 // with T's split tiles over L: 17408 + 2 x 9216 = 35840; P f32 (64 x 65 x
 // 4 = 16640), the inverse's scratch (3072), gates, c and beta (3 x 256),
-// dbeta's three row terms by quad (3072): 133120.
+// dbeta's three row terms by quad and column half (6144): 136192, eight
+// warps (the inverse by the first four).
 //
 // The key kernel's, eight warps (q and k, dO, D split, dP~ split, L = F *
 // E split, the state tiles (S's rows, then H's) split: 11 x 9216; the
@@ -20,22 +21,25 @@
 // 145152.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
-// CHECK:         arith.constant 133120 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
+// CHECK:         arith.constant 136192 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
+// The inverse by the first four warps, their barriers named for 128 threads.
+// CHECK:           nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK:         arith.constant 145152 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 480 products per warp: dD S^T (both split: 8 tiles x 4
-// k-steps x 3 = 96), K K^T (32), T^T dW and T^T dD (all split: 96 each),
-// Y W^T (Y split: 64), Z U^T (both split: 96). The
+// The WY kernel, 240 products per warp of eight, half the columns of what
+// four warps took 480 for: dD S^T (both split: 8 tiles x 4 k-steps x 3 =
+// 96), K K^T (32), T^T dW and T^T dD (all split: 96 each), Y W^T (Y
+// split: 64), Z U^T (both split: 96). The
 // key kernel, 256, each of its eight warps half the columns of what four
 // warps took 512 for: dO D^T (D split: 64) and Q K^T (32); then dO S^T
 // (64), dP~ K (64), D H^T (both split: 96), dP~^T Q (64), L K and L^T K
 // (L = F * E strictly lower: 2 x 64).
 // MMA-LABEL: func.func @gated_delta(
-// MMA-COUNT-480: nvvm.mma.sync
+// MMA-COUNT-240: nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-256: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
@@ -108,7 +112,7 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // tile (32768), c (256): 191744.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
-// CHECK:         arith.constant 198400 : i32
+// CHECK:         arith.constant 201472 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK:         arith.constant 191744 : i32
@@ -132,7 +136,7 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // 32 (four trips; state tiles 2 x 8704, landing tile 16384; eight warps'
 // row terms and partials 5120 more): 219904.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
-// CHECK:         arith.constant 216064 : i32
+// CHECK:         arith.constant 219136 : i32
 // CHECK:         gpu.launch
 // CHECK:         arith.constant 219904 : i32
 // CHECK:         gpu.launch
@@ -140,14 +144,15 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 1088 products per warp: K K^T with both split (8 tiles x
-// 8 k-steps x 3 = 192, was 64), the rest as at 16-bit keys (dD S^T 192,
-// T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192). The key kernel, 336 a
+// The WY kernel, 544 products a warp of eight (1088 at four): K K^T with
+// both split (8 tiles x 8 k-steps x 3 = 192, was 64), the rest as at
+// 16-bit keys (dD S^T 192, T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192),
+// halved. The key kernel, 336 a
 // warp of eight (672 at four): dO D^T (128), Q K^T both split (192); per
 // 32-key block dO S^T (64), dP~ K (48), D H^T (96), dP~^T Q (48), L K
 // and L^T K (2 x 48), halved.
 // MMA-LABEL: func.func @gated_delta_f32_keys(
-// MMA-COUNT-1088: nvvm.mma.sync
+// MMA-COUNT-544:  nvvm.mma.sync
 // MMA:            gpu.launch
 // MMA-COUNT-336:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
@@ -164,8 +169,9 @@ func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128x
 // per-key gates (PerKeyScores.h, K' over T's tile) and goes on to reduce
 // F and Y to dk's and dL/dG's shares, which the key kernel (its per-key
 // form, as GLA's) adds; no P or F leaves for it. The WY kernel's shared
-// memory at K = V = 64: the row-gate kernel's but the row gates (133120 -
-// 256 = 132864), plus G [64][68] f32 (17408): 150272 (F split, K' and
+// memory at K = V = 64, four warps: the row-gate kernel's but the row
+// gates and with one column half's row terms (136192 - 256 - 3072 =
+// 132864), plus G [64][68] f32 (17408): 150272 (F split, K' and
 // K'' for the shares go over W's to M's tiles, dead by then). The key
 // kernel's is GLA's: 168192.
 // CHECK-LABEL: func.func @kda(

@@ -13,6 +13,7 @@
 
 #include "../../LinAttnToLoops/LoopLowerings.h"
 #include "../Kernel/KernelEmitter.h"
+#include "../Kernel/MmaEmitter.h"
 
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
@@ -20,7 +21,6 @@
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 
 namespace mlir::linattn::kernel {
-class MmaEmitter;
 
 /// The launch both kernels share: a block of `threads` (four warps unless a
 /// plan asks more) per (chunk, value head, sequence), grid (ceil(T / 64),
@@ -29,6 +29,35 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
                          int64_t numVHeads, Value batch, int64_t smemBytes,
                          Type mmaElem, function_ref<void(MmaEmitter &)> body,
                          int64_t threads = kThreads);
+
+/// Which part of a chunk's [64 x n] product a warp holds: with four warps
+/// (one column half), rows [16 w, + 16) and every column; with eight (two
+/// halves), rows [16 (w % 4), + 16) and half w / 4 of the columns, so that
+/// two warps share a scheduler where one block fills an SM (bench/NOTES.md
+/// pr1, b13).
+class WarpTiling {
+public:
+  WarpTiling(MmaEmitter &k, int64_t halves);
+  int64_t halves() const { return numHalves; }
+  /// The warp's first row.
+  Value m0() const { return firstRow; }
+  /// The warp's column half (warp / 4), null with one half.
+  Value half() const { return colHalf; }
+  /// The first column of the warp's share of `width` columns, null (0)
+  /// with one half.
+  Value base(int64_t width);
+  /// base + x, or x where base is null.
+  Value plus(Value base, Value x);
+  /// acc += A B over the warp's rows and its columns from `base` (null:
+  /// from 0).
+  void gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Operand bt,
+            int64_t kDim, Value base);
+
+private:
+  MmaEmitter &k;
+  int64_t numHalves;
+  Value firstRow, colHalf;
+};
 
 /// The WY share's buffers: inputs, then its results (P = keyPairs, F =
 /// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).

@@ -33,6 +33,32 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
              threads);
 }
 
+WarpTiling::WarpTiling(MmaEmitter &k, int64_t halves) : k(k), numHalves(halves) {
+  LoopEmitter &e = k.e;
+  if (halves == 1) {
+    firstRow = e.mulIndex(k.warp, e.index(16));
+    return;
+  }
+  firstRow = e.mulIndex(arith::RemUIOp::create(k.b, k.warp, e.index(4)), e.index(16));
+  colHalf = arith::DivUIOp::create(k.b, k.warp, e.index(4));
+}
+
+Value WarpTiling::base(int64_t width) {
+  return colHalf ? k.e.mulIndex(colHalf, k.e.index(width / numHalves)) : Value();
+}
+
+Value WarpTiling::plus(Value base, Value x) {
+  return base ? k.e.addIndex(base, x) : x;
+}
+
+void WarpTiling::gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Operand bt,
+                      int64_t kDim, Value base) {
+  if (base)
+    k.gemm(acc, a, firstRow, bt, kDim, base);
+  else
+    k.gemm(acc, a, firstRow, bt, kDim);
+}
+
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target) {
   using Kind = ChunkGradLowering::Kind;

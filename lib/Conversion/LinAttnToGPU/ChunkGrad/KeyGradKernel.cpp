@@ -280,22 +280,8 @@ private:
   LoopEmitter &e;
 
   Value n, hv, bIdx, h, m0;
-  /// With column halves: the warp's half (warp / 4), else null.
-  Value colHalf;
-  /// The first column of the warp's share of a product `width` columns
-  /// wide (null: all of it, one half).
-  Value halfBase(int64_t width) {
-    return colHalf ? e.mulIndex(colHalf, e.index(width / p.halves())) : Value();
-  }
-  /// acc += A B over the warp's columns from `base` (null: from 0).
-  void gemmFrom(SmallVector<SmallVector<Value>> &acc, Operand a, Operand bt,
-                int64_t kDim, Value base) {
-    if (base)
-      k.gemm(acc, a, m0, bt, kDim, base);
-    else
-      k.gemm(acc, a, m0, bt, kDim);
-  }
-  Value plus(Value base, Value x) { return base ? e.addIndex(base, x) : x; }
+  /// The warp's rows and columns of each product (m0 its first row).
+  std::optional<WarpTiling> tiling;
   ChunkRows rows;
   Value gLast;
   Value qTile, kTile, qLo, kLo, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
@@ -381,21 +367,21 @@ void KeyGradKernel::stageInputs() {
 // and M = dP~ (Q K^T) element by element.
 void KeyGradKernel::stagePairs() {
   int64_t tiles = kChunk / 8 / p.halves();
-  Value col0 = halfBase(kChunk);
+  Value col0 = tiling->base(kChunk);
   SmallVector<SmallVector<Value>> dP = k.zeroAcc(tiles);
-  gemmFrom(dP, Operand{TileView{dOTile}, std::nullopt},
+  tiling->gemm(dP, Operand{TileView{dOTile}, std::nullopt},
            Operand{TileView{dHi}, TileView{dLo}}, p.V, col0);
   SmallVector<SmallVector<Value>> scores;
   if (p.gates) {
     scores = k.zeroAcc(tiles);
-    gemmFrom(scores, Operand::of(qTile, qLo), Operand::of(kTile, kLo), p.K, col0);
+    tiling->gemm(scores, Operand::of(qTile, qLo), Operand::of(kTile, kLo), p.K, col0);
   }
   Type f32 = b.getF32Type();
   SmallVector<SmallVector<Value>> lo;
   for (int64_t nt = 0; nt < tiles; ++nt) {
     SmallVector<Value> tileLo;
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = plus(col0, k.accCol(8 * nt, i));
+      Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
       Value keep;
       Value decay = decayOrZero(row, col, keep);
       Value x = k.select(keep, e.mul(e.mul(dP[nt][i], e.f32(p.scale)), decay),
@@ -411,7 +397,7 @@ void KeyGradKernel::stagePairs() {
     lo.push_back(tileLo);
   }
   for (int64_t nt = 0; nt < tiles; nt += 2) {
-    Value col = plus(col0, e.index(8 * nt));
+    Value col = tiling->plus(col0, e.index(8 * nt));
     k.stmatrix4(pHi, m0, col, dP[nt], dP[nt + 1], false);
     k.stmatrix4(pLo, m0, col, lo[nt], lo[nt + 1], false);
   }
@@ -543,8 +529,8 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
   copyStateRows(io.gradStates, blockKey0);
   // The warp's keys: [key0, + keyBlock / halves) of the block, from the
   // state tiles' row stateRow0.
-  Value stateRow0 = halfBase(p.keyBlock);
-  Value key0 = plus(stateRow0, blockKey0);
+  Value stateRow0 = tiling->base(p.keyBlock);
+  Value key0 = tiling->plus(stateRow0, blockKey0);
   Type f64 = b.getF64Type();
   auto wide = [&](Value x) { return arith::ExtFOp::create(b, f64, x).getResult(); };
   // Element (row, key0 + col) of q or k, f32 (hi + lo where split).
@@ -557,7 +543,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
 
   // dq = scale exp(G_i) dO S^T + dP~ K.
   SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
-  gemmFrom(dq, Operand{TileView{dOTile}, std::nullopt},
+  tiling->gemm(dq, Operand{TileView{dOTile}, std::nullopt},
            Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   auto keyOf = [&](int64_t nt, int64_t i) {
     return e.addIndex(key0, k.accCol(8 * nt, i));
@@ -617,7 +603,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
     copyStateRows(io.states, next);
   }
   SmallVector<SmallVector<Value>> dk = k.zeroAcc(tiles);
-  gemmFrom(dk, Operand{TileView{dHi}, TileView{dLo}},
+  tiling->gemm(dk, Operand{TileView{dHi}, TileView{dLo}},
            Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
@@ -750,7 +736,8 @@ void KeyGradKernel::gateGradient() {
   auto at = [&](Value buf, Value r, int64_t c) {
     return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
   };
-  Value column = plus(colHalf ? e.mulIndex(colHalf, e.index(4)) : Value(), k.quad);
+  // The quad's column among the four of each half.
+  Value column = tiling->plus(tiling->base(4 * p.halves()), k.quad);
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
     memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
@@ -849,11 +836,8 @@ void KeyGradKernel::emit() {
   hv = body->getArgument(1);
   bIdx = body->getArgument(2);
   h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
-  m0 = e.mulIndex(k.warp, e.index(16));
-  if (p.halves() > 1) {
-    m0 = e.mulIndex(arith::RemUIOp::create(b, k.warp, e.index(4)), e.index(16));
-    colHalf = arith::DivUIOp::create(b, k.warp, e.index(4));
-  }
+  tiling.emplace(k, p.halves());
+  m0 = tiling->m0();
   rows = chunkRows(e, n, io.seqLen);
   Type f32 = b.getF32Type();
   qTile = tile16(p.qOff, kChunk, p.keyStride);

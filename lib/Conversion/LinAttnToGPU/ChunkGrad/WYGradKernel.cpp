@@ -62,6 +62,12 @@ struct WYGradPlan {
   bool gates = false, perKey = false;
   /// k f32, staged split (kLoOff beside kOff).
   bool splitKeys = false;
+  /// Four warps, or eight (WarpTiling: column halves) where the gates are
+  /// not per key (the per-key scores and pair sums take a warp's whole
+  /// rows) and every staged tile divides among 256 threads.
+  int64_t warps = 4;
+  int64_t threads() const { return 32 * warps; }
+  int64_t halves() const { return warps / 4; }
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
@@ -84,8 +90,9 @@ struct WYGradPlan {
 };
 
 /// dbeta's row terms, each a sum over the row's columns kept per quad of
-/// the accumulator layout: Y_i . k_i, Z_i . v_i, sum_j dL_ij P_ij.
-enum RowTerm : int64_t { kThroughW = 0, kThroughU = 4, kThroughL = 8, kRowTerms = 12 };
+/// the accumulator layout (and per column half): Y_i . k_i, Z_i . v_i,
+/// sum_j dL_ij P_ij.
+enum RowTerm : int64_t { kThroughW = 0, kThroughU = 1, kThroughL = 2, kRowTerms = 3 };
 
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                                             const GPUTargetInfo &target,
@@ -115,6 +122,10 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.perKey = forms->perKeyGates;
+  p.warps = !p.perKey && p.K % 32 == 0 && p.V % 32 == 0 &&
+                    (p.keyBlock * p.V / 8) % 256 == 0
+                ? 8
+                : 4;
   p.gates = op.getGates() && !p.perKey;
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
@@ -150,7 +161,7 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
     p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
-  p.rowOff = take(kChunk * kRowTerms * 4);
+  p.rowOff = take(kChunk * kRowTerms * 4 * p.halves() * 4);
   if (p.perKey) {
     p.gKeyStride = p.K + 4;
     p.gKeyOff = take(kChunk * p.gKeyStride * 4);
@@ -224,7 +235,15 @@ private:
   ImplicitLocOpBuilder &b;
   LoopEmitter &e;
 
+  /// rowTerms' column of `term` for this thread's quad and column half.
+  Value rowTermColumn(RowTerm term) {
+    return tiling->plus(tiling->base(4 * p.halves()),
+                        e.addIndex(e.index(term * 4 * p.halves()), k.quad));
+  }
+
   Value n, hv, bIdx, h, m0;
+  /// The warp's rows and columns of each product (m0 its first row).
+  std::optional<WarpTiling> tiling;
   ChunkRows rows;
   Value kTile, kLo, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
   Value tF32, lTile, tHi, tLo, mTile;
@@ -281,23 +300,26 @@ void WYGradKernel::negatedWGradient() {
       return k.load8(io.states, {bIdx, n, hv, e.addIndex(key0, r), c});
     }, sLo);
     k.barrier();
-    SmallVector<SmallVector<Value>> acc = k.zeroAcc(p.keyBlock / 8);
-    k.gemm(acc, Operand{TileView{dHi}, TileView{dLo}}, m0,
-           Operand{TileView{sHi}, TileView{sLo}}, p.V);
-    for (int64_t nt = 0; nt < p.keyBlock / 8; ++nt)
+    // The warp's keys of the block: from row col0 of S's tiles.
+    Value col0 = tiling->base(p.keyBlock);
+    int64_t tiles = p.keyBlock / 8 / p.halves();
+    SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
+    tiling->gemm(acc, Operand{TileView{dHi}, TileView{dLo}},
+                 Operand{TileView{sHi}, TileView{sLo}}, p.V, col0);
+    for (int64_t nt = 0; nt < tiles; ++nt)
       k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
         storeSplitPair(arith::NegFOp::create(b, acc[nt][i]),
                        arith::NegFOp::create(b, acc[nt][i + 1]), dwHi, dwLo, row,
-                       e.addIndex(key0, col));
+                       e.addIndex(key0, tiling->plus(col0, col)));
       });
     k.barrier(); // S's tiles are free
   });
 }
 
-// Warp w: rows i in [16 w, + 16) of P = (K K^T) * E for j < i < valid, to
-// shared memory and to keyPairs (per-key gates: P by PerKeyScores.h, kept
-// here); L = diag(c) P for the inverse, whose upper blocks of T this
-// zeroes. The caller's barrier publishes them.
+// The warp's rows i (and columns j: WarpTiling) of P = (K K^T) * E for
+// j < i < valid, to shared memory and to keyPairs (per-key gates: P by
+// PerKeyScores.h, kept here); L = diag(c) P for the inverse, whose upper
+// blocks of T this zeroes. The caller's barrier publishes them.
 void WYGradKernel::keyPairs() {
   if (p.perKey) {
     // P's and L's blocks after a warp's own are not visited: zero first.
@@ -319,11 +341,13 @@ void WYGradKernel::keyPairs() {
     zeroSquareTile(k, tF32);
     return;
   }
-  SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  k.gemm(acc, Operand::of(kTile, kLo), m0, Operand::of(kTile, kLo), p.K);
-  for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+  Value col0 = tiling->base(kChunk);
+  int64_t tiles = kChunk / 8 / p.halves();
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
+  tiling->gemm(acc, Operand::of(kTile, kLo), Operand::of(kTile, kLo), p.K, col0);
+  for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
       Value keep = arith::AndIOp::create(b, k.ult(col, row), k.ult(row, rows.valid));
       Value x = acc[nt][i];
       if (p.gates)
@@ -357,13 +381,16 @@ void WYGradKernel::splitInverse() {
 void WYGradKernel::solve(bool keys) {
   Value xHi = keys ? dwHi : dHi, xLo = keys ? dwLo : dLo;
   int64_t cols = keys ? p.K : p.V;
-  SmallVector<SmallVector<Value>> acc = k.zeroAcc(cols / 8);
-  k.gemm(acc, Operand{TileView{tHi, /*transposed=*/true}, TileView{tLo, true}}, m0,
-         Operand{TileView{xHi, true}, TileView{xLo, true}}, kChunk);
+  Value col0 = tiling->base(cols);
+  int64_t tiles = cols / 8 / p.halves();
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
+  tiling->gemm(acc, Operand{TileView{tHi, /*transposed=*/true}, TileView{tLo, true}},
+               Operand{TileView{xHi, true}, TileView{xLo, true}}, kChunk, col0);
   Type f32 = b.getF32Type();
   Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
-  for (int64_t nt = 0; nt < cols / 8; ++nt)
-    k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    k.forEachPair(m0, nt, [&](Value row, Value tileCol, int64_t i) {
+      Value col = tiling->plus(col0, tileCol);
       Value x0 = acc[nt][i], x1 = acc[nt][i + 1];
       Value col1 = e.addIndex(col, e.index(1));
       Value in = k.ult(row, rows.valid);
@@ -393,30 +420,32 @@ void WYGradKernel::solve(bool keys) {
       partial[i / 2] = math::FmaOp::create(
           b, x1, with1, math::FmaOp::create(b, x0, with0, partial[i / 2]));
     });
-  int64_t term = keys ? kThroughW : kThroughU;
+  Value termCol = rowTermColumn(keys ? kThroughW : kThroughU);
   for (int64_t half = 0; half < 2; ++half)
     memref::StoreOp::create(b, partial[half], rowTerms,
-                            ValueRange{k.accRow(m0, 2 * half),
-                                       e.addIndex(e.index(term), k.quad)});
+                            ValueRange{k.accRow(m0, 2 * half), termCol});
   k.barrier(); // every warp has read the right-hand side
-  for (int64_t nt = 0; nt < cols / 8; ++nt)
+  for (int64_t nt = 0; nt < tiles; ++nt)
     k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
-      storeSplitPair(acc[nt][i], acc[nt][i + 1], xHi, xLo, row, col);
+      storeSplitPair(acc[nt][i], acc[nt][i + 1], xHi, xLo, row,
+                     tiling->plus(col0, col));
     });
 }
 
 // dL = -(Y W^T + Z U^T) for the warp's rows; F = c_i dL_ij below the
 // diagonal to factorPairs; the rows' sum_j dL_ij P_ij by quad.
 SmallVector<SmallVector<Value>> WYGradKernel::factors() {
-  SmallVector<SmallVector<Value>> acc = k.zeroAcc(kChunk / 8);
-  k.gemm(acc, Operand{TileView{dwHi}, TileView{dwLo}}, m0,
-         Operand{TileView{wTile}, std::nullopt}, p.K);
-  k.gemm(acc, Operand{TileView{dHi}, TileView{dLo}}, m0,
-         Operand{TileView{uHi}, TileView{uLo}}, p.V);
+  Value col0 = tiling->base(kChunk);
+  int64_t tiles = kChunk / 8 / p.halves();
+  SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
+  tiling->gemm(acc, Operand{TileView{dwHi}, TileView{dwLo}},
+               Operand{TileView{wTile}, std::nullopt}, p.K, col0);
+  tiling->gemm(acc, Operand{TileView{dHi}, TileView{dLo}},
+               Operand{TileView{uHi}, TileView{uLo}}, p.V, col0);
   Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
-  for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+  for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
       Value keep = arith::AndIOp::create(b, k.ult(col, row), k.ult(row, rows.valid));
       Value dL = k.select(keep, arith::NegFOp::create(b, acc[nt][i]), e.f32(0.0f));
       partial[i / 2] = e.add(partial[i / 2],
@@ -432,10 +461,10 @@ SmallVector<SmallVector<Value>> WYGradKernel::factors() {
       memref::StoreOp::create(b, e.mul(vecAt(cTile, row), dL), io.factorPairs,
                               ValueRange{bIdx, token(row), hv, col});
     }
+  Value termCol = rowTermColumn(kThroughL);
   for (int64_t half = 0; half < 2; ++half)
     memref::StoreOp::create(b, partial[half], rowTerms,
-                            ValueRange{k.accRow(m0, 2 * half),
-                                       e.addIndex(e.index(kThroughL), k.quad)});
+                            ValueRange{k.accRow(m0, 2 * half), termCol});
   k.barrier();
   return p.perKey ? acc : SmallVector<SmallVector<Value>>();
 }
@@ -447,11 +476,12 @@ void WYGradKernel::betaGradient() {
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.tid, rows.valid), false).thenBlock());
   Value i = k.tid;
-  auto term = [&](int64_t first) {
+  auto term = [&](RowTerm t) {
     Value sum = e.f32(0.0f);
-    for (int64_t q = 0; q < 4; ++q)
-      sum = e.add(sum, memref::LoadOp::create(b, rowTerms,
-                                              ValueRange{i, e.index(first + q)}));
+    int64_t parts = 4 * p.halves();
+    for (int64_t q = 0; q < parts; ++q)
+      sum = e.add(sum, memref::LoadOp::create(
+                           b, rowTerms, ValueRange{i, e.index(t * parts + q)}));
     return sum;
   };
   Value throughW = term(kThroughW); // per key: exp(G) taken in solve
@@ -521,7 +551,8 @@ void WYGradKernel::emit() {
   hv = body->getArgument(1);
   bIdx = body->getArgument(2);
   h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
-  m0 = e.mulIndex(k.warp, e.index(16));
+  tiling.emplace(k, p.halves());
+  m0 = tiling->m0();
   rows = chunkRows(e, n, io.seqLen);
   Type f32 = b.getF32Type();
   kTile = tile16(p.kOff, kChunk, p.keyStride);
@@ -544,7 +575,7 @@ void WYGradKernel::emit() {
   pTile = k.tile(p.pOff, kChunk, kChunk + 1, f32);
   cTile = k.tile(p.cOff, kChunk, 1, f32);
   betaTile = k.tile(p.betaOff, kChunk, 1, f32);
-  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms, f32);
+  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms * 4 * p.halves(), f32);
   if (p.gates)
     gTile = k.tile(p.gOff, kChunk, 1, f32);
   if (p.perKey) {
@@ -584,7 +615,8 @@ void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io) {
   WYGradPlan p = *WYGradPlan::build(op, target);
   emitChunkGridLaunch(b, io.seqLen, p.numVHeads, io.batch, p.sharedBytes,
-                      p.mmaElem, [&](MmaEmitter &k) { WYGradKernel(p, io, k).emit(); });
+                      p.mmaElem, [&](MmaEmitter &k) { WYGradKernel(p, io, k).emit(); },
+                      p.threads());
 }
 
 } // namespace mlir::linattn::kernel

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 namespace mlir::linattn::kernel {
@@ -24,8 +25,9 @@ void zeroSquareTile(KernelEmitter &k, Value tile) {
   });
 }
 
-void invertUnitLowerTriangular(KernelEmitter &k, Value lTile, Value tF32,
-                               Value mTile) {
+/// invertUnitLowerTriangular's body for a block of kThreads threads.
+static void invertByFourWarps(KernelEmitter &k, Value lTile, Value tF32,
+                              Value mTile) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
@@ -120,6 +122,22 @@ void invertUnitLowerTriangular(KernelEmitter &k, Value lTile, Value tF32,
                               ValueRange{row, col}, false, llvm::Align(8));
     }
   }
+}
+
+void invertUnitLowerTriangular(KernelEmitter &k, Value lTile, Value tF32,
+                               Value mTile) {
+  if (k.threads == kThreads)
+    return invertByFourWarps(k, lTile, tF32, mTile);
+  // A larger block: its first four warps invert, their barriers named
+  // for kThreads threads; the others go on to the caller's next barrier.
+  assert(k.threads > kThreads && "the inverse needs four warps");
+  OpBuilder::InsertionGuard guard(k.b);
+  k.b.setInsertionPointToStart(
+      scf::IfOp::create(k.b, k.ult(k.tid, k.e.index(kThreads)), false).thenBlock());
+  int64_t saved = k.barrierThreads;
+  k.barrierThreads = kThreads;
+  invertByFourWarps(k, lTile, tF32, mTile);
+  k.barrierThreads = saved;
 }
 
 } // namespace mlir::linattn::kernel

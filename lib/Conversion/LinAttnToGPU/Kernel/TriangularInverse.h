@@ -34,7 +34,8 @@ void zeroSquareTile(KernelEmitter &k, Value tile);
 /// (T is zero above its diagonal blocks). Expects L visible to every
 /// thread and t's blocks above the diagonal zero (zeroSquareTile before
 /// the barrier that publishes L); T is complete after the caller's next
-/// barrier. Needs the block's 128 threads.
+/// barrier. Takes the block's first 128 threads (four warps); in a larger
+/// block the others skip it.
 void invertUnitLowerTriangular(KernelEmitter &k, Value l, Value t, Value m);
 
 } // namespace mlir::linattn::kernel
