@@ -36,13 +36,16 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
       case ChunkGradLowering::Kind::Loops:
         add("chunk_grad: loops (" + lowering.why + ")");
         break;
-      case ChunkGradLowering::Kind::KeyKernel:
-        add(lowering.why.empty() ? "chunk_grad: the key kernel"
+      case ChunkGradLowering::Kind::KeyKernel: {
+        std::string key = "the key kernel (" + describeKeyGradKernel(grad, target) + ")";
+        add(lowering.why.empty() ? "chunk_grad: " + key
                                  : "chunk_grad: loops for the WY share (" +
-                                       lowering.why + "), then the key kernel");
+                                       lowering.why + "), then " + key);
         break;
+      }
       case ChunkGradLowering::Kind::WYAndKeyKernels:
-        add("chunk_grad: the WY and key kernels");
+        add("chunk_grad: the WY kernel (" + describeWYGradKernel(grad, target) +
+            ") and the key kernel (" + describeKeyGradKernel(grad, target) + ")");
         break;
       }
     } else if (isa<QKGradOp>(op)) {

@@ -74,6 +74,9 @@ struct WYGradBuffers {
 /// or per key with 16-bit keys and K a multiple of 32, within shared
 /// memory.
 std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
+/// The WY kernel's block for `op` (which it takes), for --explain: "N
+/// warps, B bytes of shared memory".
+std::string describeWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io);
 
@@ -82,6 +85,10 @@ void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
 /// with 16-bit q and k (with WY factors only after the WY kernel), K and V
 /// at most 128.
 std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
+/// The key kernel's block for `op` (which it takes), as describeWYGradKernel.
+std::string describeKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
+/// "N warps, B bytes of shared memory".
+std::string describeChunkGradBlock(int64_t warps, int64_t sharedBytes);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
 

@@ -33,6 +33,11 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
              threads);
 }
 
+std::string describeChunkGradBlock(int64_t warps, int64_t sharedBytes) {
+  return std::to_string(warps) + " warps, " + std::to_string(sharedBytes) +
+         " bytes of shared memory";
+}
+
 WarpTiling::WarpTiling(MmaEmitter &k, int64_t halves) : k(k), numHalves(halves) {
   LoopEmitter &e = k.e;
   if (halves == 1) {

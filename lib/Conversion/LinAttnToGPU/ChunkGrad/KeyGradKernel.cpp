@@ -901,6 +901,11 @@ std::string whyNoKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
   return KeyGradPlan::build(op, target, &why) ? "" : why;
 }
 
+std::string describeKeyGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  KeyGradPlan p = *KeyGradPlan::build(op, target);
+  return describeChunkGradBlock(p.warps, p.sharedBytes);
+}
+
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io) {
   KeyGradPlan p = *KeyGradPlan::build(op, target);

@@ -611,6 +611,11 @@ std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
   return WYGradPlan::build(op, target, &why) ? "" : why;
 }
 
+std::string describeWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  WYGradPlan p = *WYGradPlan::build(op, target);
+  return describeChunkGradBlock(p.warps, p.sharedBytes);
+}
+
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io) {
   WYGradPlan p = *WYGradPlan::build(op, target);
