@@ -50,6 +50,11 @@
 namespace mlir::linattn::kernel {
 namespace {
 
+/// dbeta's row terms, each a sum over the row's columns kept per quad of
+/// the accumulator layout (and per column half): Y_i . k_i, Z_i . v_i,
+/// sum_j dL_ij P_ij.
+enum RowTerm : int64_t { kThroughW = 0, kThroughU = 1, kThroughL = 2, kRowTerms = 3 };
+
 /// The WY kernel, decided: shapes and shared-memory layout.
 struct WYGradPlan {
   static std::optional<WYGradPlan> build(ChunkGradOp op,
@@ -68,6 +73,8 @@ struct WYGradPlan {
   int64_t warps = 4;
   int64_t threads() const { return 32 * warps; }
   int64_t halves() const { return warps / 4; }
+  /// Partial sums a row term keeps for a row: one per quad and half.
+  int64_t termParts() const { return 4 * halves(); }
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
@@ -88,11 +95,6 @@ struct WYGradPlan {
   /// Keys per pass of the per-key pair sums (two accumulators of 16 rows).
   static constexpr int64_t kPairKeyBlock = 32;
 };
-
-/// dbeta's row terms, each a sum over the row's columns kept per quad of
-/// the accumulator layout (and per column half): Y_i . k_i, Z_i . v_i,
-/// sum_j dL_ij P_ij.
-enum RowTerm : int64_t { kThroughW = 0, kThroughU = 1, kThroughL = 2, kRowTerms = 3 };
 
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
                                             const GPUTargetInfo &target,
@@ -161,7 +163,7 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
     p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
-  p.rowOff = take(kChunk * kRowTerms * 4 * p.halves() * 4);
+  p.rowOff = take(kChunk * kRowTerms * p.termParts() * 4);
   if (p.perKey) {
     p.gKeyStride = p.K + 4;
     p.gKeyOff = take(kChunk * p.gKeyStride * 4);
@@ -237,8 +239,8 @@ private:
 
   /// rowTerms' column of `term` for this thread's quad and column half.
   Value rowTermColumn(RowTerm term) {
-    return tiling->plus(tiling->base(4 * p.halves()),
-                        e.addIndex(e.index(term * 4 * p.halves()), k.quad));
+    return tiling->plus(tiling->base(p.termParts()),
+                        e.addIndex(e.index(term * p.termParts()), k.quad));
   }
 
   Value n, hv, bIdx, h, m0;
@@ -478,7 +480,7 @@ void WYGradKernel::betaGradient() {
   Value i = k.tid;
   auto term = [&](RowTerm t) {
     Value sum = e.f32(0.0f);
-    int64_t parts = 4 * p.halves();
+    int64_t parts = p.termParts();
     for (int64_t q = 0; q < parts; ++q)
       sum = e.add(sum, memref::LoadOp::create(
                            b, rowTerms, ValueRange{i, e.index(t * parts + q)}));
@@ -575,7 +577,7 @@ void WYGradKernel::emit() {
   pTile = k.tile(p.pOff, kChunk, kChunk + 1, f32);
   cTile = k.tile(p.cOff, kChunk, 1, f32);
   betaTile = k.tile(p.betaOff, kChunk, 1, f32);
-  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms * 4 * p.halves(), f32);
+  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms * p.termParts(), f32);
   if (p.gates)
     gTile = k.tile(p.gOff, kChunk, 1, f32);
   if (p.perKey) {
