@@ -40,8 +40,11 @@ H, HV, KDIM, VDIM = 2, 4, 32, 32
 KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
 # bf16 specs at other head sizes (K, V): kinds with row gates or none, the
 # delta rules, whose chunk_grad keys are a tensor-core kernel, and the
-# per-key gates, whose reverse pass is.
-HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128)), "deltanet": ((128, 128),),
+# per-key gates, whose reverse pass is. Gated DeltaNet's take chunk_grad's
+# eight-warp blocks at their extremes: 32-key blocks (96 x 64, 96 x 128)
+# and 32 value columns, two 8-column tiles a column half (128 x 32).
+HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32)),
+              "deltanet": ((128, 128),),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128),)}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
