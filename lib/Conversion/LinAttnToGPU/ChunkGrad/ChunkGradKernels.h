@@ -30,6 +30,21 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
                          Type mmaElem, function_ref<void(MmaEmitter &)> body,
                          int64_t threads = kThreads);
 
+/// A chunk_grad kernel's block: four warps, each 16 rows of every product;
+/// or eight, warp w rows 16 (w % 4) and half w / 4 of the products'
+/// columns (WarpTiling), so that two warps a scheduler hide each other's
+/// latencies where one block fills an SM's shared memory (bench/NOTES.md
+/// pr1, b13, b14). A plan sets `warps`.
+struct ChunkGradWarps {
+  int64_t warps = 4;
+  int64_t threads() const { return 32 * warps; }
+  /// Column halves a row's products are split into (1 or 2).
+  int64_t halves() const { return warps / 4; }
+  /// Partial sums a row term (a sum over a row's columns) keeps for a row:
+  /// one per quad of the accumulator layout and half.
+  int64_t termParts() const { return 4 * halves(); }
+};
+
 /// Which part of a chunk's [64 x n] product a warp holds: with four warps
 /// (one column half), rows [16 w, + 16) and every column; with eight (two
 /// halves), rows [16 (w % 4), + 16) and half w / 4 of the columns, so that

@@ -65,7 +65,7 @@ namespace mlir::linattn::kernel {
 namespace {
 
 /// The key-gradient kernel, decided: shapes and shared-memory layout.
-struct KeyGradPlan {
+struct KeyGradPlan : ChunkGradWarps {
   static std::optional<KeyGradPlan> build(ChunkGradOp op,
                                           const GPUTargetInfo &target,
                                           std::string *whyNot = nullptr);
@@ -87,15 +87,6 @@ struct KeyGradPlan {
   bool wyShares() const { return wy && perKey; }
   /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
   bool splitKeys = false;
-  /// Four warps, each 16 rows of every product; or eight, warp w rows 16 (w
-  /// % 4) and half w / 4 of the products' columns (dP~ and M, dq's and dk's
-  /// key block): two warps a scheduler hide each other's latencies, where
-  /// one block fills an SM's shared memory (bench/NOTES.md pr1). Not with
-  /// per-key gates (their pair sums take a warp's whole rows).
-  int64_t warps = 4;
-  int64_t threads() const { return 32 * warps; }
-  /// Column halves a row's products are split into (1 or 2).
-  int64_t halves() const { return warps / 4; }
   float scale = 0.0f, rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0, pairStride = 0;
@@ -159,7 +150,10 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
     if (p.K % keyBlock != 0)
       continue;
     p.keyBlock = keyBlock;
-    // Eight warps where the state tiles' split divides among 256 threads.
+    // Eight warps (ChunkGradWarps; dP~ and M, dq's and dk's key block in
+    // column halves) where the state tiles' split divides among 256
+    // threads; not with per-key gates (their pair sums take a warp's whole
+    // rows).
     p.warps = !p.perKey && (keyBlock * (p.V / 8)) % 256 == 0 ? 8 : 4;
     p.layOut();
     if (p.sharedBytes <= target.maxSharedBytesPerBlock())
@@ -196,10 +190,10 @@ void KeyGradPlan::layOut() {
   landingOff = take(keyBlock * V * 4);
   if (gates) {
     mOff = take(kChunk * (kChunk + 1) * 4);
-    // [64][4 halves] f64: the quads' (of each column half's warp) row
+    // [64][termParts] f64: the quads' (of each column half's warp) row
     // terms and k_i . dkState_i; [threads] f64: <S, H> partials.
-    rowOff = take(kChunk * 4 * halves() * 8);
-    shareOff = take(kChunk * 4 * halves() * 8);
+    rowOff = take(kChunk * termParts() * 8);
+    shareOff = take(kChunk * termParts() * 8);
     dotOff = take(threads() * 8);
     gOff = take(kChunk * 4);
   }
@@ -370,7 +364,7 @@ void KeyGradKernel::stagePairs() {
   Value col0 = tiling->base(kChunk);
   SmallVector<SmallVector<Value>> dP = k.zeroAcc(tiles);
   tiling->gemm(dP, Operand{TileView{dOTile}, std::nullopt},
-           Operand{TileView{dHi}, TileView{dLo}}, p.V, col0);
+               Operand{TileView{dHi}, TileView{dLo}}, p.V, col0);
   SmallVector<SmallVector<Value>> scores;
   if (p.gates) {
     scores = k.zeroAcc(tiles);
@@ -544,7 +538,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
   // dq = scale exp(G_i) dO S^T + dP~ K.
   SmallVector<SmallVector<Value>> dq = k.zeroAcc(tiles);
   tiling->gemm(dq, Operand{TileView{dOTile}, std::nullopt},
-           Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
+               Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   auto keyOf = [&](int64_t nt, int64_t i) {
     return e.addIndex(key0, k.accCol(8 * nt, i));
   };
@@ -604,7 +598,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
   }
   SmallVector<SmallVector<Value>> dk = k.zeroAcc(tiles);
   tiling->gemm(dk, Operand{TileView{dHi}, TileView{dLo}},
-           Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
+               Operand{TileView{stateHi}, TileView{stateLo}}, p.V, stateRow0);
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       if (p.gates)
@@ -737,7 +731,7 @@ void KeyGradKernel::gateGradient() {
     return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
   };
   // The quad's column among the four of each half.
-  Value column = tiling->plus(tiling->base(4 * p.halves()), k.quad);
+  Value column = tiling->plus(tiling->base(p.termParts()), k.quad);
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
     memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
@@ -752,7 +746,7 @@ void KeyGradKernel::gateGradient() {
         scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
     Value i = k.tid;
     Value g = zero64(), share = zero64();
-    for (int64_t q = 0; q < 4 * p.halves(); ++q) {
+    for (int64_t q = 0; q < p.termParts(); ++q) {
       g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
       share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
     }
@@ -862,8 +856,8 @@ void KeyGradKernel::emit() {
   if (p.gates) {
     Type f64 = b.getF64Type();
     mTile = tileOf(p.mOff, kChunk, kChunk + 1, f32);
-    rowTerms = tileOf(p.rowOff, kChunk, 4 * p.halves(), f64);
-    shareTerms = tileOf(p.shareOff, kChunk, 4 * p.halves(), f64);
+    rowTerms = tileOf(p.rowOff, kChunk, p.termParts(), f64);
+    shareTerms = tileOf(p.shareOff, kChunk, p.termParts(), f64);
     dotTerms = tileOf(p.dotOff, p.threads(), 1, f64);
     gTile = tileOf(p.gOff, kChunk, 1, f32);
     for (int64_t half = 0; half < 2; ++half)

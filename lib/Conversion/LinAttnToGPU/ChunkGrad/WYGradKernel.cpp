@@ -56,7 +56,7 @@ namespace {
 enum RowTerm : int64_t { kThroughW = 0, kThroughU = 1, kThroughL = 2, kRowTerms = 3 };
 
 /// The WY kernel, decided: shapes and shared-memory layout.
-struct WYGradPlan {
+struct WYGradPlan : ChunkGradWarps {
   static std::optional<WYGradPlan> build(ChunkGradOp op,
                                          const GPUTargetInfo &target,
                                          std::string *whyNot = nullptr);
@@ -67,14 +67,6 @@ struct WYGradPlan {
   bool gates = false, perKey = false;
   /// k f32, staged split (kLoOff beside kOff).
   bool splitKeys = false;
-  /// Four warps, or eight (WarpTiling: column halves) where the gates are
-  /// not per key (the per-key scores and pair sums take a warp's whole
-  /// rows) and every staged tile divides among 256 threads.
-  int64_t warps = 4;
-  int64_t threads() const { return 32 * warps; }
-  int64_t halves() const { return warps / 4; }
-  /// Partial sums a row term keeps for a row: one per quad and half.
-  int64_t termParts() const { return 4 * halves(); }
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
@@ -124,6 +116,9 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.perKey = forms->perKeyGates;
+  // Eight warps (ChunkGradWarps) where the gates are not per key (the
+  // per-key scores and pair sums take a warp's whole rows) and every
+  // staged tile divides among 256 threads.
   p.warps = !p.perKey && p.K % 32 == 0 && p.V % 32 == 0 &&
                     (p.keyBlock * p.V / 8) % 256 == 0
                 ? 8
