@@ -77,7 +77,8 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: ten
 // block of 64): the 11 split or 16-bit tiles of the row-gate kernel but L
 // (9 x 9216), the landing tile (16384), the per-key gates [64][68] f32
 // (17408), K' and Q'' (2 x 9216), the block's dL/dG and k * dkState (2 x
-// 16384), <S_r, H_r> (256): 168192. 544 products a warp in the code: dO
+// 16384), <S_r, H_r> (256): 168192. 272 products a warp of eight in the
+// code, half of the 544 that four warps took: dO
 // D^T (64), dO S^T (64), dP~ K' over the four 16-token blocks (A split:
 // 64), D H^T (96), dP~^T Q'' (64), and for each block the warp's own
 // factored form under a branch (both split: 8 x 3, for dq and dk: 192);
@@ -90,7 +91,7 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: ten
 // CHECK-NOT:     linattn.chunk_grad
 // MMA-LABEL:     func.func @per_key_gates(
 // MMA:           gpu.launch
-// MMA-COUNT-544: nvvm.mma.sync
+// MMA-COUNT-272: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
   %dq, %dk, %dv, %dg = linattn.chunk_grad q(%q) k(%k) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.125 : f32}
@@ -187,12 +188,12 @@ func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128x
 // 16-key blocks (K' unsplit, a loop: 4 k-steps x 2 = 8), T^T dW and T^T
 // dD (96 each), Y W^T (64), Z U^T (96); then per 32-key pass F's row and
 // column sums over the four 16-token blocks (A split: 2 x 32) and the
-// warp's own block factored (both split: 2 x 48). The key kernel's 544
-// are GLA's.
+// warp's own block factored (both split: 2 x 48). The key kernel's 272
+// (a warp of eight) are GLA's.
 // MMA-LABEL: func.func @kda(
 // MMA-COUNT-616: nvvm.mma.sync
 // MMA:           gpu.launch
-// MMA-COUNT-544: nvvm.mma.sync
+// MMA-COUNT-272: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @kda(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2x64xf32>, %w: tensor<?x?x2x64xbf16>, %u: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}

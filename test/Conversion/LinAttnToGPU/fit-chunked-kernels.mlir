@@ -54,8 +54,8 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // The backward: chunked (the forward's kernels recompute W, U, D and the
 // chunk states) wherever those kernels fit, recorded on the adjoint; the
 // remark says which of its own ops the tensor-core kernels take, and
-// chunk_grad's blocks: eight warps (two column halves) where the gates are
-// not per key, four with them (KDA, GLA below).
+// chunk_grad's blocks: eight warps (two column halves), but KDA's WY
+// kernel's four (its per-key scores and pair sums take whole rows).
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
 // EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 136192 bytes of shared memory) and the key kernel (8 warps, 145152 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
@@ -114,7 +114,7 @@ func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128x
 // (KDA's chunk_grad: the WY and key kernels, below).
 // CHECK-LABEL: func.func @gla_backward
 // CHECK: linattn.recurrence_grad key_gate {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the key kernel (4 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of key_gate: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the key kernel (8 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
 func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x2x64x64xf32>) {
@@ -131,7 +131,7 @@ func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // kernel reducing its factors to dk's and dL/dG's shares.
 // CHECK-LABEL: func.func @kda_backward
 // CHECK: linattn.recurrence_grad kda {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (4 warps, 150272 bytes of shared memory) and the key kernel (4 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (4 warps, 150272 bytes of shared memory) and the key kernel (8 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
 func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {

@@ -151,10 +151,9 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
       continue;
     p.keyBlock = keyBlock;
     // Eight warps (ChunkGradWarps; dP~ and M, dq's and dk's key block in
-    // column halves) where the state tiles' split divides among 256
-    // threads; not with per-key gates (their pair sums take a warp's whole
-    // rows).
-    p.warps = !p.perKey && (keyBlock * (p.V / 8)) % 256 == 0 ? 8 : 4;
+    // column halves: per key, each half's pair sums over its own keys)
+    // where the state tiles' split divides among 256 threads.
+    p.warps = (keyBlock * (p.V / 8)) % 256 == 0 ? 8 : 4;
     p.layOut();
     if (p.sharedBytes <= target.maxSharedBytesPerBlock())
       return p;
@@ -542,6 +541,10 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
   auto keyOf = [&](int64_t nt, int64_t i) {
     return e.addIndex(key0, k.accCol(8 * nt, i));
   };
+  // The key block's column (stateShare's, gradG's) of accumulator element i.
+  auto blockCol = [&](int64_t nt, int64_t i) {
+    return tiling->plus(stateRow0, k.accCol(8 * nt, i));
+  };
   for (int64_t nt = 0; nt < tiles; ++nt)
     for (int64_t i = 0; i < 4; ++i) {
       Value factor = e.f32(p.scale);
@@ -612,7 +615,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
                                                  keyGate(row, key))));
         memref::StoreOp::create(
             b, e.mul(k.loadJoined(kTile, Value(), {row, key}), dk[nt][i]),
-            stateShare, ValueRange{row, k.accCol(8 * nt, i)});
+            stateShare, ValueRange{row, blockCol(nt, i)});
       }
       if (!p.gates)
         continue;
@@ -656,7 +659,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
                               dk[nt][i]));
         if (p.wyShares())
           g = e.add(g, yGate[4 * nt + i]);
-        memref::StoreOp::create(b, g, gradG, ValueRange{row, k.accCol(8 * nt, i)});
+        memref::StoreOp::create(b, g, gradG, ValueRange{row, blockCol(nt, i)});
       }
   }
   if (p.wyShares())
@@ -665,7 +668,7 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
         dk[nt][i] = e.add(dk[nt][i], y[4 * nt + i]);
   storeRows(dk, io.dk, key0);
   if (p.perKey && io.dgates)
-    perKeyGateGradient(key0);
+    perKeyGateGradient(blockKey0);
 }
 
 // threadsPerKey threads a key row r of the block: their parts of
