@@ -101,7 +101,7 @@ def check(args):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import check as fwd
 
-    seed = int.from_bytes(os.urandom(4), "little")
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     gen = torch.Generator(device="cuda").manual_seed(seed)
     Ts = [int(x) for x in args.T.split(",")]
     hard_Ts = {int(x) for x in args.hard_T.split(",")}
@@ -228,6 +228,9 @@ def main():
                         "nearly parallel keys)")
     c.add_argument("--only", default="", help="run only the libraries whose name this regex matches")
     c.add_argument("--memory-T", type=int, default=4096, help="T of the memory run (0: none)")
+    c.add_argument("--seed", type=int, default=None,
+                   help="the inputs' seed (default: fresh; the same seed draws the same inputs, "
+                        "to compare two builds' gradients on them)")
     args = p.parse_args()
     if args.what == "variants":
         variants(args.spec_dir)
