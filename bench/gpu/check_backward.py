@@ -42,11 +42,13 @@ KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
 # delta rules, whose chunk_grad keys are a tensor-core kernel, and the
 # per-key gates, whose reverse pass is. Gated DeltaNet's take chunk_grad's
 # eight-warp blocks at their extremes: 32-key blocks (96 x 64, 96 x 128)
-# and 32 value columns, two 8-column tiles a column half (128 x 32).
+# and 32 value columns, two 8-column tiles a column half (128 x 32); KDA's
+# WY kernel takes them at K = 64 and 128 (one and two pair-sum passes) and
+# four warps at the default K = 32.
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32)),
               "deltanet": ((128, 128),),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
-              "gla": ((128, 128), (64, 128)), "kda": ((128, 128),)}
+              "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
 # take the normalised keys in f32, split (the key kernel's 32-key blocks at
 # K = V = 128).

@@ -10,9 +10,9 @@
 // split (2 x 9216), dD's and dW's split tiles (4 x 9216, later Z's and
 // Y's); S's split tiles (2 x 9216), later T and L f32 (2 x 64 x 68 x 4)
 // with T's split tiles over L: 17408 + 2 x 9216 = 35840; P f32 (64 x 65 x
-// 4 = 16640), the inverse's scratch (3072), gates, c and beta (3 x 256),
-// dbeta's three row terms by quad and column half (6144): 136192, eight
-// warps (the inverse by the first four).
+// 4 = 16640), the inverse's scratch and over it, once the inverse is
+// done, dbeta's three row terms by quad and column half (6144), gates, c
+// and beta (3 x 256): 133120, eight warps (the inverse by the first four).
 //
 // The key kernel's, eight warps (q and k, dO, D split, dP~ split, L = F *
 // E split, the state tiles (S's rows, then H's) split: 11 x 9216; the
@@ -21,7 +21,7 @@
 // 145152.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
-// CHECK:         arith.constant 136192 : i32
+// CHECK:         arith.constant 133120 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // The inverse by the first four warps, their barriers named for 128 threads.
 // CHECK:           nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
@@ -106,14 +106,14 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // blocks (64 keys each) are a run-time loop of two trips, its products
 // emitted once. The WY kernel's shared memory: k and W (17408 each), U,
 // dD and dW split (6 x 17408), S's split key block or T, L and T's split
-// tiles (35840), P (16640), the inverse's scratch (3072), c and beta (512;
-// no gates), the row terms (3072): 198400. The key kernel's (eight warps;
+// tiles (35840), P (16640), the inverse's scratch with the row terms
+// over it (6144: eight warps'), c and beta (512; no gates): 198400. The key kernel's (eight warps;
 // no gates, so no row terms): q, k, dO, D split (5 x 17408), dP~ and L
 // split (4 x 9216), the split state tiles (2 x 17408), the f32 landing
 // tile (32768), c (256): 191744.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
-// CHECK:         arith.constant 201472 : i32
+// CHECK:         arith.constant 198400 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK:         arith.constant 191744 : i32
@@ -137,7 +137,7 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // 32 (four trips; state tiles 2 x 8704, landing tile 16384; eight warps'
 // row terms and partials 5120 more): 219904.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
-// CHECK:         arith.constant 219136 : i32
+// CHECK:         arith.constant 216064 : i32
 // CHECK:         gpu.launch
 // CHECK:         arith.constant 219904 : i32
 // CHECK:         gpu.launch
@@ -170,28 +170,28 @@ func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128x
 // per-key gates (PerKeyScores.h, K' over T's tile) and goes on to reduce
 // F and Y to dk's and dL/dG's shares, which the key kernel (its per-key
 // form, as GLA's) adds; no P or F leaves for it. The WY kernel's shared
-// memory at K = V = 64, four warps: the row-gate kernel's but the row
-// gates and with one column half's row terms (136192 - 256 - 3072 =
-// 132864), plus G [64][68] f32 (17408): 150272 (F split, K' and
-// K'' for the shares go over W's to M's tiles, dead by then). The key
-// kernel's is GLA's: 168192.
+// memory at K = V = 64, eight warps as the row-gate kernel: its layout
+// but the row gates (133120 - 256 = 132864), plus G [64][68] f32
+// (17408): 150272 (F split, K' and K'' for the shares go over W's to P's
+// tiles, dead by then). The key kernel's is GLA's: 168192.
 // CHECK-LABEL: func.func @kda(
 // CHECK:         arith.constant 150272 : i32
-// CHECK:         gpu.launch
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x2x64xf32> to memref<64x68xf32, #gpu.address_space<workgroup>>
 // CHECK:         arith.constant 168192 : i32
 // CHECK:         gpu.launch
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 616 products per warp: dD S^T (96), K K^T's factored
-// 16-key blocks (K' unsplit, a loop: 4 k-steps x 2 = 8), T^T dW and T^T
-// dD (96 each), Y W^T (64), Z U^T (96); then per 32-key pass F's row and
-// column sums over the four 16-token blocks (A split: 2 x 32) and the
-// warp's own block factored (both split: 2 x 48). The key kernel's 272
-// (a warp of eight) are GLA's.
+// The WY kernel, 392 products a warp of eight: dD S^T (48), K K^T's
+// factored 16-key blocks (K' unsplit, a loop over every other column
+// block: 4 k-steps x 2 = 8), T^T dW and T^T dD (48 each), Y W^T (32), Z
+// U^T (48), half the columns of what four warps took; then per pass (32
+// keys of each column half) F's row and column sums over the four
+// 16-token blocks (A split: 2 x 32) and the warp's own block factored
+// (both split: 2 x 48), as at four warps. The key kernel's 272 are GLA's.
 // MMA-LABEL: func.func @kda(
-// MMA-COUNT-616: nvvm.mma.sync
+// MMA-COUNT-392: nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-272: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync

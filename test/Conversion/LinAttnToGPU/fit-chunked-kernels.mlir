@@ -54,11 +54,12 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // The backward: chunked (the forward's kernels recompute W, U, D and the
 // chunk states) wherever those kernels fit, recorded on the adjoint; the
 // remark says which of its own ops the tensor-core kernels take, and
-// chunk_grad's blocks: eight warps (two column halves), but KDA's WY
-// kernel's four (its per-key scores and pair sums take whole rows).
+// chunk_grad's blocks: eight warps (two column halves) wherever their
+// staged tiles divide among 256 threads (per-key gates: K a multiple of
+// 64 for the WY kernel's pair sums, 32 keys a half).
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 136192 bytes of shared memory) and the key kernel (8 warps, 145152 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 133120 bytes of shared memory) and the key kernel (8 warps, 145152 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
 func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -96,7 +97,7 @@ func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>
 // silent adjoint's loop.
 // CHECK-LABEL: func.func @delta_backward_k128
 // CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 201472 bytes of shared memory) and the key kernel (8 warps, 191744 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel (8 warps, 191744 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
 func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
     %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>, %do: tensor<?x?x8x128xbf16>, %ds: tensor<?x8x128x128xf32>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) {
@@ -131,7 +132,7 @@ func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // kernel reducing its factors to dk's and dL/dG's shares.
 // CHECK-LABEL: func.func @kda_backward
 // CHECK: linattn.recurrence_grad kda {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (4 warps, 150272 bytes of shared memory) and the key kernel (8 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (8 warps, 150272 bytes of shared memory) and the key kernel (8 warps, 168192 bytes of shared memory); qk_grad: a warp per (b, t, h) row)
 func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {

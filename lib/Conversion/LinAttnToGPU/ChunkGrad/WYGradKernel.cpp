@@ -80,12 +80,17 @@ struct WYGradPlan : ChunkGradWarps {
   // Per-key gates: G [64][K + 4] f32; K' = K exp(G_L - G) for the scores
   // over T's tile (T is written after them). Once the factors are out, F
   // split, K' again and K'' = K exp(G - G_F) for the pair sums over the
-  // tiles from W's to M's, dead by then.
+  // tiles from W's to P's, dead by then.
   int64_t gKeyStride = 0, gKeyOff = 0, kdOff = 0;
   int64_t fHiOff = 0, fLoOff = 0, kPrimeOff = 0, kSinceOff = 0;
   int64_t sharedBytes = 0;
-  /// Keys per pass of the per-key pair sums (two accumulators of 16 rows).
+  /// Keys per pass of the per-key pair sums (two accumulators of 16 rows),
+  /// a column half's.
   static constexpr int64_t kPairKeyBlock = 32;
+
+  /// The shared-memory layout for `warps` (the row terms' parts grow with
+  /// them); false where the per-key tiles do not fit (`whyNot` says).
+  bool layOut(std::string *whyNot);
 };
 
 std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
@@ -116,76 +121,86 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.splitKeys = forms->splitKeys;
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.perKey = forms->perKeyGates;
-  // Eight warps (ChunkGradWarps) where the gates are not per key (the
-  // per-key scores and pair sums take a warp's whole rows) and every
-  // staged tile divides among 256 threads.
-  p.warps = !p.perKey && p.K % 32 == 0 && p.V % 32 == 0 &&
-                    (p.keyBlock * p.V / 8) % 256 == 0
-                ? 8
-                : 4;
   p.gates = op.getGates() && !p.perKey;
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
+  // Eight warps (ChunkGradWarps) where every staged tile divides among 256
+  // threads (per key: each half's pair sums a 32-key block of every 64)
+  // and the block still fits, else four.
+  bool eightFit = p.K % 32 == 0 && p.V % 32 == 0 &&
+                  (p.keyBlock * p.V / 8) % 256 == 0 &&
+                  (!p.perKey || p.K % (2 * kPairKeyBlock) == 0);
+  for (int64_t warps : {int64_t(8), int64_t(4)}) {
+    if (warps == 8 && !eightFit)
+      continue;
+    p.warps = warps;
+    if (!p.layOut(whyNot))
+      return std::nullopt;
+    if (p.sharedBytes <= target.maxSharedBytesPerBlock())
+      return p;
+  }
+  if (whyNot)
+    *whyNot = sharedBytesReason(p.sharedBytes, target);
+  return std::nullopt;
+}
 
+bool WYGradPlan::layOut(std::string *whyNot) {
   SharedLayout layout;
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
-  int64_t keyTile = kChunk * p.keyStride * 2, valueTile = kChunk * p.valueStride * 2;
-  p.kOff = take(keyTile);
-  if (p.splitKeys)
-    p.kLoOff = take(keyTile);
-  p.dwHiOff = take(keyTile);
-  p.dwLoOff = take(keyTile);
-  p.wOff = take(keyTile);
-  p.uHiOff = take(valueTile);
-  p.uLoOff = take(valueTile);
-  p.dHiOff = take(valueTile);
-  p.dLoOff = take(valueTile);
+  int64_t keyTile = kChunk * keyStride * 2, valueTile = kChunk * valueStride * 2;
+  kOff = take(keyTile);
+  if (splitKeys)
+    kLoOff = take(keyTile);
+  dwHiOff = take(keyTile);
+  dwLoOff = take(keyTile);
+  wOff = take(keyTile);
+  uHiOff = take(valueTile);
+  uLoOff = take(valueTile);
+  dHiOff = take(valueTile);
+  dLoOff = take(valueTile);
   int64_t region = layout.current();
-  p.sHiOff = take(p.keyBlock * p.valueStride * 2);
-  p.sLoOff = take(p.keyBlock * p.valueStride * 2);
+  sHiOff = take(keyBlock * valueStride * 2);
+  sLoOff = take(keyBlock * valueStride * 2);
   layout.rewind(region);
-  p.tOff = take(kChunk * kInverseStride * 4);
-  p.lOff = take(kChunk * kInverseStride * 4);
-  layout.rewind(p.lOff);
-  p.tHiOff = take(kChunk * (kChunk + kPad) * 2);
-  p.tLoOff = take(kChunk * (kChunk + kPad) * 2);
+  tOff = take(kChunk * kInverseStride * 4);
+  lOff = take(kChunk * kInverseStride * 4);
+  layout.rewind(lOff);
+  tHiOff = take(kChunk * (kChunk + kPad) * 2);
+  tLoOff = take(kChunk * (kChunk + kPad) * 2);
   layout.rewind(layout.size());
-  p.pOff = take(kChunk * (kChunk + 1) * 4);
-  p.mOff = take(kInverseScratchBytes);
+  pOff = take(kChunk * (kChunk + 1) * 4);
   int64_t deadAfterFactors = layout.current();
-  if (p.gates)
-    p.gOff = take(kChunk * 4);
-  p.cOff = take(kChunk * 4);
-  p.betaOff = take(kChunk * 4);
-  p.rowOff = take(kChunk * kRowTerms * p.termParts() * 4);
-  if (p.perKey) {
-    p.gKeyStride = p.K + 4;
-    p.gKeyOff = take(kChunk * p.gKeyStride * 4);
+  // The inverse's scratch, then the row terms (written from the solves on,
+  // after the inverse's barrier; read by betaGradient, beside which
+  // perKeyShares writes only below deadAfterFactors).
+  mOff = rowOff = take(std::max(kInverseScratchBytes, kChunk * kRowTerms * termParts() * 4));
+  if (gates)
+    gOff = take(kChunk * 4);
+  cOff = take(kChunk * 4);
+  betaOff = take(kChunk * 4);
+  if (perKey) {
+    gKeyStride = K + 4;
+    gKeyOff = take(kChunk * gKeyStride * 4);
     // K' over T's tile ([64][68] f32: a [64][128 + 8] 16-bit tile).
-    p.kdOff = p.tOff;
+    kdOff = tOff;
     int64_t end = layout.current();
-    layout.rewind(p.wOff);
+    layout.rewind(wOff);
     int64_t pairTile = kChunk * (kChunk + kPad) * 2;
-    p.fHiOff = take(pairTile);
-    p.fLoOff = take(pairTile);
-    p.kPrimeOff = take(keyTile);
-    p.kSinceOff = take(keyTile);
+    fHiOff = take(pairTile);
+    fLoOff = take(pairTile);
+    kPrimeOff = take(keyTile);
+    kSinceOff = take(keyTile);
     bool sharesFit = layout.current() <= deadAfterFactors;
     layout.rewind(end);
     if (keyTile > kChunk * kInverseStride * 4 || !sharesFit) {
       if (whyNot)
         *whyNot = "its gates are per key, K above 128";
-      return std::nullopt;
+      return false;
     }
   }
-  p.sharedBytes = layout.size();
-  if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
-    if (whyNot)
-      *whyNot = sharedBytesReason(p.sharedBytes, target);
-    return std::nullopt;
-  }
-  return p;
+  sharedBytes = layout.size();
+  return true;
 }
 
 class WYGradKernel {
@@ -333,7 +348,7 @@ void WYGradKernel::keyPairs() {
       memref::StoreOp::create(b, x, pTile, ValueRange{row, col});
       memref::StoreOp::create(b, e.mul(vecAt(cTile, row), x), lTile,
                               ValueRange{row, col});
-    });
+    }, tiling->half());
     k.barrier(); // K' (over T) is read
     zeroSquareTile(k, tF32);
     return;
@@ -489,13 +504,14 @@ void WYGradKernel::betaGradient() {
   memref::StoreOp::create(b, dbeta, io.dbeta, ValueRange{bIdx, token(i), hv});
 }
 
-// F (the warp's rows, held) split to fHi/fLo, K' and K'' staged over the
-// tiles the factors left dead; then, 32 keys a pass, dk's WY share plus +
-// minus and dL/dG's k (plus - minus) (the file's header) to yW and
-// gateShare, rows below valid.
+// F (the warp's rows and columns, held) split to fHi/fLo, K' and K''
+// staged over the tiles the factors left dead; then, 32 keys a pass and
+// column half, dk's WY share plus + minus and dL/dG's k (plus - minus)
+// (the file's header) to yW and gateShare, rows below valid.
 void WYGradKernel::perKeyShares(ArrayRef<SmallVector<Value>> f) {
   Type f32 = b.getF32Type();
-  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
+  Value col0 = tiling->base(kChunk);
+  for (int64_t nt = 0; nt < int64_t(f.size()); nt += 2) {
     SmallVector<Value> lo[2];
     for (int64_t j = 0; j < 2; ++j)
       for (Value x : f[nt + j]) {
@@ -503,16 +519,19 @@ void WYGradKernel::perKeyShares(ArrayRef<SmallVector<Value>> f) {
             b, f32, arith::TruncFOp::create(b, p.mmaElem, x).getResult());
         lo[j].push_back(e.sub(x, hi));
       }
-    k.stmatrix4(fHi, m0, e.index(8 * nt), f[nt], f[nt + 1], false);
-    k.stmatrix4(fLo, m0, e.index(8 * nt), lo[0], lo[1], false);
+    Value col = tiling->plus(col0, e.index(8 * nt));
+    k.stmatrix4(fHi, m0, col, f[nt], f[nt + 1], false);
+    k.stmatrix4(fLo, m0, col, lo[0], lo[1], false);
   }
   stagePairSumOperand(k, kTile, kPrime, gKeyTile, rows.valid, p.K, false);
   stagePairSumOperand(k, kTile, kSince, gKeyTile, rows.valid, p.K, true);
   k.barrier();
   Value ownFactored = diagonalFactorable(k, gKeyTile, m0, rows.valid, p.K);
   constexpr int64_t kBlock = WYGradPlan::kPairKeyBlock, tiles = kBlock / 8;
-  e.forEach(e.index(p.K / kBlock), [&](Value kb) {
-    Value key0 = e.mulIndex(kb, e.index(kBlock));
+  // Pass kb: keys [kBlock (halves kb + half), + kBlock) for the warp's half.
+  Value halfKey0 = tiling->base(kBlock * p.halves());
+  e.forEach(e.index(p.K / (kBlock * p.halves())), [&](Value kb) {
+    Value key0 = tiling->plus(halfKey0, e.mulIndex(kb, e.index(kBlock * p.halves())));
     SmallVector<SmallVector<Value>> plus = k.zeroAcc(tiles), minus = k.zeroAcc(tiles);
     addPerKeyPairSums(k, plus, {fHi, fLo, kTile, kPrime, gKeyTile},
                       /*columns=*/false, m0, rows.valid, key0, ownFactored);

@@ -182,7 +182,8 @@ void forEachCausalScoreBlock(
 void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
                           const Operand &decayed, Value g, Value m0,
                           Value valid, int64_t K,
-                          function_ref<void(Value, Value, Value, Value)> use) {
+                          function_ref<void(Value, Value, Value, Value)> use,
+                          Value colHalf) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   auto lo = [](const Operand &x) { return x.lo ? x.lo->buf : Value(); };
@@ -196,7 +197,14 @@ void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
   Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
   Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
                              e.index(0));
-  e.forEach(numBlocks, [&](Value block) {
+  // With two column halves, half h takes blocks h, h + 2, ...: (numBlocks
+  // - h + 1) / 2 of them.
+  Value visits = numBlocks;
+  if (colHalf)
+    visits = arith::DivUIOp::create(
+        b, e.subIndex(e.addIndex(numBlocks, e.index(1)), colHalf), e.index(2));
+  e.forEach(visits, [&](Value visit) {
+    Value block = colHalf ? e.addIndex(colHalf, e.mulIndex(visit, e.index(2))) : visit;
     Value row0 = e.mulIndex(block, e.index(16));
     SmallVector<Value> scores =
         perKeyBlockScores(k, keys, decayed, g, m0, row0, valid, diagonal, K);

@@ -92,13 +92,16 @@ void forEachCausalScoreBlock(
 /// before its own (perKeyBlockScores with the keys as queries), handed
 /// element by element to `use(i, j, P_ij, keep)`, keep = j < i < valid (the
 /// caller drops the others); the blocks after a warp's own are not visited.
+/// With `colHalf` (0 or 1: a block of eight warps, two a row block) the
+/// warp visits every other column block, from block colHalf.
 /// Stages K' = K exp(G_L - G) (L each 16-row block's last valid row) in
 /// `decayed` first, split like the keys, with the barrier that publishes it:
 /// the UT transform's L and the backward's WY kernel's P.
 void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
                           const Operand &decayed, Value g, Value m0,
                           Value valid, int64_t K,
-                          function_ref<void(Value, Value, Value, Value)> use);
+                          function_ref<void(Value, Value, Value, Value)> use,
+                          Value colHalf = Value());
 
 } // namespace mlir::linattn::kernel
 
