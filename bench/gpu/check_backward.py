@@ -44,9 +44,9 @@ KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
 # eight-warp blocks at their extremes: 32-key blocks (96 x 64, 96 x 128)
 # and 32 value columns, two 8-column tiles a column half (128 x 32); KDA's
 # WY kernel takes them at K = 64 and 128 (one and two pair-sum passes) and
-# four warps at the default K = 32.
+# four warps at the default K = 32; negeig's (a split W) at 32 and 128.
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32)),
-              "deltanet": ((128, 128),),
+              "deltanet": ((128, 128),), "deltanet_negeig": ((128, 128),),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels

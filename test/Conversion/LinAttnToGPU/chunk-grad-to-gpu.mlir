@@ -52,17 +52,22 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 
 // -----
 
-// A split W (negeig's): the WY share stays loops (P, the back
-// substitution, the row scalars: three parallel nests), the key kernel
-// follows them.
-// MMA-LABEL: func.func @split_w(
+// A split W (negeig's, [B, T, HV, 2, K]: the UT transform's hi and lo
+// parts): the WY kernel stages both parts by cp.async (W's lo tile,
+// 9216 bytes, beside gated_delta's 133120: 142336) and Y W^T takes three
+// products (48, gated_delta's 32: 256 a warp); no loops.
 // CHECK-LABEL: func.func @split_w(
-// CHECK:         scf.parallel
-// CHECK:         scf.parallel
-// CHECK:         scf.parallel
+// CHECK-NOT:     scf.parallel
+// CHECK:         arith.constant 142336 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
+// CHECK-COUNT-2:   nvgpu.device_async_copy {{.*}} : memref<?x?x4x2x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:         arith.constant 145152 : i32
 // CHECK:         gpu.launch
+// CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
+// MMA-LABEL: func.func @split_w(
+// MMA-COUNT-256: nvvm.mma.sync
+// MMA:           gpu.launch
 func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x2x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 2.000000e+00 : f32, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x2x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xf32>)

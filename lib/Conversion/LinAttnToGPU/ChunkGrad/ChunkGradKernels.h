@@ -85,7 +85,8 @@ struct WYGradBuffers {
 };
 
 /// Why the WY kernel does not take `op`, or "" if it does: it takes beta,
-/// a 16-bit W as the UT transform rounds it, f32 U, gates per row or none,
+/// a 16-bit W as the UT transform rounds it or splits it (hi and lo
+/// parts, negeig's), f32 U, gates per row or none,
 /// or per key with 16-bit keys and K a multiple of 32, within shared
 /// memory.
 std::string whyNoWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);

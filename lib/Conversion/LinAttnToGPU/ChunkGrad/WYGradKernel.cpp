@@ -26,8 +26,8 @@
 // (the pair sums of PerKeyPairSums.h), into Y's buffer and a gate-share
 // buffer of its shape; P and F stay here. The f32 operands (dD, S, T,
 // dW, Y, Z, U, and k where it comes f32: qk_l2norm's normalised keys)
-// enter the tensor
-// cores split into hi + lo. [Y Z] as a product with the
+// enter the tensor cores split into hi + lo, as W does where the UT
+// transform left it split (negeig's). [Y Z] as a product with the
 // inverse (the UT kernel's) rather than a back substitution a thread per
 // column: the substitution's 2016 products per column unrolled were more
 // code than the instruction cache holds (bench/NOTES.md b7).
@@ -67,13 +67,15 @@ struct WYGradPlan : ChunkGradWarps {
   bool gates = false, perKey = false;
   /// k f32, staged split (kLoOff beside kOff).
   bool splitKeys = false;
+  /// W split into hi and lo parts by the UT transform (wLoOff beside wOff).
+  bool splitW = false;
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
   // Byte offsets. dD's split tiles later hold Z's, dW's later Y's; S's
   // split tiles (a key block) are dead when T (fp32), L (fp32) and T's
   // split tiles (over L) take their place.
-  int64_t kOff = 0, kLoOff = 0, wOff = 0, uHiOff = 0, uLoOff = 0;
+  int64_t kOff = 0, kLoOff = 0, wOff = 0, wLoOff = 0, uHiOff = 0, uLoOff = 0;
   int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
   int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
   int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
@@ -106,11 +108,21 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
       *whyNot = "it has no WY factors";
     return std::nullopt;
   }
+  // A split W ([B, T, HV, 2, K], hi and lo: negeig's) is staged in its two
+  // parts; V stands for it among the operands whose type the products take.
+  bool splitW = isSplitW(op.getW().getType());
   std::optional<BackwardOperandForms> forms =
-      backwardOperandForms({op.getK()}, {op.getW()}, op.getGates(),
-                           op.getChunkSize(), p.K, p.V, whyNot);
+      backwardOperandForms({op.getK()}, {splitW ? op.getV() : op.getW()},
+                           op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
+  if (splitW && (forms->perKeyGates || elementOf(op.getW()) != forms->mmaElem)) {
+    if (whyNot)
+      *whyNot = forms->perKeyGates ? "its gates are per key, its W split"
+                                   : "its split W's parts are not of its values' type";
+    return std::nullopt;
+  }
+  p.splitW = splitW;
   if (forms->perKeyGates && (forms->splitKeys || p.K % kPairKeyBlock != 0)) {
     if (whyNot)
       *whyNot = forms->splitKeys ? "its gates are per key, its keys f32"
@@ -155,6 +167,8 @@ bool WYGradPlan::layOut(std::string *whyNot) {
   dwHiOff = take(keyTile);
   dwLoOff = take(keyTile);
   wOff = take(keyTile);
+  if (splitW)
+    wLoOff = take(keyTile);
   uHiOff = take(valueTile);
   uLoOff = take(valueTile);
   dHiOff = take(valueTile);
@@ -257,15 +271,16 @@ private:
   /// The warp's rows and columns of each product (m0 its first row).
   std::optional<WarpTiling> tiling;
   ChunkRows rows;
-  Value kTile, kLo, wTile, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
+  Value kTile, kLo, wTile, wLo, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
   Value tF32, lTile, tHi, tLo, mTile;
   Value pTile, gTile, cTile, betaTile, rowTerms;
   Value gKeyTile, kdTile, fHi, fLo, kPrime, kSince;
 };
 
-// k and W (16-bit: copied as they are) by cp.async, in flight while U and
-// dD (f32, split on the way) come through registers, and an f32 k after
-// them; rows past valid zero. The caller's barrier publishes the tiles.
+// k and W (16-bit, or a split W's two parts: copied as they are) by
+// cp.async, in flight while U and dD (f32, split on the way) come through
+// registers, and an f32 k after them; rows past valid zero. The caller's
+// barrier publishes the tiles.
 void WYGradKernel::stage() {
   auto rowLoad = [&](Value src, Value head) {
     return [&, src, head](Value r, Value c) {
@@ -274,7 +289,15 @@ void WYGradKernel::stage() {
   };
   if (!p.splitKeys)
     k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
-  k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
+  if (p.splitW) {
+    for (auto [dst, part] : {std::pair{wTile, int64_t(0)}, std::pair{wLo, int64_t(1)}})
+      k.copyRowsAsync(dst, e.index(0), p.K, rows.t0, rows.valid, io.seqLen, io.w,
+                      [&, part](Value t, Value c) -> SmallVector<Value> {
+                        return {bIdx, t, hv, e.index(part), c};
+                      });
+  } else {
+    k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
+  }
   if (p.perKey)
     k.copyTokenRowsAsync(gKeyTile, p.K, rows, io.seqLen, io.gates, bIdx, hv);
   Value copies = k.commitCopies();
@@ -451,7 +474,7 @@ SmallVector<SmallVector<Value>> WYGradKernel::factors() {
   int64_t tiles = kChunk / 8 / p.halves();
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
   tiling->gemm(acc, Operand{TileView{dwHi}, TileView{dwLo}},
-               Operand{TileView{wTile}, std::nullopt}, p.K, col0);
+               Operand::of(wTile, wLo), p.K, col0);
   tiling->gemm(acc, Operand{TileView{dHi}, TileView{dLo}},
                Operand{TileView{uHi}, TileView{uLo}}, p.V, col0);
   Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
@@ -575,6 +598,8 @@ void WYGradKernel::emit() {
   if (p.splitKeys)
     kLo = tile16(p.kLoOff, kChunk, p.keyStride);
   wTile = tile16(p.wOff, kChunk, p.keyStride);
+  if (p.splitW)
+    wLo = tile16(p.wLoOff, kChunk, p.keyStride);
   uHi = tile16(p.uHiOff, kChunk, p.valueStride);
   uLo = tile16(p.uLoOff, kChunk, p.valueStride);
   dHi = tile16(p.dHiOff, kChunk, p.valueStride);
