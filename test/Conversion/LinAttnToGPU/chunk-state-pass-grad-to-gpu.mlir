@@ -173,3 +173,25 @@ func.func @f32_keys(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %g: tens
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
 }
+
+// -----
+
+// A split W (negeig's, [B, T, HV, 2, K]: the UT transform's hi and lo
+// parts), K = V = 64, no gates: each stage holds both parts (q, k, W hi, W
+// lo: 4 x 9216, dO 5120: 41984), three stages 125952; scores 18432;
+// exchange 16384: 160768. Per chunk no_w_no_gates' 128 products and -dD^T
+// W with both operands split (3 x 4 x 4 = 48): 176.
+// CHECK-LABEL: func.func @split_w(
+// CHECK:         arith.constant 160768 : i32
+// CHECK:         gpu.launch
+// CHECK-COUNT-2:   nvgpu.device_async_copy {{.*}} : memref<?x?x2x2x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT:     linattn.chunk_state_pass_grad
+// MMA-LABEL:     func.func @split_w(
+// MMA-COUNT-176: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %w: tensor<?x?x2x2x64xbf16>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
+}

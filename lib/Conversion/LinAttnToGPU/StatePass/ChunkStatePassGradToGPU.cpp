@@ -35,8 +35,9 @@
 // + lo parts, the 16-bit inputs exactly.
 //
 // The kernel takes 16-bit dO and W (the WY form as the UT transform rounds
-// it, or no W), q and k of their type or f32, with gates per row, per key
-// or none; other forms (a split W, f32 inputs) keep the loop lowering.
+// it or splits it into hi and lo parts, negeig's; or no W), q and k of
+// their type or f32, with gates per row, per key or none; f32 inputs keep
+// the loop lowering.
 //
 //===----------------------------------------------------------------------===//
 
@@ -69,6 +70,9 @@ struct ReversePassPlan {
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
   bool hasW = false, hasGates = false;
+  /// W split into hi and lo parts ([B, T, HV, 2, K]): both staged, W a
+  /// split operand of dD^T W.
+  bool splitW = false;
   /// Gates per key: staged [64][K + 4] f32 rather than [64][1].
   bool perKeyGates = false;
   /// q and k f32: staged split (their lo parts beside them), through
@@ -79,7 +83,7 @@ struct ReversePassPlan {
   StateBlock block; ///< the block's columns and warps
 
   // Shared memory: `stages` stages of q, k (and their lo parts where
-  // split), W ([64][K + pad] 16-bit), the block's dO columns ([64][32 +
+  // split), W ([64][K + pad] 16-bit, and its lo part where split), the block's dO columns ([64][32 +
   // pad]) and the row gates ([64] f32); then the scores' hi and lo parts
   // ([64][64 + pad]); then the key parts' exchange, which with per-key
   // gates first holds the keys decayed toward their 16-row block's last
@@ -87,7 +91,7 @@ struct ReversePassPlan {
   // products, barriers away from the exchange's first store).
   int64_t keyStride = 0, gradStride = 0, scoreStride = 0, gateStride = 0;
   int64_t qOffset = 0, kOffset = 0, qLoOffset = 0, kLoOffset = 0;
-  int64_t wOffset = 0, dOffset = 0, gOffset = 0;
+  int64_t wOffset = 0, wLoOffset = 0, dOffset = 0, gOffset = 0;
   /// Per-key gates with 16-bit keys: X = scale (Q K^T * M)^T dO, dD's
   /// share through the output, comes from a parallel kernel ahead of the
   /// pass (OutputShareOfGradValues.h), staged f32 [64][columns + 4] with the
@@ -113,6 +117,8 @@ std::string ReversePassPlan::describe() const {
      << " input stages";
   if (splitKeys)
     os << "; q and k f32, staged split";
+  if (splitW)
+    os << "; W split (hi + lo)";
   if (outputShareAhead)
     os << "; the output's share of dD from a kernel ahead";
   else
@@ -129,11 +135,18 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getGradOutput(), 2);
   p.V = dimOf(op.getGradOutput(), 3);
+  p.splitW = op.getW() && isSplitW(op.getW().getType());
   std::optional<BackwardOperandForms> forms = backwardOperandForms(
-      {op.getQ(), op.getK()}, {op.getGradOutput(), op.getW()}, op.getGates(),
+      {op.getQ(), op.getK()},
+      {op.getGradOutput(), p.splitW ? Value() : op.getW()}, op.getGates(),
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
+  if (p.splitW && elementOf(op.getW()) != forms->mmaElem) {
+    if (whyNot)
+      *whyNot = "its split W's parts are not of dO's type";
+    return std::nullopt;
+  }
   std::string blockWhyNot;
   std::optional<StateBlock> block = StateBlock::of(op, p.V, blockWhyNot);
   if (block && block->columns == chunked_kernels::kWideStateColumns) {
@@ -168,7 +181,8 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
     p.kLoOffset = p.wOffset + keyBytes;
     p.wOffset += 2 * keyBytes;
   }
-  p.dOffset = p.wOffset + (p.hasW ? keyBytes : 0);
+  p.wLoOffset = p.wOffset + keyBytes;
+  p.dOffset = p.wOffset + (p.hasW ? keyBytes : 0) + (p.splitW ? keyBytes : 0);
   p.gOffset = p.dOffset + kChunk * p.gradStride * 2;
   p.stageBytes = p.gOffset + (p.hasGates ? kChunk * p.gateStride * 4 : 0);
   p.scoreBytes = 2 * kChunk * p.scoreStride * 2;
@@ -210,6 +224,7 @@ struct ReverseStage {
   Value q, k, w, dO, g;
   Value x; ///< X's block columns, where computed ahead
   Value qLo, kLo; ///< q's and k's lo parts where split
+  Value wLo;      ///< W's lo part where split
 };
 
 class ReversePassKernel {
@@ -301,6 +316,8 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
   }
   if (p.hasW)
     st.w = k.tile(at(p.wOffset), kChunk, p.keyStride, p.mmaElem);
+  if (p.splitW)
+    st.wLo = k.tile(at(p.wLoOffset), kChunk, p.keyStride, p.mmaElem);
   st.dO = k.tile(at(p.dOffset), kChunk, p.gradStride, p.mmaElem);
   if (p.hasGates) // [64][1] (one 4-byte copy per row) or [64][K + 4]
     st.g = k.tile(at(p.gOffset), kChunk, p.gateStride, b.getF32Type());
@@ -335,8 +352,15 @@ Value ReversePassKernel::prefetch(Value j) {
       }, lo);
     }
   }
-  if (p.hasW)
+  if (p.splitW) {
+    for (auto [dst, part] : {std::pair{st.w, int64_t(0)}, std::pair{st.wLo, int64_t(1)}})
+      k.copyRowsAsync(dst, zero, p.K, t0, valid, io.seqLen, io.w,
+                      [&, part](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, hv, e.index(part), c};
+      }, kChunk, /*narrowRows=*/true);
+  } else if (p.hasW) {
     keyRows(st.w, io.w, hv);
+  }
   k.copyRowsAsync(st.dO, zero, p.block.columns, t0, valid, io.seqLen,
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
@@ -667,10 +691,14 @@ SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
                                          /*negate=*/true);
     for (int64_t kt = 0; kt < p.keyTiles; kt += 2) {
       SmallVector<Value> bFrag =
-          k.fragB2({st.w, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
+          k.fragB2({st.w, /*transposed=*/true}, key0, 8 * kt, 16 * ks), bLo;
+      if (st.wLo)
+        bLo = k.fragB2({st.wLo, /*transposed=*/true}, key0, 8 * kt, 16 * ks);
       for (int64_t j = 0; j < 2; ++j)
         acc[kt + j] = k.mmaSplit(dHi, dLo, ArrayRef(bFrag).slice(2 * j, 2),
-                                 /*bLo=*/{}, acc[kt + j]);
+                                 st.wLo ? ArrayRef(bLo).slice(2 * j, 2)
+                                        : ArrayRef<Value>(),
+                                 acc[kt + j]);
     }
   }
   SmallVector<Value> next;
