@@ -72,6 +72,24 @@ func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xb
 
 // -----
 
+// negeig's backward: its W leaves the UT transform split (hi and lo
+// parts), which the reverse pass and the WY kernel stage both (bench/NOTES.md
+// b18, b19): every op of the backward on tensor cores.
+// CHECK-LABEL: func.func @negeig_backward
+// CHECK: linattn.recurrence_grad negeig_delta {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, {{[0-9]+}} bytes of shared memory) and the key kernel (8 warps, {{[0-9]+}} bytes of shared memory); qk_grad: a warp per (b, t, h) row)
+func.func @negeig_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>,
+    %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
+    -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
+  %dq, %dk, %dv, %db, %ds0 = linattn.recurrence_grad negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>)
+      -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>)
+  return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>
+}
+
+// -----
+
 // f32 inputs: the forward's chunked kernels take them (split), the
 // backward's take 16-bit operands only, so the backward stays the
 // adjoint's loop.
