@@ -83,8 +83,9 @@ struct ReversePassPlan {
   StateBlock block; ///< the block's columns and warps
 
   // Shared memory: `stages` stages of q, k (and their lo parts where
-  // split), W ([64][K + pad] 16-bit, and its lo part where split), the block's dO columns ([64][32 +
-  // pad]) and the row gates ([64] f32); then the scores' hi and lo parts
+  // split), W ([64][K + pad] 16-bit; its lo part beside it where split),
+  // the block's dO columns ([64][32 + pad]) and the row gates ([64] f32);
+  // then the scores' hi and lo parts
   // ([64][64 + pad]); then the key parts' exchange, which with per-key
   // gates first holds the keys decayed toward their 16-row block's last
   // row for the scores (K', hi and lo where split: read only before dD's
