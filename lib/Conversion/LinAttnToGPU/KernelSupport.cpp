@@ -98,7 +98,7 @@ backwardOperandForms(ValueRange keys, ValueRange others, Value gates,
       return no(why);
   for (Value v : others) {
     if (v && isSplitW(v.getType()))
-      return no("W is split into hi and lo parts");
+      forms.splitW = true;
     if (v && elementOf(v) != forms.mmaElem)
       return no("its operands are not all of one 16-bit type (" +
                 typeName(elementOf(v)) + " beside " + typeName(forms.mmaElem) +

@@ -60,11 +60,14 @@ struct BackwardOperandForms {
   /// The gates are per key ([B, T, HV, K]: GLA, KDA), which only the
   /// reverse pass takes so far.
   bool perKeyGates = false;
+  /// W comes split by the UT transform ([B, T, HV, 2, K], hi and lo parts
+  /// of the others' type: negeig's), staged in both parts.
+  bool splitW = false;
 };
 
 /// The forms the backward's kernels take an op's operands in, or none
 /// where they do not take it: the non-null `others` in one 16-bit type (a
-/// split W does not count as one), the non-null `keys` (q, k) in that type
+/// split W's parts too), the non-null `keys` (q, k) in that type
 /// or all f32, gates per row, per key or none, 64-token chunks, and head
 /// sizes K and V the chunked kernels take. Those ops then keep their loop
 /// lowering, so this is a choice, not an error; `whyNot` (when given) gets

@@ -108,21 +108,17 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
       *whyNot = "it has no WY factors";
     return std::nullopt;
   }
-  // A split W ([B, T, HV, 2, K], hi and lo: negeig's) is staged in its two
-  // parts; V stands for it among the operands whose type the products take.
-  bool splitW = isSplitW(op.getW().getType());
   std::optional<BackwardOperandForms> forms =
-      backwardOperandForms({op.getK()}, {splitW ? op.getV() : op.getW()},
-                           op.getGates(), op.getChunkSize(), p.K, p.V, whyNot);
+      backwardOperandForms({op.getK()}, {op.getW()}, op.getGates(),
+                           op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  if (splitW && (forms->perKeyGates || elementOf(op.getW()) != forms->mmaElem)) {
+  if (forms->splitW && forms->perKeyGates) {
     if (whyNot)
-      *whyNot = forms->perKeyGates ? "its gates are per key, its W split"
-                                   : "its split W's parts are not of its values' type";
+      *whyNot = "its gates are per key, its W split";
     return std::nullopt;
   }
-  p.splitW = splitW;
+  p.splitW = forms->splitW;
   if (forms->perKeyGates && (forms->splitKeys || p.K % kPairKeyBlock != 0)) {
     if (whyNot)
       *whyNot = forms->splitKeys ? "its gates are per key, its keys f32"
@@ -289,15 +285,10 @@ void WYGradKernel::stage() {
   };
   if (!p.splitKeys)
     k.copyTokenRowsAsync(kTile, p.K, rows, io.seqLen, io.k, bIdx, h);
-  if (p.splitW) {
-    for (auto [dst, part] : {std::pair{wTile, int64_t(0)}, std::pair{wLo, int64_t(1)}})
-      k.copyRowsAsync(dst, e.index(0), p.K, rows.t0, rows.valid, io.seqLen, io.w,
-                      [&, part](Value t, Value c) -> SmallVector<Value> {
-                        return {bIdx, t, hv, e.index(part), c};
-                      });
-  } else {
+  if (p.splitW)
+    k.copyTokenRowPartsAsync(wTile, wLo, p.K, rows, io.seqLen, io.w, bIdx, hv);
+  else
     k.copyTokenRowsAsync(wTile, p.K, rows, io.seqLen, io.w, bIdx, hv);
-  }
   if (p.perKey)
     k.copyTokenRowsAsync(gKeyTile, p.K, rows, io.seqLen, io.gates, bIdx, hv);
   Value copies = k.commitCopies();

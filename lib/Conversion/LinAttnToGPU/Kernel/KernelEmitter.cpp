@@ -193,6 +193,16 @@ void KernelEmitter::copyTokenRowsAsync(Value dst, int64_t cols, ChunkRows rows,
                 }, kChunk, narrowRows);
 }
 
+void KernelEmitter::copyTokenRowPartsAsync(Value hi, Value lo, int64_t cols,
+                                           ChunkRows rows, Value seqLen, Value src,
+                                           Value batch, Value head, bool narrowRows) {
+  for (auto [dst, part] : {std::pair{hi, int64_t(0)}, std::pair{lo, int64_t(1)}})
+    copyRowsAsync(dst, e.index(0), cols, rows.t0, rows.valid, seqLen, src,
+                  [&, part](Value t, Value c) -> SmallVector<Value> {
+                    return {batch, t, head, e.index(part), c};
+                  }, kChunk, narrowRows);
+}
+
 Value KernelEmitter::commitCopies() {
   return nvgpu::DeviceAsyncCreateGroupOp::create(
       b, nvgpu::DeviceAsyncTokenType::get(b.getContext()), ValueRange{});

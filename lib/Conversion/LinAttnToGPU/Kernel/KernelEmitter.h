@@ -104,6 +104,12 @@ public:
   void copyTokenRowsAsync(Value dst, int64_t cols, ChunkRows rows, Value seqLen,
                           Value src, Value batch, Value head,
                           bool narrowRows = false);
+  /// The same for a [B, T, heads, 2, cols] input held in two parts (a
+  /// split W's hi and lo): src[batch, t, head, 0, :] to `hi`, [..., 1, :]
+  /// to `lo`.
+  void copyTokenRowPartsAsync(Value hi, Value lo, int64_t cols, ChunkRows rows,
+                              Value seqLen, Value src, Value batch, Value head,
+                              bool narrowRows = false);
 
   /// Closes the group of the copies this thread started since the last
   /// commit (cp.async.commit_group).

@@ -136,18 +136,11 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.K = dimOf(op.getQ(), 3);
   p.numVHeads = dimOf(op.getGradOutput(), 2);
   p.V = dimOf(op.getGradOutput(), 3);
-  p.splitW = op.getW() && isSplitW(op.getW().getType());
   std::optional<BackwardOperandForms> forms = backwardOperandForms(
-      {op.getQ(), op.getK()},
-      {op.getGradOutput(), p.splitW ? Value() : op.getW()}, op.getGates(),
+      {op.getQ(), op.getK()}, {op.getGradOutput(), op.getW()}, op.getGates(),
       op.getChunkSize(), p.K, p.V, whyNot);
   if (!forms)
     return std::nullopt;
-  if (p.splitW && elementOf(op.getW()) != forms->mmaElem) {
-    if (whyNot)
-      *whyNot = "its split W's parts are not of dO's type";
-    return std::nullopt;
-  }
   std::string blockWhyNot;
   std::optional<StateBlock> block = StateBlock::of(op, p.V, blockWhyNot);
   if (block && block->columns == chunked_kernels::kWideStateColumns) {
@@ -163,6 +156,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.hasW = bool(op.getW());
+  p.splitW = forms->splitW;
   p.hasGates = bool(op.getGates());
   p.perKeyGates = forms->perKeyGates;
   p.outputShareAhead = whyNoOutputShareKernel(op, target).empty();
@@ -353,15 +347,11 @@ Value ReversePassKernel::prefetch(Value j) {
       }, lo);
     }
   }
-  if (p.splitW) {
-    for (auto [dst, part] : {std::pair{st.w, int64_t(0)}, std::pair{st.wLo, int64_t(1)}})
-      k.copyRowsAsync(dst, zero, p.K, t0, valid, io.seqLen, io.w,
-                      [&, part](Value t, Value c) -> SmallVector<Value> {
-        return {bIdx, t, hv, e.index(part), c};
-      }, kChunk, /*narrowRows=*/true);
-  } else if (p.hasW) {
+  if (p.splitW)
+    k.copyTokenRowPartsAsync(st.w, st.wLo, p.K, rows, io.seqLen, io.w, bIdx, hv,
+                             /*narrowRows=*/true);
+  else if (p.hasW)
     keyRows(st.w, io.w, hv);
-  }
   k.copyRowsAsync(st.dO, zero, p.block.columns, t0, valid, io.seqLen,
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
     return {bIdx, t, hv, e.addIndex(v0, c)};
