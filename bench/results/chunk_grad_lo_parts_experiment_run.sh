@@ -1,4 +1,13 @@
 #!/usr/bin/env bash
+# NOTES b16's device command, kept as run. Its objects were prepared here
+# with bench/results/chunk_grad_lo_parts_experiment.patch applied and built:
+# for each variant v0..v8 of chunk_grad_lo_parts_experiment_h200.json
+# ("rounded": R, joined as ",a,b,"), into .carry/lo/$v/round.txt the string
+# and
+#   LINATTN_EXP_ROUND=",a,b," build/bin/linattn-compile SPEC -o .carry/lo/$v/chk/NAME.o --backward
+# for gated_deltanet_bf16_k128v128, deltanet_negeig_bf16, kda_bf16_k128v128
+# (bench/gpu/check_backward.py variants) and .carry/lo/$v/bb/gated_deltanet_h8.o
+# (bench/gpu/bench_backward.py variants); test/lib/linattn_ref.py to .carry/lo.
 # Session 28, call 2: what each split operand's lo part buys in chunk_grad
 # (LINATTN_EXP_ROUND experiment): gradients on the same inputs (one seed)
 # per variant, then Gated DeltaNet's backward kernel times per variant.
