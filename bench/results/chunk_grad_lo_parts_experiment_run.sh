@@ -11,7 +11,7 @@
 # Session 28, call 2: what each split operand's lo part buys in chunk_grad
 # (LINATTN_EXP_ROUND experiment): gradients on the same inputs (one seed)
 # per variant, then Gated DeltaNet's backward kernel times per variant.
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."  # the repository root (it ran as .carry/run6.sh)
 R=$OUT/r; mkdir -p $R
 start=$SECONDS
 OBJECTS=.carry/lo/v0/chk OUT=$R/none timeout 120 bench/gpu/device.sh none > $R/none.txt 2>&1
