@@ -10,7 +10,8 @@ Two halves, one file:
       and T, plus bf16 specs at other head sizes (NAME_k<K>v<V>: the
       tensor-core backward's key blocks of 64 and 32 and its largest tiles;
       with {qk_l2norm} too, whose f32 normalised keys the kernels split),
-      and prints `NAME SPEC --backward`: each object then exports NAME and
+      and specs with one value head a q/k head (NAME_hv2: H = HV = 2,
+      whose chunk_grad returns dq and dk in the inputs' type), and prints `NAME SPEC --backward`: each object then exports NAME and
       NAME_backward.
 
   bench/gpu/check_backward.py check --libdir D --runner R --json OUT
@@ -37,7 +38,7 @@ import tempfile
 import time
 
 H, HV, KDIM, VDIM = 2, 4, 32, 32
-KDIM_DEFAULT, VDIM_DEFAULT = KDIM, VDIM
+KDIM_DEFAULT, VDIM_DEFAULT, HV_DEFAULT = KDIM, VDIM, HV
 # bf16 specs at other head sizes (K, V): kinds with row gates or none, the
 # delta rules, whose chunk_grad keys are a tensor-core kernel, and the
 # per-key gates, whose reverse pass is. Gated DeltaNet's take chunk_grad's
@@ -58,6 +59,14 @@ L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64
 # gated delta rule and the per-key gates (whose recomputed UT transform takes
 # the normalised keys split, bench/NOTES.md f4).
 L2NORM_KINDS = ("gated_delta", "key_gate", "kda")
+# Specs with one value head a q/k head (HV = H, name suffix _hv2), whose
+# chunk_grad returns dq and dk in q's and k's type (no qk_grad): every
+# family in bf16 (the GPU's chunked backward; f32 takes the adjoint's loop)
+# at the default size and at the head sizes of the training benchmark
+# (bench_backward.py).
+ONE_VALUE_HEAD_SIZES = {"gated_deltanet": ((128, 128),), "deltanet": ((128, 128),),
+                        "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
+                        "gla": ((128, 128),), "kda": ((128, 128),)}
 FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
             "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
             "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -82,6 +91,13 @@ def variants(spec_dir):
                 path = os.path.join(spec_dir, name + ".mlir")
                 ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, qk_l2norm=l2norm)
                 print(name, path, "--backward")
+        for size in [None] + list(ONE_VALUE_HEAD_SIZES.get(family, ())):
+            K, V = size or (KDIM, VDIM)
+            name = f"{family}_bf16{f'_k{K}v{V}' if size else ''}_hv{H}"
+            path = os.path.join(spec_dir, name + ".mlir")
+            decay = ref.retnet_decay(H) if kind == "constant_decay" else None
+            ref.write_spec(path, kind, name, "bf16", 1, 1, H, H, K, V, decay=decay)
+            print(name, path, "--backward")
 
 
 def scratch_bytes(kind, B, T, HV, K, V):
@@ -113,7 +129,7 @@ def check(args):
     with tempfile.TemporaryDirectory() as work:
         for lib in libs:
             name = lib[:-3]
-            match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)(?:_k(\d+)v(\d+))?", name)
+            match = re.fullmatch(r"(.+?)(_l2norm)?_(f32|bf16)(?:_k(\d+)v(\d+))?(?:_hv(\d+))?", name)
             if not match or match.group(1) not in FAMILIES:
                 continue
             if args.only and not re.search(args.only, name):
@@ -121,6 +137,7 @@ def check(args):
             kind, l2norm, dtype = FAMILIES[match.group(1)], bool(match.group(2)), match.group(3)
             KDIM, VDIM = ((int(match.group(4)), int(match.group(5))) if match.group(4)
                           else (KDIM_DEFAULT, VDIM_DEFAULT))
+            HV = int(match.group(6)) if match.group(6) else HV_DEFAULT
             tol = 1e-4 if dtype == "f32" else 5e-3
             for T in Ts:
                 B, hard = args.B, T in hard_Ts

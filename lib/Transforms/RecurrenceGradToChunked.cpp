@@ -99,24 +99,33 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
         rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, k, w,
         gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
-    auto perValueHead = f32Tensor({batch, seqLen, HV, K});
+    // dq and dk per value head in f32 for qk_grad to sum and normalise;
+    // with one value head a q/k head and no normalisation, qk_grad would
+    // only round them, so chunk_grad returns them rounded.
+    UnitAttr l2norm = op.getQkL2normAttr();
+    bool gradientsDirect = !l2norm && HV == op.getNumQKHeads();
+    Type dqType = gradientsDirect ? op.getGradientOf(0).getType()
+                                  : f32Tensor({batch, seqLen, HV, K});
+    Type dkType = gradientsDirect ? op.getGradientOf(1).getType()
+                                  : f32Tensor({batch, seqLen, HV, K});
     Type gateGradType, betaGradType;
     if (op.getGate())
       gateGradType = op.getGradientOf(3).getType();
     if (beta)
       betaGradType = op.getGradientOf(op.getInitialStateIndex() - 1).getType();
     auto chunkGrad = ChunkGradOp::create(
-        rewriter, loc, perValueHead, perValueHead,
-        op.getGradientOf(2).getType(), gateGradType, betaGradType, q, k,
+        rewriter, loc, dqType, dkType, op.getGradientOf(2).getType(), gateGradType, betaGradType, q, k,
         op.getV(), beta, gates, w, beta ? u : Value(), forward.getNewValues(),
         forward.getChunkStates(), op.getGradOutput(),
         statePassGrad.getGradNewValues(), statePassGrad.getGradChunkStates(),
         chunkAttr, scaleAttr, rank1Scale);
-    UnitAttr l2norm = op.getQkL2normAttr();
-    Value dq = QKGradOp::create(rewriter, loc, op.getGradientOf(0).getType(),
-                                op.getQ(), chunkGrad.getGradQ(), l2norm);
-    Value dk = QKGradOp::create(rewriter, loc, op.getGradientOf(1).getType(),
-                                op.getK(), chunkGrad.getGradK(), l2norm);
+    Value dq = chunkGrad.getGradQ(), dk = chunkGrad.getGradK();
+    if (!gradientsDirect) {
+      dq = QKGradOp::create(rewriter, loc, op.getGradientOf(0).getType(),
+                            op.getQ(), dq, l2norm);
+      dk = QKGradOp::create(rewriter, loc, op.getGradientOf(1).getType(),
+                            op.getK(), dk, l2norm);
+    }
 
     SmallVector<Value> results = {dq, dk, chunkGrad.getGradV()};
     if (op.getGate())

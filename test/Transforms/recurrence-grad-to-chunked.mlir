@@ -5,7 +5,9 @@
 // backward: the forward's chunk ops recompute W, U, D and the chunk states
 // in f32, the reverse chunk pass gives dD, the state gradients and
 // d initial_state, linattn.chunk_grad the rest, linattn.qk_grad sums dq
-// and dk over value heads (through qk_l2norm).
+// and dk over value heads (through qk_l2norm). With one value head a q/k
+// head and no qk_l2norm, chunk_grad returns dq and dk in q's and k's type
+// and there is no qk_grad.
 
 // SIZE: linattn-recurrence-grad-to-chunked: chunk-size must be positive, got 0
 
@@ -50,9 +52,12 @@ func.func @gdn_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v
 // CHECK:         linattn.chunk_state_pass k(%{{.*}}) u(%{{.*}}) gates(%[[GC]]) state(%{{.*}}) {chunk_size = 32 : i64}
 // CHECK-SAME:      -> (tensor<2x100x2x8xf32>, tensor<2x4x2x16x8xf32>, tensor<2x2x16x8xf32>)
 // CHECK:         linattn.chunk_state_pass_grad q(%{{.*}}) k(%{{.*}}) gates(%[[GC]])
-// CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]] = linattn.chunk_grad q(%{{.*}}) k(%{{.*}}) v(%{{.*}}) gates(%[[GC]]) new_values
+// One value head a q/k head, no qk_l2norm: chunk_grad's dq and dk are the
+// gradients.
+// CHECK:         %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = linattn.chunk_grad q(%{{.*}}) k(%{{.*}}) v(%{{.*}}) gates(%[[GC]]) new_values
 // CHECK-SAME:      -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>)
-// CHECK:         linattn.qk_grad %{{.*}} grad(%[[DQH]]) :
+// CHECK-NOT:     linattn.qk_grad
+// CHECK:         return %[[DQ]], %[[DK]], %[[DV]]
 func.func @retnet_backward(%q: tensor<2x100x2x16xf32>, %k: tensor<2x100x2x16xf32>, %v: tensor<2x100x2x8xf32>,
     %s0: tensor<2x2x16x8xf32>, %do: tensor<2x100x2x8xf32>, %ds: tensor<2x2x16x8xf32>)
     -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>) {
@@ -61,6 +66,27 @@ func.func @retnet_backward(%q: tensor<2x100x2x16xf32>, %k: tensor<2x100x2x16xf32
       : (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>)
       -> (tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>)
   return %dq, %dk, %dv, %ds0 : tensor<2x100x2x16xf32>, tensor<2x100x2x16xf32>, tensor<2x100x2x8xf32>, tensor<2x2x16x8xf32>
+}
+
+// -----
+
+// Gated DeltaNet in bf16 with one value head a q/k head and no qk_l2norm:
+// chunk_grad rounds dq and dk to bf16 itself (what qk_grad would have
+// done); no qk_grad.
+// CHECK-LABEL: func.func @gdn_one_value_head_backward(
+// CHECK:         %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]], %[[DG:.*]], %[[DB:.*]] = linattn.chunk_grad
+// CHECK-SAME:      -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
+// CHECK-NOT:     linattn.qk_grad
+// CHECK:         return %[[DQ]], %[[DK]], %[[DV]], %[[DG]], %[[DB]]
+func.func @gdn_one_value_head_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x32xbf16>,
+    %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>,
+    %do: tensor<?x?x2x32xbf16>, %ds: tensor<?x2x16x32xf32>)
+    -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>, tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
+      -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>
 }
 
 // -----

@@ -302,12 +302,17 @@ def LinAttnRecurrenceGradToChunked
         linattn.qk_grad                 dq, dk    (summed over value heads,
                                                    back through qk_l2norm)
 
+    Where each q/k head has one value head (HV = H) and the op has no
+    `qk_l2norm`, linattn.qk_grad would only round dq and dk to q's and
+    k's type: chunk_grad returns them in that type instead, and there is
+    no qk_grad (one f32 copy of each fewer in memory, and no pass over it).
+
     Only the state passes are sequential over the chunks (and parallel
     over the state's value columns); everything else is parallel over
     (b, hv, chunk). The memory beyond inputs and outputs is the chunk
     states and their gradients (2 ceil(T / chunk-size) K V floats per (b,
-    hv)), the [B, T, HV, K or V] f32 tensors D, dD, W, U and the per-value-
-    head dq, dk, and the scratch of the new ops' loop lowerings (chunk-wide
+    hv)), the [B, T, HV, K or V] f32 tensors D, dD, W, U and (HV > H or
+    qk_l2norm) the per-value-head dq, dk, and the scratch of the new ops' loop lowerings (chunk-wide
     pair matrices, C floats per token and value head each: docs/backward.md
     has the measured peak). The rewrite applies to every adjoint whose
     recorded strategy (if any) is chunked.

@@ -48,6 +48,10 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
             ") and the key kernel (" + describeKeyGradKernel(grad, target) + ")");
         break;
       }
+      if (llvm::none_of(grad.getGradQ().getUsers(),
+                        [](Operation *user) { return isa<QKGradOp>(user); }))
+        add("dq, dk: chunk_grad's own (one value head a q/k head, no "
+            "qk_l2norm: no qk_grad)");
     } else if (isa<QKGradOp>(op)) {
       add("qk_grad: a warp per (b, t, h) row");
     }

@@ -252,7 +252,7 @@ void ChunkGradLowering::emitKeyGradients() {
             return e.mul(e.mul(pairAt(outputPairs, i, j), key(j)),
                          decayBetween(i, j, r));
           });
-          memref::StoreOp::create(b, e.add(throughState, dqIntra), dq, idx(i, r));
+          e.storeFromF32(e.add(throughState, dqIntra), dq, idx(i, r));
 
           Value dkOutput = l.sumRange(i, t1, [&](Value m) {
             return e.mul(e.mul(pairAt(outputPairs, m, i), query(m)),
@@ -276,7 +276,7 @@ void ChunkGradLowering::emitKeyGradients() {
             });
             dki = e.add(dki, e.add(fromW, e.add(dkLower, dkUpper)));
           }
-          memref::StoreOp::create(b, dki, dk, idx(i, r));
+          e.storeFromF32(dki, dk, idx(i, r));
           if (!gateGrad)
             return {acc[0]};
 

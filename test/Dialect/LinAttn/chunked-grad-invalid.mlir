@@ -81,6 +81,35 @@ func.func @chunk_grad_heads(%q: tensor<1x8x2x8xf32>, %k: tensor<1x8x2x8xf32>, %v
 
 // -----
 
+// dq and dk in q's type only where each q/k head has one value head.
+func.func @chunk_grad_narrow_dq_shared_heads(%q: tensor<1x8x1x8xbf16>, %k: tensor<1x8x1x8xbf16>, %v: tensor<1x8x2x4xbf16>,
+    %d: tensor<1x8x2x4xf32>, %s: tensor<1x1x2x8x4xf32>, %do: tensor<1x8x2x4xbf16>,
+    %dd: tensor<1x8x2x4xf32>, %hs: tensor<1x1x2x8x4xf32>) {
+  // expected-error @+1 {{'grad_q' is per value head in f32 where HV = 2 != H = 1 (linattn.qk_grad sums it), got 'bf16'}}
+  %dq, %dk, %dv = linattn.chunk_grad q(%q) k(%k) v(%v) new_values(%d) states(%s)
+      grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 8 : i64, scale = 1.0 : f32}
+      : (tensor<1x8x1x8xbf16>, tensor<1x8x1x8xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xf32>,
+         tensor<1x1x2x8x4xf32>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xf32>, tensor<1x1x2x8x4xf32>)
+      -> (tensor<1x8x2x8xbf16>, tensor<1x8x2x8xf32>, tensor<1x8x2x4xbf16>)
+  return
+}
+
+// -----
+
+func.func @chunk_grad_dk_type(%q: tensor<1x8x1x8xbf16>, %k: tensor<1x8x1x8xbf16>, %v: tensor<1x8x1x4xbf16>,
+    %d: tensor<1x8x1x4xf32>, %s: tensor<1x1x1x8x4xf32>, %do: tensor<1x8x1x4xbf16>,
+    %dd: tensor<1x8x1x4xf32>, %hs: tensor<1x1x1x8x4xf32>) {
+  // expected-error @+1 {{'grad_k' must be f32 or the element type of 'k' ('bf16'), got 'f16'}}
+  %dq, %dk, %dv = linattn.chunk_grad q(%q) k(%k) v(%v) new_values(%d) states(%s)
+      grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 8 : i64, scale = 1.0 : f32}
+      : (tensor<1x8x1x8xbf16>, tensor<1x8x1x8xbf16>, tensor<1x8x1x4xbf16>, tensor<1x8x1x4xf32>,
+         tensor<1x1x1x8x4xf32>, tensor<1x8x1x4xbf16>, tensor<1x8x1x4xf32>, tensor<1x1x1x8x4xf32>)
+      -> (tensor<1x8x1x8xbf16>, tensor<1x8x1x8xf16>, tensor<1x8x1x4xbf16>)
+  return
+}
+
+// -----
+
 func.func @chunk_grad_rank1_scale(%q: tensor<1x8x1x8xf32>, %k: tensor<1x8x1x8xf32>, %v: tensor<1x8x1x4xf32>,
     %beta: tensor<1x8x1xf32>, %w: tensor<1x8x1x8xf32>, %u: tensor<1x8x1x4xf32>, %d: tensor<1x8x1x4xf32>,
     %s: tensor<1x1x1x8x4xf32>, %do: tensor<1x8x1x4xf32>, %dd: tensor<1x8x1x4xf32>, %hs: tensor<1x1x1x8x4xf32>) {

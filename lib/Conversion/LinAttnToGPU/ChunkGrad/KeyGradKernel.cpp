@@ -496,6 +496,9 @@ void KeyGradKernel::splitLanded(bool dotWithHeld) {
   k.barrier();
 }
 
+// An accumulator's pair of adjacent keys a store, narrowed to dst's type
+// (f32 per value head, or q's and k's own type where chunk_grad returns
+// their gradients).
 void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
                               Value key0) {
   for (int64_t half = 0; half < 2; ++half) {
@@ -504,11 +507,10 @@ void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
     b.setInsertionPointToStart(
         scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
     for (size_t nt = 0; nt < acc.size(); ++nt)
-      for (int64_t i : {2 * half, 2 * half + 1})
-        memref::StoreOp::create(
-            b, acc[nt][i], dst,
-            ValueRange{bIdx, e.addIndex(rows.t0, row), hv,
-                       e.addIndex(key0, k.accCol(8 * nt, i))});
+      k.storePair(acc[nt][2 * half], acc[nt][2 * half + 1], dst,
+                  {bIdx, e.addIndex(rows.t0, row), hv,
+                   e.addIndex(key0, k.accCol(8 * nt, 2 * half))},
+                  /*pred=*/Value());
   }
 }
 

@@ -81,19 +81,20 @@ Value diagonalFactorable(MmaEmitter &k, Value g, Value m0, Value valid,
 
 PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, const Operand &q,
                               const Operand &keys, Value g, Value m0,
-                              Value valid, int64_t K) {
+                              Value valid, int64_t K, Value used) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   Type f32 = b.getF32Type();
   Value factored = diagonalFactorable(k, g, m0, valid, K);
   // The elementwise block, once (its code is long).
-  auto elementwiseIf = scf::IfOp::create(
-      b, SmallVector<Type>(8, f32),
-      arith::AndIOp::create(
-          b, k.ult(m0, valid),
-          arith::XOrIOp::create(b, factored,
-                                arith::ConstantOp::create(b, b.getBoolAttr(true)))),
-      true);
+  Value elementwise = arith::AndIOp::create(
+      b, k.ult(m0, valid),
+      arith::XOrIOp::create(b, factored,
+                            arith::ConstantOp::create(b, b.getBoolAttr(true))));
+  if (used)
+    elementwise = arith::AndIOp::create(b, elementwise, used);
+  auto elementwiseIf =
+      scf::IfOp::create(b, SmallVector<Type>(8, f32), elementwise, true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(elementwiseIf.thenBlock());
   scf::YieldOp::create(b, diagonalScores(k, q, keys, g, m0, K));
@@ -193,12 +194,19 @@ void forEachLowerKeyScore(MmaEmitter &k, const Operand &keys,
     return blockLastRow(e, row0, valid);
   }, K, lo(keys), lo(decayed));
   k.barrier();
-  PerKeyDiagonal diagonal = perKeyDiagonal(k, keys, keys, g, m0, valid, K);
+  // With two column halves, half h takes blocks h, h + 2, ...: only the
+  // half of the warp's own row block visits its diagonal block.
   Value rowBlock = arith::DivUIOp::create(b, m0, e.index(16));
+  Value ownsDiagonal;
+  if (colHalf)
+    ownsDiagonal = arith::CmpIOp::create(
+        b, arith::CmpIPredicate::eq,
+        arith::RemUIOp::create(b, rowBlock, e.index(2)), colHalf);
+  PerKeyDiagonal diagonal =
+      perKeyDiagonal(k, keys, keys, g, m0, valid, K, ownsDiagonal);
   Value numBlocks = k.select(k.ult(m0, valid), e.addIndex(rowBlock, e.index(1)),
                              e.index(0));
-  // With two column halves, half h takes blocks h, h + 2, ...: (numBlocks
-  // - h + 1) / 2 of them.
+  // Half h's visits: (numBlocks - h + 1) / 2.
   Value visits = numBlocks;
   if (colHalf)
     visits = arith::DivUIOp::create(

@@ -52,10 +52,12 @@ struct PerKeyDiagonal {
 /// exp(G_{m0} - G_L), so where that spread exceeds kMaxDiagonalSpread for
 /// some key (strong gates), the warp computes the block elementwise in
 /// fp32 instead (diagonalScores), as flash-linear-attention does for every
-/// diagonal block; elsewhere `elementwise` is zero.
+/// diagonal block; elsewhere `elementwise` is zero. With `used` (a warp
+/// whose column half may not visit its diagonal block) it is computed only
+/// where `used` holds.
 PerKeyDiagonal perKeyDiagonal(MmaEmitter &k, const Operand &q,
                               const Operand &keys, Value g, Value m0,
-                              Value valid, int64_t K);
+                              Value valid, int64_t K, Value used = Value());
 
 /// The per-key-gate scores of the warp's rows [m0, m0 + 16) against the
 /// keys of column block [row0, row0 + 16), row0 <= m0 (a run-time value),

@@ -1171,13 +1171,32 @@ LogicalResult ChunkGradOp::verify() {
                            kVLayout, Elem::F32)) ||
       failed(checker.check(getGradChunkStates().getType(), "grad_states",
                            kChunkStatesLayout, Elem::F32)) ||
-      failed(checker.check(getGradQ().getType(), "grad_q", kWLayout, Elem::F32)) ||
-      failed(checker.check(getGradK().getType(), "grad_k", kWLayout, Elem::F32)) ||
+      failed(checker.check(getGradQ().getType(), "grad_q", kWLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getGradK().getType(), "grad_k", kWLayout,
+                           Elem::AnyFloat)) ||
       failed(checker.check(getGradV().getType(), "grad_v", kVLayout,
                            Elem::AnyFloat)) ||
       failed(checker.checkHeadGroups()) ||
       failed(checker.checkChunkCount(getChunkSize())))
     return failure();
+  // grad_q and grad_k are per value head in f32, or, where each q/k head
+  // has one value head, q's and k's own gradients in their element type.
+  for (auto [result, input, name] :
+       {std::tuple{getGradQ(), getQ(), "grad_q"}, std::tuple{getGradK(), getK(), "grad_k"}}) {
+    Type elem = getElementTypeOrSelf(result.getType());
+    Type inputElem = getElementTypeOrSelf(input.getType());
+    if (elem.isF32())
+      continue;
+    if (checker.get("H") != checker.get("HV"))
+      return emitOpError() << "'" << name << "' is per value head in f32 where HV = "
+                           << checker.get("HV") << " != H = " << checker.get("H")
+                           << " (linattn.qk_grad sums it), got " << elem;
+    if (elem != inputElem)
+      return emitOpError() << "'" << name << "' must be f32 or the element type of '"
+                           << (name == StringRef("grad_q") ? "q" : "k") << "' ("
+                           << inputElem << "), got " << elem;
+  }
   if (wy &&
       (failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                             Elem::AnyFloat)) ||

@@ -868,7 +868,11 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
     grad_output and grad_new_values [B, T, HV, V], chunk_states and
     grad_chunk_states [B, NC, HV, K, V]. Results: grad_q and grad_k per
     value head [B, T, HV, K] f32 (`linattn.qk_grad` sums them over a
-    head's value heads), grad_v [B, T, HV, V] in its declared type, then
+    head's value heads); where each q/k head has one value head (HV = H)
+    they may instead be q's and k's gradients in q's and k's element type,
+    rounded once from the f32 sums (what `linattn.qk_grad` without
+    `qk_l2norm` would return, so that none is needed); grad_v [B, T, HV,
+    V] in its declared type, then
     grad_gates (the gates' shape, f32) and grad_beta ([B, T, HV] f32) when
     present.
 
