@@ -114,8 +114,9 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     if (beta)
       betaGradType = op.getGradientOf(op.getInitialStateIndex() - 1).getType();
     auto chunkGrad = ChunkGradOp::create(
-        rewriter, loc, dqType, dkType, op.getGradientOf(2).getType(), gateGradType, betaGradType, q, k,
-        op.getV(), beta, gates, w, beta ? u : Value(), forward.getNewValues(),
+        rewriter, loc, dqType, dkType, op.getGradientOf(2).getType(),
+        gateGradType, betaGradType, q, k, op.getV(), beta, gates, w,
+        beta ? u : Value(), forward.getNewValues(),
         forward.getChunkStates(), op.getGradOutput(),
         statePassGrad.getGradNewValues(), statePassGrad.getGradChunkStates(),
         chunkAttr, scaleAttr, rank1Scale);

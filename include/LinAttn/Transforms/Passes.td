@@ -312,9 +312,9 @@ def LinAttnRecurrenceGradToChunked
     (b, hv, chunk). The memory beyond inputs and outputs is the chunk
     states and their gradients (2 ceil(T / chunk-size) K V floats per (b,
     hv)), the [B, T, HV, K or V] f32 tensors D, dD, W, U and (HV > H or
-    qk_l2norm) the per-value-head dq, dk, and the scratch of the new ops' loop lowerings (chunk-wide
-    pair matrices, C floats per token and value head each: docs/backward.md
-    has the measured peak). The rewrite applies to every adjoint whose
+    qk_l2norm) the per-value-head dq, dk, and the scratch of the new ops'
+    loop lowerings (chunk-wide pair matrices, C floats per token and value
+    head each: docs/backward.md has the measured peak). The rewrite applies to every adjoint whose
     recorded strategy (if any) is chunked.
 
     With `forward-w-form` (the GPU pipeline), the recomputed W takes

@@ -1182,20 +1182,23 @@ LogicalResult ChunkGradOp::verify() {
     return failure();
   // grad_q and grad_k are per value head in f32, or, where each q/k head
   // has one value head, q's and k's own gradients in their element type.
-  for (auto [result, input, name] :
-       {std::tuple{getGradQ(), getQ(), "grad_q"}, std::tuple{getGradK(), getK(), "grad_k"}}) {
+  for (auto [result, input, name, inputName] :
+       {std::tuple{getGradQ(), getQ(), "grad_q", "q"},
+        std::tuple{getGradK(), getK(), "grad_k", "k"}}) {
     Type elem = getElementTypeOrSelf(result.getType());
     Type inputElem = getElementTypeOrSelf(input.getType());
     if (elem.isF32())
       continue;
     if (checker.get("H") != checker.get("HV"))
-      return emitOpError() << "'" << name << "' is per value head in f32 where HV = "
+      return emitOpError() << "'" << name
+                           << "' is per value head in f32 where HV = "
                            << checker.get("HV") << " != H = " << checker.get("H")
                            << " (linattn.qk_grad sums it), got " << elem;
     if (elem != inputElem)
-      return emitOpError() << "'" << name << "' must be f32 or the element type of '"
-                           << (name == StringRef("grad_q") ? "q" : "k") << "' ("
-                           << inputElem << "), got " << elem;
+      return emitOpError() << "'" << name
+                           << "' must be f32 or the element type of '"
+                           << inputName << "' (" << inputElem << "), got "
+                           << elem;
   }
   if (wy &&
       (failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
