@@ -273,10 +273,16 @@ def run(args):
                     fla_fb / row["linattn_forward_backward_ms"], 3)
             rows.append(row)
             print(json.dumps(row), flush=True)
-    report = {"device": torch.cuda.get_device_name(0), "rows": rows}
-    with open(args.json, "w") as f:
-        json.dump(report, f, indent=1)
+            # The report so far after every row: a run cut by its caller's
+            # time limit keeps the rows it finished.
+            write_report(args.json, torch.cuda.get_device_name(0), rows)
+    write_report(args.json, torch.cuda.get_device_name(0), rows)
     return 0
+
+
+def write_report(path, device, rows):
+    with open(path, "w") as f:
+        json.dump({"device": device, "rows": rows}, f, indent=1)
 
 
 def main():
