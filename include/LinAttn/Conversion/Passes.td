@@ -194,8 +194,11 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
            "splits, shared memory), each state pass's (forward, segment "
            "maps, the backward's reverse pass: blocks, warps, stages, D' "
            "rounded or split, staged outputs, shared memory, and why it has "
-           "no producer warps where it has none) and the output's (blocks "
-           "a chunk, column tile and why, units, splits, shared memory)">,
+           "no producer warps where it has none), the output's (blocks "
+           "a chunk, column tile and why, units, splits, shared memory), "
+           "and the backward's chunk_grad (its kernels and their blocks, or "
+           "loops and why; whether a qk_grad takes its dq and dk) and "
+           "qk_grad">,
   ];
   let statistics = [
     Statistic<"numKernels", "num-kernels", "Chunked ops made GPU kernels">,

@@ -107,7 +107,8 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
   PassOptions::Option<bool> explainKernels{
       *this, "explain-kernels",
       llvm::cl::desc("Remark on each chunked GPU kernel (UT transform, "
-                     "state passes, output; the backward's reverse pass): "
+                     "state passes, output; the backward's reverse pass, "
+                     "chunk_grad and qk_grad): "
                      "blocks, warps, stages, splits, shared memory "
                      "(convert-linattn-chunked-to-gpu{explain})"),
       llvm::cl::init(false)};

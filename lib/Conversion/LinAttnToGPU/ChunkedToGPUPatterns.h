@@ -68,6 +68,10 @@ void populateQKGradToGPUPatterns(RewritePatternSet &patterns,
 /// "reverse chunk pass: tensor-core kernel; chunk_grad: ...": for
 /// --explain, from the plans the conversion builds.
 std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target);
+/// For convert-linattn-chunked-to-gpu{explain}, before anything is
+/// lowered: a remark on each chunk_grad (its kernels or loops, and whether
+/// a linattn.qk_grad takes its dq and dk) and each qk_grad under `root`.
+void explainBackwardOps(Operation *root, const GPUTargetInfo &target);
 void populateSegmentCarriesToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 void populateSegmentEntriesToGPUPatterns(RewritePatternSet &patterns,

@@ -91,6 +91,8 @@ struct ConvertLinAttnChunkedToGPU
       return signalPassFailure();
     int64_t kernels = 0;
     getOperation()->walk([&](Operation *op) { kernels += isChunkedOp(op); });
+    if (context->explains())
+      explainBackwardOps(getOperation(), target);
 
     RewritePatternSet patterns(&getContext());
     populateL2NormToGPUPatterns(patterns, *context);

@@ -14,6 +14,17 @@
 
 namespace mlir::linattn::kernel {
 
+static constexpr const char *kOwnGradients =
+    "dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no "
+    "qk_grad)";
+
+/// Whether a linattn.qk_grad takes chunk_grad's dq (sums it over value
+/// heads, or goes back through qk_l2norm).
+static bool takenByQKGrad(ChunkGradOp grad) {
+  return llvm::any_of(grad.getGradQ().getUsers(),
+                      [](Operation *user) { return isa<QKGradOp>(user); });
+}
+
 std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target) {
   SmallVector<std::string> parts;
   auto add = [&](std::string part) {
@@ -31,32 +42,36 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
       else
         add("reverse chunk pass: tensor-core kernel");
     } else if (auto grad = dyn_cast<ChunkGradOp>(op)) {
-      ChunkGradLowering lowering = chooseChunkGradLowering(grad, target);
-      switch (lowering.kind) {
-      case ChunkGradLowering::Kind::Loops:
-        add("chunk_grad: loops (" + lowering.why + ")");
-        break;
-      case ChunkGradLowering::Kind::KeyKernel: {
-        std::string key = "the key kernel (" + describeKeyGradKernel(grad, target) + ")";
-        add(lowering.why.empty() ? "chunk_grad: " + key
-                                 : "chunk_grad: loops for the WY share (" +
-                                       lowering.why + "), then " + key);
-        break;
-      }
-      case ChunkGradLowering::Kind::WYAndKeyKernels:
-        add("chunk_grad: the WY kernel (" + describeWYGradKernel(grad, target) +
-            ") and the key kernel (" + describeKeyGradKernel(grad, target) + ")");
-        break;
-      }
-      if (llvm::none_of(grad.getGradQ().getUsers(),
-                        [](Operation *user) { return isa<QKGradOp>(user); }))
-        add("dq, dk: chunk_grad's own (one value head a q/k head, no "
-            "qk_l2norm: no qk_grad)");
+      add("chunk_grad: " + describeChunkGradLowering(grad, target));
+      if (!takenByQKGrad(grad))
+        add(kOwnGradients);
     } else if (isa<QKGradOp>(op)) {
       add("qk_grad: a warp per (b, t, h) row");
     }
   });
   return llvm::join(parts, "; ");
+}
+
+void explainBackwardOps(Operation *root, const GPUTargetInfo &target) {
+  root->walk([&](Operation *op) {
+    if (auto grad = dyn_cast<ChunkGradOp>(op)) {
+      grad.emitRemark() << "linattn GPU kernels for " << op->getName() << ": "
+                        << describeChunkGradLowering(grad, target) << "; "
+                        << (takenByQKGrad(grad)
+                                ? "dq, dk per value head in f32, for qk_grad"
+                                : kOwnGradients);
+    } else if (auto qk = dyn_cast<QKGradOp>(op)) {
+      int64_t heads = dimOf(qk.getInput(), 2), valueHeads = dimOf(qk.getGrad(), 2);
+      auto remark = qk.emitRemark();
+      remark << "linattn GPU kernel for " << op->getName()
+             << ": a warp per (b, t, h) row";
+      if (valueHeads != heads)
+        remark << ", the shares of its " << valueHeads / heads
+               << " value heads summed";
+      if (qk.getQkL2norm())
+        remark << ", back through qk_l2norm";
+    }
+  });
 }
 
 } // namespace mlir::linattn::kernel

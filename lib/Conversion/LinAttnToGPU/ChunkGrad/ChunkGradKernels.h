@@ -123,6 +123,11 @@ struct ChunkGradLowering {
 };
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target);
+/// The choice in words, for --explain: "the WY kernel (8 warps, N bytes of
+/// shared memory) and the key kernel (...)", "loops (why)", or the WY
+/// share's loops then the key kernel.
+std::string describeChunkGradLowering(ChunkGradOp op,
+                                      const GPUTargetInfo &target);
 
 } // namespace mlir::linattn::kernel
 

@@ -81,6 +81,25 @@ ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
   return {Kind::WYAndKeyKernels, ""};
 }
 
+std::string describeChunkGradLowering(ChunkGradOp op,
+                                      const GPUTargetInfo &target) {
+  ChunkGradLowering lowering = chooseChunkGradLowering(op, target);
+  switch (lowering.kind) {
+  case ChunkGradLowering::Kind::Loops:
+    return "loops (" + lowering.why + ")";
+  case ChunkGradLowering::Kind::KeyKernel: {
+    std::string key = "the key kernel (" + describeKeyGradKernel(op, target) + ")";
+    return lowering.why.empty()
+               ? key
+               : "loops for the WY share (" + lowering.why + "), then " + key;
+  }
+  case ChunkGradLowering::Kind::WYAndKeyKernels:
+    return "the WY kernel (" + describeWYGradKernel(op, target) +
+           ") and the key kernel (" + describeKeyGradKernel(op, target) + ")";
+  }
+  llvm_unreachable("every lowering described");
+}
+
 void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   ChunkGradLowering lowering = chooseChunkGradLowering(op, target);
   if (lowering.kind == ChunkGradLowering::Kind::Loops)

@@ -1,0 +1,48 @@
+// RUN: linattn-opt %s --convert-linattn-chunked-to-gpu=explain=true -split-input-file -verify-diagnostics -o /dev/null
+
+// convert-linattn-chunked-to-gpu{explain} on the backward's chunk_grad and
+// qk_grad: which kernels (or loops, and why) take chunk_grad, and whether a
+// qk_grad takes its dq and dk, said before anything is lowered.
+
+// Gated DeltaNet at K = V = 128 with two value heads a q/k head: both
+// kernels; dq and dk per value head, summed by qk_grad.
+func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x128xbf16>, %u: tensor<?x?x4x128xf32>, %d: tensor<?x?x4x128xf32>, %s: tensor<?x?x4x128x128xf32>, %do: tensor<?x?x4x128xbf16>, %dd: tensor<?x?x4x128xf32>, %hs: tensor<?x?x4x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel (8 warps, 218880 bytes of shared memory); dq, dk per value head in f32, for qk_grad}}
+  %dqh, %dkh, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed}}
+  %dq = linattn.qk_grad %q grad(%dqh) : (tensor<?x?x2x128xbf16>, tensor<?x?x4x128xf32>) -> tensor<?x?x2x128xbf16>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed}}
+  %dk = linattn.qk_grad %k grad(%dkh) : (tensor<?x?x2x128xbf16>, tensor<?x?x4x128xf32>) -> tensor<?x?x2x128xbf16>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
+// One value head a q/k head without qk_l2norm: chunk_grad returns dq and
+// dk in bf16 itself (no qk_grad). DeltaNet, no gates.
+func.func @one_value_head(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel (8 warps, 191744 bytes of shared memory); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
+      -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %db : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Per-key gates with f32 keys (qk_l2norm's, GLA): the key kernel does not
+// take them, so chunk_grad keeps its loops; qk_grad goes back through the
+// norm.
+func.func @loops(%qn: tensor<?x?x2x64xf32>, %kn: tensor<?x?x2x64xf32>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xbf16>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: loops (the key kernel: its gates are per key, its keys f32); dq, dk per value head in f32, for qk_grad}}
+  %dqh, %dkh, %dv, %dg = linattn.chunk_grad q(%qn) k(%kn) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>) grad_gates tensor<?x?x2x64xf32>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, back through qk_l2norm}}
+  %dq = linattn.qk_grad %q grad(%dqh) {qk_l2norm} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, back through qk_l2norm}}
+  %dk = linattn.qk_grad %k grad(%dkh) {qk_l2norm} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %dq, %dk, %dv, %dg : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
+}
