@@ -104,10 +104,9 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     // only round them, so chunk_grad returns them rounded.
     UnitAttr l2norm = op.getQkL2normAttr();
     bool gradientsDirect = !l2norm && HV == op.getNumQKHeads();
-    Type dqType = gradientsDirect ? op.getGradientOf(0).getType()
-                                  : f32Tensor({batch, seqLen, HV, K});
-    Type dkType = gradientsDirect ? op.getGradientOf(1).getType()
-                                  : f32Tensor({batch, seqLen, HV, K});
+    Type perValueHead = f32Tensor({batch, seqLen, HV, K});
+    Type dqType = gradientsDirect ? op.getGradientOf(0).getType() : perValueHead;
+    Type dkType = gradientsDirect ? op.getGradientOf(1).getType() : perValueHead;
     Type gateGradType, betaGradType;
     if (op.getGate())
       gateGradType = op.getGradientOf(3).getType();
