@@ -9,7 +9,9 @@ Two halves, one file:
       dynamic B and T: every family with H = HV = 8, Gated DeltaNet with
       {qk_l2norm} (fla: use_qk_l2norm_in_kernel), with 8 q/k and 16 value
       heads (and Gated DeltaNet compiled with
-      --strategy=recurrent: the adjoint's loop, for comparison); prints
+      --strategy=recurrent: the adjoint's loop, for comparison); and the
+      shapes the tensor-core kernels do not reach (SPECS' last entries: KDA
+      with {qk_l2norm}, K = V = 256, f32); prints
       `NAME SPEC --backward [OPTIONS]`.
 
   bench/gpu/bench_backward.py run --libdir D --runner R --json OUT [--rows REGEX] [--no-fla]
@@ -40,59 +42,85 @@ import subprocess
 import sys
 import tempfile
 
-K = V = 128
-SPECS = {  # name: (family kind, H, HV, linattn-compile options)
-    "gated_deltanet_h8": ("gated_delta", 8, 8, ""),
+class Spec:
+    """A benchmarked spec: the family's kind, q/k and value heads, the
+    linattn-compile options, the inputs' type and the head sizes."""
+
+    def __init__(self, kind, H, HV, options="", dtype="bf16", K=128, V=128):
+        self.kind, self.H, self.HV, self.options = kind, H, HV, options
+        self.dtype, self.K, self.V = dtype, K, V
+
+
+SPECS = {
+    "gated_deltanet_h8": Spec("gated_delta", 8, 8),
     # {qk_l2norm}: q and k normalised inside the op, as fla's Gated
     # DeltaNet layer calls it (use_qk_l2norm_in_kernel=True).
-    "gated_deltanet_h8_l2norm": ("gated_delta", 8, 8, ""),
-    "gated_deltanet_h8_hv16": ("gated_delta", 8, 16, ""),
-    "deltanet_h8": ("delta", 8, 8, ""),
-    "deltanet_negeig_h8": ("negeig_delta", 8, 8, ""),
-    "simple_gla_h8": ("scalar_gate", 8, 8, ""),
-    "gla_h8": ("key_gate", 8, 8, ""),
-    "kda_h8": ("kda", 8, 8, ""),
-    "linear_attention_h8": ("identity", 8, 8, ""),
-    "retnet_h8": ("constant_decay", 8, 8, ""),
+    "gated_deltanet_h8_l2norm": Spec("gated_delta", 8, 8),
+    "gated_deltanet_h8_hv16": Spec("gated_delta", 8, 16),
+    "deltanet_h8": Spec("delta", 8, 8),
+    "deltanet_negeig_h8": Spec("negeig_delta", 8, 8),
+    "simple_gla_h8": Spec("scalar_gate", 8, 8),
+    "gla_h8": Spec("key_gate", 8, 8),
+    "kda_h8": Spec("kda", 8, 8),
+    "linear_attention_h8": Spec("identity", 8, 8),
+    "retnet_h8": Spec("constant_decay", 8, 8),
     # The adjoint's reverse loop (the backward before the chunked form).
-    "gated_deltanet_h8_loop": ("gated_delta", 8, 8, "--strategy=recurrent"),
+    "gated_deltanet_h8_loop": Spec("gated_delta", 8, 8, "--strategy=recurrent"),
+    # Where the backward's tensor-core kernels do not reach (their loops
+    # run instead): KDA with the norm in the op (Kimi Linear's layer: per-key
+    # gates with f32 normalised keys), head sizes above 128 (fla's Gated
+    # DeltaNet default of 256), and f32 inputs, whose default is the
+    # adjoint's loop (and chunked, forced, for comparison).
+    "kda_h8_l2norm": Spec("kda", 8, 8),
+    "gated_deltanet_h4_k256": Spec("gated_delta", 4, 4, K=256, V=256),
+    "gated_deltanet_h8_f32": Spec("gated_delta", 8, 8, dtype="f32"),
+    "gated_deltanet_h8_f32_chunked": Spec("gated_delta", 8, 8, "--strategy=chunked", dtype="f32"),
 }
 # Every family at the issue's forward + backward shape (B 4, H 8, T 4096).
 FAMILY_ROWS = [(name, 4, 4096) for name in (
     "simple_gla_h8", "gla_h8", "kda_h8", "linear_attention_h8", "retnet_h8",
     "deltanet_negeig_h8")]
+# The shapes outside the tensor-core kernels' reach, at sizes their loops
+# finish in a few seconds.
+FALLBACK_ROWS = [("kda_h8_l2norm", 4, 1024), ("gated_deltanet_h4_k256", 2, 1024),
+                 ("gated_deltanet_h8_f32", 4, 1024), ("gated_deltanet_h8_f32_chunked", 4, 1024)]
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]
         + [("gated_deltanet_h8_l2norm", 4, T) for T in (1024, 4096, 16384)]
         + [("gated_deltanet_h8_hv16", 1, 32768), ("gated_deltanet_h8_loop", 4, 1024)]
-        + FAMILY_ROWS)
+        + FAMILY_ROWS + FALLBACK_ROWS)
 
 
 def is_l2norm(name):
     return name.endswith("_l2norm")
 
 
+def torch_dtype(dtype):
+    import torch
+    return {"bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+
+
 def variants(spec_dir):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "test", "lib"))
     import linattn_ref as ref
     os.makedirs(spec_dir, exist_ok=True)
-    for name, (kind, H, HV, options) in SPECS.items():
+    for name, spec in SPECS.items():
         path = os.path.join(spec_dir, name + ".mlir")
-        decay = ref.retnet_decay(HV) if kind == "constant_decay" else None
-        ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, decay=decay,
-                       qk_l2norm=is_l2norm(name))
-        print(name, path, "--backward", options)
+        decay = ref.retnet_decay(spec.HV) if spec.kind == "constant_decay" else None
+        ref.write_spec(path, spec.kind, name, spec.dtype, 1, 1, spec.H, spec.HV, spec.K, spec.V,
+                       decay=decay, qk_l2norm=is_l2norm(name))
+        print(name, path, "--backward", spec.options)
 
 
-def fla_backward(kind, ins, do, ds, scale, qk_l2norm=False):
+def fla_backward(kind, ins, do, ds, scale, qk_l2norm=False, dtype="bf16"):
     """(names, backward, forward + backward, forward) over fla's chunk
-    function on `ins`: `names` the inputs whose gradients the closures
-    return, in order. With qk_l2norm, fla normalises q and k in its kernels
-    (use_qk_l2norm_in_kernel, Gated DeltaNet only)."""
+    function on `ins` in `dtype`: `names` the inputs whose gradients the
+    closures return, in order. With qk_l2norm, fla normalises q and k in its
+    kernels (use_qk_l2norm_in_kernel: Gated DeltaNet and KDA)."""
     import torch
     import fla.ops.common.chunk_o as chunk_o
     chunk_o.TRITON_ABOVE_3_7_1 = True  # the Hopper guard: timing only
-    bf = torch.bfloat16
+    bf = torch_dtype(dtype)
     q, k, v = (ins[n].to(bf).requires_grad_() for n in ("q", "k", "v"))
     s0 = ins["initial_state"].float().contiguous().requires_grad_()
     names = ["q", "k", "v"]
@@ -114,7 +142,7 @@ def fla_backward(kind, ins, do, ds, scale, qk_l2norm=False):
         run = lambda: f(q, k, v, beta, **common)
     elif kind == "kda":
         from fla.ops.kda import chunk_kda as f
-        run = lambda: f(q, k, v, g, beta, **common)
+        run = lambda: f(q, k, v, g, beta, use_qk_l2norm_in_kernel=qk_l2norm, **common)
     elif kind == "scalar_gate":
         from fla.ops.simple_gla import chunk_simple_gla as f
         run = lambda: f(q, k, v, g, **common)
@@ -129,7 +157,7 @@ def fla_backward(kind, ins, do, ds, scale, qk_l2norm=False):
         run = lambda: f(q, k, v, **common)
     else:
         raise SystemExit(f"{kind}: no fla counterpart")
-    if qk_l2norm and kind != "gated_delta":
+    if qk_l2norm and kind not in ("gated_delta", "kda"):
         raise SystemExit(f"{kind}: fla's in-kernel l2 norm not wired here")
     rep = v.shape[2] // q.shape[2]
     if rep > 1 and kind != "gated_delta":
@@ -175,14 +203,16 @@ def run(args):
         for name, B, T in ROWS:
             if args.rows and not re.search(args.rows, f"{name} {B} {T}"):
                 continue
-            kind, H, HV, _ = SPECS[name]
+            spec = SPECS[name]
+            kind, H, HV, K, V, dtype = spec.kind, spec.H, spec.HV, spec.K, spec.V, spec.dtype
             qk_l2norm = is_l2norm(name)
-            ins = fwd.make_inputs(kind, B, T, K, V, "bf16", False, gen, qk_l2norm, H, HV)
+            ins = fwd.make_inputs(kind, B, T, K, V, dtype, False, gen, qk_l2norm, H, HV)
             if not qk_l2norm:
                 # q, k normalised by the caller, as the fla functions' users do.
                 ins["q"], ins["k"] = fwd.l2norm(ins["q"]), fwd.l2norm(ins["k"])
-            ins["q"], ins["k"] = ins["q"].bfloat16().float(), ins["k"].bfloat16().float()
-            do = torch.randn(B, T, HV, V, generator=gen, device="cuda").bfloat16().float()
+            rounded = lambda x: x.to(torch_dtype(dtype)).float()  # noqa: E731
+            ins["q"], ins["k"] = rounded(ins["q"]), rounded(ins["k"])
+            do = rounded(torch.randn(B, T, HV, V, generator=gen, device="cuda"))
             ds = 0.1 * torch.randn(B, HV, K, V, generator=gen, device="cuda")
             names = [n for n in fwd.INPUT_ORDER if n in ins]
             lib = os.path.join(args.libdir, name + ".so")
@@ -204,14 +234,18 @@ def run(args):
                         "--output", os.path.join(work, "s.npy"),
                         "--graph", "--bench", "10", "--warmup", "2",
                         "--json", os.path.join(work, "f.json")]
-            row = {"spec": name, "kind": kind, "B": B, "T": T, "H": H, "HV": HV, "K": K, "V": V}
+            row = {"spec": name, "kind": kind, "dtype": dtype, "B": B, "T": T, "H": H, "HV": HV,
+                   "K": K, "V": V}
             if args.kernel_times:
-                # One more call, each launch timed alone (the runtime's
-                # LINATTN_KERNEL_TIMES): "kernel NAME grid ... block ...: MS ms".
-                timed = subprocess.run(call, capture_output=True, text=True, timeout=600,
+                # Each launch timed alone (the runtime's LINATTN_KERNEL_TIMES:
+                # "kernel NAME grid ... block ...: MS ms"), in the last of three
+                # calls (the one that writes the outputs, a warm-up, the timed
+                # one: the first call's kernels run cold, as kernel_times.py says).
+                timed = subprocess.run(call + ["--bench", "1", "--warmup", "1"],
+                                       capture_output=True, text=True, timeout=600,
                                        env=dict(os.environ, LINATTN_KERNEL_TIMES="1"))
-                row["kernel_ms"] = [line for line in timed.stderr.splitlines()
-                                    if line.startswith("kernel ")]
+                lines = [line for line in timed.stderr.splitlines() if line.startswith("kernel ")]
+                row["kernel_ms"] = lines[-(len(lines) // 3):] if len(lines) % 3 == 0 else lines
             for command, report, key, error in (
                     (cmd, "t.json", "linattn_backward_ms", "linattn_error"),
                     (fwd_cmd, "f.json", "linattn_forward_ms", "linattn_forward_error")):
@@ -229,7 +263,7 @@ def run(args):
             try:
                 if args.no_fla:
                     raise RuntimeError("not timed (--no-fla)")
-                fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale, qk_l2norm)
+                fla_names, bwd, fwd_bwd, fla_forward = fla_backward(kind, ins, do, ds, scale, qk_l2norm, dtype)
                 row["fla_backward_ms"] = round(time_events(bwd), 4)
                 row["fla_forward_backward_ms"] = round(time_events(fwd_bwd), 4)
                 # Events around Python calls count the host's launch gaps

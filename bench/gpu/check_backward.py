@@ -9,7 +9,8 @@ Two halves, one file:
       {qk_l2norm}), H = 2, HV = 4 (shared q/k heads), K = V = 32, dynamic B
       and T, plus bf16 specs at other head sizes (NAME_k<K>v<V>: the
       tensor-core backward's key blocks of 64 and 32 and its largest tiles;
-      with {qk_l2norm} too, whose f32 normalised keys the kernels split),
+      with {qk_l2norm} too, whose f32 normalised keys the kernels split;
+      f32 at 128 x 128 for four kinds),
       and specs with one value head a q/k head (NAME_hv2: H = HV = 2,
       whose chunk_grad returns dq and dk in the inputs' type), and prints `NAME SPEC --backward`: each object then exports NAME and
       NAME_backward.
@@ -25,7 +26,8 @@ Two halves, one file:
       T = --memory-T with --memory: the device memory its backward
       allocates beyond its results, beside what the loop lowering's
       allocations add up to (scratch_bytes below) where the backward is the
-      adjoint's loop (f32 specs; bf16 ones take the chunked backward).
+      adjoint's loop (negeig's f32 spec; the others take the chunked
+      backward).
 """
 
 import argparse
@@ -61,12 +63,16 @@ L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64
 L2NORM_KINDS = ("gated_delta", "key_gate", "kda")
 # Specs with one value head a q/k head (HV = H, name suffix _hv2), whose
 # chunk_grad returns dq and dk in q's and k's type (no qk_grad): every
-# family in bf16 (the GPU's chunked backward; f32 takes the adjoint's loop)
-# at the default size and at the head sizes of the training benchmark
-# (bench_backward.py).
+# family in bf16 (the tensor-core backward) at the default size and at the
+# head sizes of the training benchmark (bench_backward.py).
 ONE_VALUE_HEAD_SIZES = {"gated_deltanet": ((128, 128),), "deltanet": ((128, 128),),
                         "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
                         "gla": ((128, 128),), "kda": ((128, 128),)}
+# f32 specs at the training benchmark's head size: their chunked backward
+# (the recomputed forward's split kernels, then the reverse pass and
+# chunk_grad as loops) against f32's 1e-4 where the states grow largest.
+F32_HEAD_SIZES = {"gated_deltanet": ((128, 128),), "deltanet": ((128, 128),),
+                  "simple_gla": ((128, 128),), "kda": ((128, 128),)}
 FAMILIES = {"linear_attention": "identity", "retnet": "constant_decay",
             "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
             "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -85,11 +91,12 @@ def variants(spec_dir):
                 ref.write_spec(path, kind, name, dtype, 1, 1, H, HV, KDIM, VDIM, decay=decay,
                                qk_l2norm=l2norm)
                 print(name, path, "--backward")
-        for l2norm, sizes in ((False, HEAD_SIZES), (True, L2NORM_HEAD_SIZES)):
+        for l2norm, dtype, sizes in ((False, "bf16", HEAD_SIZES), (True, "bf16", L2NORM_HEAD_SIZES),
+                                     (False, "f32", F32_HEAD_SIZES)):
             for K, V in sizes.get(family, ()):
-                name = f"{family}{'_l2norm' if l2norm else ''}_bf16_k{K}v{V}"
+                name = f"{family}{'_l2norm' if l2norm else ''}_{dtype}_k{K}v{V}"
                 path = os.path.join(spec_dir, name + ".mlir")
-                ref.write_spec(path, kind, name, "bf16", 1, 1, H, HV, K, V, qk_l2norm=l2norm)
+                ref.write_spec(path, kind, name, dtype, 1, 1, H, HV, K, V, qk_l2norm=l2norm)
                 print(name, path, "--backward")
         for size in [None] + list(ONE_VALUE_HEAD_SIZES.get(family, ())):
             K, V = size or (KDIM, VDIM)
@@ -208,9 +215,10 @@ def check(args):
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
             found = re.search(r"results=(\d+) intermediates_peak=(\d+)", proc.stdout)
             # linattn-to-nvvm's default strategy: the chunked backward where
-            # the forward's chunked kernels fit (16-bit inputs here), the
-            # adjoint's loop elsewhere (f32), whose allocations are known.
-            form = "chunked" if dtype == "bf16" else "loop"
+            # the forward's chunked kernels fit (every spec here), but for
+            # f32 with negeig's transitions the adjoint's loop, whose
+            # allocations are known.
+            form = "loop" if dtype == "f32" and kind == "negeig_delta" else "chunked"
             predicted = scratch_bytes(kind, 1, T, HV, KDIM, VDIM) if form == "loop" else None
             memory.append({"lib": name, "form": form, "B": 1, "T": T, "H": H, "HV": HV, "K": KDIM, "V": VDIM,
                            "results_bytes": int(found.group(1)) if found else None,

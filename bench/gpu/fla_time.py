@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Times one flash-linear-attention forward op the way PEERS.md does.
 
-    fla_time.py OP T[,T...] [--B N] [--H N] [--K N] [--V N] [--kernels | --profile]
+    fla_time.py OP T[,T...] [--B N] [--H N] [--K N] [--V N] [--kernels [--backward] | --profile]
         (OP: gated_delta | delta | simple_gla | gla | kda | linear |
          gated_delta_recurrent)
 
@@ -13,7 +13,10 @@ per T with the median ms. Runs one op per process (a faulting Triton kernel
 poisons the CUDA context). fla is carried in .carry/fla and never committed.
 With --kernels, prints instead the GPU time of each kernel of one warm call
 (torch.profiler), to set against bench/gpu/kernel_times.py's numbers for
-LinAttn's kernels. With --profile, makes one warm call between
+LinAttn's kernels; with --backward too, those of one backward (autograd
+of o and the final state, the forward's graph kept; fla's gated-backward
+guard on Hopper bypassed, as bench_backward.py does for timing), beside
+bench_backward.py --kernel-times. With --profile, makes one warm call between
 cudaProfilerStart and Stop, for Nsight Compute:
     ncu --profile-from-start off --kernel-name regex:fwd_kernel_h \
         --section SourceCounters ... -o R python3 fla_time.py gated_delta 4096 --profile
@@ -27,7 +30,9 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".carry"))
 
 
-def make(op, B, T, H=8, K=128, V=128):
+def make(op, B, T, H=8, K=128, V=128, grad=False):
+    """The op's call on fresh inputs; with `grad`, every input a leaf that
+    requires its gradient."""
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
     q = torch.nn.functional.normalize(torch.randn(B, T, H, K, device=dev), dim=-1).to(dt)
@@ -37,6 +42,9 @@ def make(op, B, T, H=8, K=128, V=128):
     g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32))
     gk = torch.nn.functional.logsigmoid(torch.randn(B, T, H, K, device=dev, dtype=torch.float32))
     beta = torch.sigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32)).to(dt)
+    if grad:
+        for x in (q, k, v, s0, g, gk, beta):
+            x.requires_grad_()
     if op == "gated_delta":
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
         return lambda: f(q, k, v, g, beta, initial_state=s0, output_final_state=True)
@@ -59,6 +67,25 @@ def make(op, B, T, H=8, K=128, V=128):
         from fla.ops.kda import chunk_kda as f
         return lambda: f(q, k, v, gk, beta, initial_state=s0, output_final_state=True)
     raise SystemExit(f"unknown op {op}")
+
+
+def make_backward(op, B, T, H=8, K=128, V=128):
+    """One backward of the op: the forward run once, its graph kept, and a
+    call that takes the gradients of every input from fixed dL/do and dL/ds."""
+    import fla.ops.common.chunk_o as chunk_o
+    chunk_o.TRITON_ABOVE_3_7_1 = True  # the Hopper guard: timing only
+    fn = make(op, B, T, H, K, V, grad=True)
+    o, s = fn()
+    leaves = [x for x in _leaves(fn) if x.requires_grad]
+    do, ds = torch.randn_like(o), torch.randn_like(s)
+    return lambda: torch.autograd.grad((o, s), leaves, (do, ds), retain_graph=True,
+                                       allow_unused=True)
+
+
+def _leaves(fn):
+    """The tensors a closure made by make() captured."""
+    return [c.cell_contents for c in fn.__closure__
+            if isinstance(c.cell_contents, torch.Tensor)]
 
 
 def time_graph(fn, reps=20):
@@ -120,9 +147,12 @@ def main():
         torch.cuda.cudart().cudaProfilerStop()
         return
     if "--kernels" in sys.argv[3:]:
+        backward = "--backward" in sys.argv[3:]
         for T in Ts:
-            times = kernel_times(make(op, B, T, H, K, V))
-            print(f"fla {op} B={B} H={H} K={K} V={V} T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
+            fn = (make_backward if backward else make)(op, B, T, H, K, V)
+            times = kernel_times(fn)
+            what = "backward" if backward else "forward"
+            print(f"fla {op} {what} B={B} H={H} K={K} V={V} T={T}: {sum(t for _, t in times):.3f} ms of kernel time")
             for name, ms in times:
                 print(f"  {ms:8.3f} ms  {name[:90]}")
         return

@@ -86,8 +86,11 @@ backwardOperandForms(ValueRange keys, ValueRange others, Value gates,
     return text;
   };
   BackwardOperandForms forms;
+  // The backward's kernels hold dO (and W, U) as 16-bit tiles; an f32
+  // spec's dO would need its own lo tiles, which do not fit beside the
+  // split states (the forward's kernels split f32 inputs, these do not).
   forms.mmaElem = elementOf(others.front());
-  if (!chunked_kernels::checkOperandType(forms.mmaElem).empty())
+  if (!forms.mmaElem.isBF16() && !forms.mmaElem.isF16())
     return no("its operands are " + typeName(forms.mmaElem) +
               ", not 16-bit (f32 inputs)");
   if (chunkSize != kChunk)

@@ -46,3 +46,16 @@ func.func @loops(%qn: tensor<?x?x2x64xf32>, %kn: tensor<?x?x2x64xf32>, %q: tenso
   %dk = linattn.qk_grad %k grad(%dkh) {qk_l2norm} : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) -> tensor<?x?x2x64xbf16>
   return %dq, %dk, %dv, %dg : tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// An f32 spec (forced chunked: the default keeps the adjoint's loop): the
+// backward's kernels hold dO as 16-bit tiles, so chunk_grad keeps its loops
+// and says why (this once failed inside the key kernel's lowering).
+func.func @f32_operands(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x64xf32>, %u: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xf32>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: loops (the key kernel: its operands are f32, not 16-bit (f32 inputs)); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
+      -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}

@@ -91,15 +91,33 @@ func.func @negeig_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>,
 // -----
 
 // f32 inputs: the forward's chunked kernels take them (split), the
-// backward's take 16-bit operands only, so the backward stays the
-// adjoint's loop.
+// backward's take 16-bit operands only, so the chunked backward runs its
+// reverse pass and chunk_grad as loops (still ~200x the adjoint's loop:
+// bench/NOTES.md f5).
 // CHECK-LABEL: func.func @delta_backward_f32
-// CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of delta: recurrent (f32 inputs: the backward's tensor-core kernels take 16-bit operands)
+// CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: loops (its operands are f32, not 16-bit (f32 inputs)); chunk_grad: loops (the key kernel: its operands are f32, not 16-bit (f32 inputs)); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
 func.func @delta_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x32x32xf32>, %do: tensor<?x?x2x32xf32>, %ds: tensor<?x2x32x32xf32>)
     -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>) {
   %dq, %dk, %dv, %db, %ds0 = linattn.recurrence_grad delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32x32xf32>)
+      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>)
+  return %dq, %dk, %dv, %db, %ds0 : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>
+}
+
+// -----
+
+// f32 with negeig's transitions keeps the adjoint's loop: its chunked
+// backward missed f32's 1e-4 on hard inputs (bench/NOTES.md f5).
+// CHECK-LABEL: func.func @negeig_backward_f32
+// CHECK: linattn.recurrence_grad negeig_delta {{.*}} {linattn.strategy = "recurrent"}
+// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: recurrent (f32 inputs with negeig's transitions: its chunked backward missed f32's 1e-4 on hard inputs)
+func.func @negeig_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>,
+    %b: tensor<?x?x2xf32>, %s0: tensor<?x2x32x32xf32>, %do: tensor<?x?x2x32xf32>, %ds: tensor<?x2x32x32xf32>)
+    -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>) {
+  %dq, %dk, %dv, %db, %ds0 = linattn.recurrence_grad negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0)
       grad_output(%do) grad_final_state(%ds)
       : (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>, tensor<?x?x2x32xf32>, tensor<?x2x32x32xf32>)
       -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x2x32x32xf32>)
