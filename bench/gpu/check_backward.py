@@ -48,7 +48,10 @@ KDIM_DEFAULT, VDIM_DEFAULT, HV_DEFAULT = KDIM, VDIM, HV
 # and 32 value columns, two 8-column tiles a column half (128 x 32); KDA's
 # WY kernel takes them at K = 64 and 128 (one and two pair-sum passes) and
 # four warps at the default K = 32; negeig's (a split W) at 32 and 128.
-HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32)),
+# Gated DeltaNet at 256 x 256: the reverse pass at one input stage (two do
+# not fit), chunk_grad as loops.
+HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32),
+                                 (256, 256)),
               "deltanet": ((128, 128),), "deltanet_negeig": ((128, 128),),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}

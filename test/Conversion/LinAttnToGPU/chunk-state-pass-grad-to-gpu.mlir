@@ -136,14 +136,22 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
-// Forms the kernel does not take stay for their loop lowering
-// (convert-linattn-to-loops): per-key gates with W (KDA) and f32 keys at
-// K = V = 128, whose stages (q, k and their lo parts, W, dO and the
-// [64][132] f32 gates: 125952 bytes) do not fit twice. (16-bit keys there:
-// two stages of 91136, the scores and K' in the exchange: 218112.)
+// Per-key gates with W (KDA) and f32 keys at K = V = 128: a stage (q, k
+// and their lo parts, W, dO and the [64][132] f32 gates: 125952 bytes) does
+// not fit twice, so the kernel runs one: each step waits for the previous
+// one to leave it, copies its chunk in and waits for the copies; then the
+// scores (18432) and K' split in the exchange (34816): 179200 bytes. (16-bit
+// keys there: two stages of 91136, the scores and K' in the exchange:
+// 218112.)
 // CHECK-LABEL: func.func @per_key_split_keys_k128(
-// CHECK-NOT:     gpu.launch
-// CHECK:         linattn.chunk_state_pass_grad
+// CHECK:         %[[SMEM:.*]] = arith.constant 179200 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           scf.for
+// CHECK:             gpu.barrier
+// CHECK:             %[[GROUP:.*]] = nvgpu.device_async_create_group
+// CHECK-NEXT:        nvgpu.device_async_wait %[[GROUP]] {numGroups = 0 : i32}
+// CHECK-NEXT:        gpu.barrier
+// MMA-LABEL:     func.func @per_key_split_keys_k128(
 func.func @per_key_split_keys_k128(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %w: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2x128xf32>, %do: tensor<?x?x2x128xbf16>, %ds: tensor<?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x2x128x128xf32>) {
   %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x2x128x128xf32>)

@@ -5,7 +5,9 @@
 // = 16, which linattn-narrow-state-blocks does not ask here: slower, NOTES
 // w2) of one (sequence, value head) carries H^T = (dL/dS)^T in the warps'
 // accumulator registers through a loop over the chunks from the last, each
-// chunk's inputs staged by cp.async stages ahead.
+// chunk's inputs staged by cp.async stages ahead (or, where two stages do
+// not fit, K = 256 or per-key gates with split keys, copied at the step's
+// start into one).
 // Per chunk n, with G the in-chunk cumulative log gate and G_C its value at
 // the chunk's last token (0 without gates):
 //
@@ -115,7 +117,7 @@ std::string ReversePassPlan::describe() const {
   os << V / block.columns << " blocks of " << block.columns
      << " state columns a value head and sequence, " << block.warps
      << " warps (" << block.warps * 32 << " threads); " << stages
-     << " input stages";
+     << (stages == 1 ? " input stage" : " input stages");
   if (splitKeys)
     os << "; q and k f32, staged split";
   if (splitW)
@@ -191,7 +193,10 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   }
   int64_t exchangeBytes = keyPartsExchangeBytes(p.block.warps, rowTiles);
   int64_t limit = target.maxSharedBytesPerBlock();
-  for (p.stages = kStateStages; p.stages >= 2; --p.stages) {
+  // Down to one stage (no copies in flight across steps): slower than two,
+  // but it lets K = 256, and per-key gates with split keys, run on the
+  // tensor cores instead of the loop lowering (bench/NOTES.md r4).
+  for (p.stages = kStateStages; p.stages >= 1; --p.stages) {
     p.scoreOffset = p.stages * p.stageBytes;
     p.exchangeOffset = p.scoreOffset + p.scoreBytes;
     p.blockKeysOffset = p.exchangeOffset;
@@ -701,11 +706,20 @@ SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
 SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
   Value n = chunkOfStep(j);
   ChunkRows rows = chunkRows(e, n, io.seqLen);
-  // Step j has landed once at most stages - 2 newer groups are in flight;
-  // the barrier also frees step j - 1's stage and the scores.
-  k.waitCopies(firstGroup, p.stages - 2);
-  k.barrier();
-  prefetch(e.addIndex(j, e.index(p.stages - 1)));
+  if (p.stages == 1) {
+    // One stage: step j's copies wait until step j - 1 has left the stage
+    // and the scores (the first barrier), and land before anything reads
+    // them (the second).
+    k.barrier();
+    k.waitCopies(prefetch(j), 0);
+    k.barrier();
+  } else {
+    // Step j has landed once at most stages - 2 newer groups are in
+    // flight; the barrier also frees step j - 1's stage and the scores.
+    k.waitCopies(firstGroup, p.stages - 2);
+    k.barrier();
+    prefetch(e.addIndex(j, e.index(p.stages - 1)));
+  }
   ReverseStage st = stageAt(j);
   storeState(carriedIn, io.gradStates, {bIdx, n, hv});
   Value gLast;
@@ -731,13 +745,16 @@ SmallVector<Value> ReversePassKernel::step(Value j, ValueRange carriedIn) {
 void ReversePassKernel::emit() {
   placeBlock();
   SmallVector<Value> init = loadState(io.gradFinalState);
-  firstGroup = prefetch(e.index(0));
-  for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
-    prefetch(e.index(ahead));
+  if (p.stages > 1) {
+    firstGroup = prefetch(e.index(0));
+    for (int64_t ahead = 1; ahead + 1 < p.stages; ++ahead)
+      prefetch(e.index(ahead));
+  }
   ValueRange final = e.forEachReduce(
       io.numChunks, init,
       [&](Value j, ValueRange carriedIn) { return step(j, carriedIn); });
-  k.waitCopies(firstGroup, 0);
+  if (firstGroup)
+    k.waitCopies(firstGroup, 0);
   storeState(final, io.gradInitialState, {bIdx, hv});
 }
 
