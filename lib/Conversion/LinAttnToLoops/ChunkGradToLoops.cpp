@@ -1,10 +1,11 @@
 //===- ChunkGradToLoops.cpp - The chunk-local gradients to loops ----------===//
 //
 // linattn.chunk_grad as parallel nests over (b, hv, chunk) (blocks on a
-// GPU), each with a thread per token, state column or key: the pairwise
-// products of a chunk first, then the WY factors' back substitution, then
-// the per-token scalars, then dq, dk and the gates' gradient per key. Also
-// the dispatcher of the backward ops' loop lowerings.
+// GPU), each with a thread per token (and group of columns), state column
+// or key (and group of rows): the pairwise products of a chunk first, then
+// the WY factors' back substitution, then the per-token scalars, then dq,
+// dk and the gates' gradient per key. Also the dispatcher of the backward
+// ops' loop lowerings.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +15,17 @@
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
 
 namespace mlir::linattn {
 namespace {
+
+/// Column groups of the pairs' nest: a thread per (token, group).
+constexpr int64_t kPairColumnGroups = 4;
+/// Threads a chunk of the key gradients' nest: K keys times row groups.
+constexpr int64_t kKeyGradThreads = 512;
 
 class ChunkGradLowering {
 public:
@@ -83,7 +92,9 @@ private:
   // strong gate those are tiny beside the pairs that cancel, whose f32
   // rounding would dominate (1e-3 relative error in dgate at log gates of
   // -20). In f64 the pairs, computed by one expression, cancel exactly.
-  Value outputPairs, keyPairs, factorPairs, yW, zU, gateGrad;
+  // k_i . dkState_i per key (f64): each row's share of dL/dG at the
+  // chunk's last token, summed once every row is done.
+  Value outputPairs, keyPairs, factorPairs, yW, zU, gateGrad, stateShares;
   Value batch, seqLen, kDim, vDim, scale, rank1Scale;
   // Loop variables in scope: (b, hv, chunk n), its tokens [t0, t1) and
   // last token tLast, and hv's query/key head h.
@@ -111,14 +122,19 @@ void ChunkGradLowering::ifInChunk(Value t, function_ref<void()> body) {
   body();
 }
 
-// A thread per token i: dP_ij = scale dO_i . D_j for j <= i; with the WY
-// form P_ij = sum_r k_ir k_jr E_ij for j < i.
+// A thread per token i and group of kPairColumnGroups columns j: dP_ij =
+// scale dO_i . D_j for j <= i; with the WY form P_ij = sum_r k_ir k_jr E_ij
+// for j < i. (A thread per token alone left a GPU block 64 threads.)
 void ChunkGradLowering::emitPairs() {
-  forEachChunk(C, [&](Value lane) {
-    Value i = e.addIndex(t0, lane);
+  int64_t span = llvm::divideCeil(C, kPairColumnGroups);
+  forEachChunk(C * kPairColumnGroups, [&](Value lane) {
+    Value i = e.addIndex(t0, arith::RemUIOp::create(b, lane, e.index(C)));
+    Value j0 = e.addIndex(
+        t0, e.mulIndex(arith::DivUIOp::create(b, lane, e.index(C)), e.index(span)));
+    Value j1 = e.addIndex(j0, e.index(span));
     ifInChunk(i, [&] {
       if (outputPairs)
-        e.forRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
+        e.forRange(j0, e.minIndex(j1, e.addIndex(i, e.index(1))), [&](Value j) {
           Value dP = e.mul(scale, l.dot(
                                       V, [&](Value c) { return at(gradOut, i, c); },
                                       [&](Value c) { return at(newValues, j, c); }));
@@ -126,7 +142,7 @@ void ChunkGradLowering::emitPairs() {
         });
       if (!beta)
         return;
-      e.forRange(t0, i, [&](Value j) {
+      e.forRange(j0, e.minIndex(j1, i), [&](Value j) {
         Value p = l.dot(
             K, [&](Value r) { return e.mul(kAt(i, r), decayBetween(i, j, r)); },
             [&](Value r) { return kAt(j, r); });
@@ -232,7 +248,16 @@ void ChunkGradLowering::emitRowScalars() {
 // exp(G_i), -x where it has exp(-G_i), the chunk's decays exp(G_C) at its
 // last token; per-key gates then take the reverse cumulative sum here.
 void ChunkGradLowering::emitKeyGradients() {
-  forEachChunk(K, [&](Value r) {
+  // A thread per key r and group of rows (the rows of a key are
+  // independent but for dL/dG's chunk-end share, summed by the second nest
+  // below): up to kKeyGradThreads threads a GPU block rather than K.
+  int64_t groups = std::clamp<int64_t>(kKeyGradThreads / K, 1, C);
+  int64_t span = llvm::divideCeil(C, groups);
+  forEachChunk(K * groups, [&](Value lane) {
+    Value r = arith::RemUIOp::create(b, lane, kDim);
+    Value i0 = e.addIndex(
+        t0, e.mulIndex(arith::DivUIOp::create(b, lane, kDim), e.index(span)));
+    Value i1 = e.minIndex(e.addIndex(i0, e.index(span)), t1);
     // x(a, b) = m_ab s_a t_b E_ab: one expression for both of its shares.
     auto pairTerm = [&](Value matrix, Value a, Value bb, function_ref<Value(Value)> s,
                         function_ref<Value(Value)> t) {
@@ -242,8 +267,7 @@ void ChunkGradLowering::emitKeyGradients() {
     auto query = [&](Value t) { return qAt(t, r); };
     auto key = [&](Value t) { return kAt(t, r); };
     Value zero64 = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
-    Value finalShare = e.forRangeReduce(
-        t0, t1, {zero64}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+    e.forRange(i0, i1, [&](Value i) {
           Value dqg = e.mul(scale, l.dot(
                                        V, [&](Value c) { return stateAt(states, r, c); },
                                        [&](Value c) { return at(gradOut, i, c); }));
@@ -278,7 +302,7 @@ void ChunkGradLowering::emitKeyGradients() {
           }
           e.storeFromF32(dki, dk, idx(i, r));
           if (!gateGrad)
-            return {acc[0]};
+            return;
 
           // dL/dG_i in f64.
           auto sum64 = [&](Value lb, Value ub, function_ref<Value(Value)> term) {
@@ -309,10 +333,20 @@ void ChunkGradLowering::emitKeyGradients() {
                 }));
           }
           memref::StoreOp::create(b, g, gateGrad, idx(i, r));
-          return {arith::AddFOp::create(b, acc[0], stateShare)};
+          memref::StoreOp::create(b, stateShare, stateShares, idx(i, r));
+        });
+  });
+  if (!gateGrad)
+    return;
+  forEachChunk(K, [&](Value r) {
+    Value zero64 = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+    // The rows' state shares summed in their order (as one thread summed
+    // them when it took every row).
+    Value finalShare = e.forRangeReduce(
+        t0, t1, {zero64}, [&](Value i, ValueRange acc) -> SmallVector<Value> {
+          return {arith::AddFOp::create(
+              b, acc[0], memref::LoadOp::create(b, stateShares, idx(i, r)))};
         })[0];
-    if (!gateGrad)
-      return;
     // The chunk's decays exp(G_C) at its last token: the state update's
     // keys and exp(G_C) S_n.
     Value sh = l.dot(
@@ -409,8 +443,10 @@ void ChunkGradLowering::run() {
       gateSizes.push_back(kDim);
     dgates = e.allocFor(op.getGradGates().getType(), gateSizes);
     results.push_back(dgates);
-    if (!keyKernel)
+    if (!keyKernel) {
       gateGrad = scratch(b.getF64Type(), K);
+      stateShares = scratch(b.getF64Type(), K);
+    }
   }
   if (!keyKernel)
     outputPairs = scratch(f32, C);
