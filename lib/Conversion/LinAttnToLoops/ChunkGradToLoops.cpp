@@ -239,7 +239,7 @@ void ChunkGradLowering::emitRowScalars() {
   });
 }
 
-// A thread per key r, over the chunk's tokens i:
+// A thread per key r and group of the chunk's tokens i:
 //   dq_i = scale (S_n dO_i) * exp(G_i) + sum_{j <= i} dP_ij k_j E_ij
 //   dk_i = sum_{m >= i} dP_mi q_m E_mi + (H_n D_i) * exp(G_C - G_i)
 //          [+ c_i Y_i * exp(G_i) + sum_{j < i} c_i dL_ij k_j E_ij
@@ -268,73 +268,73 @@ void ChunkGradLowering::emitKeyGradients() {
     auto key = [&](Value t) { return kAt(t, r); };
     Value zero64 = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
     e.forRange(i0, i1, [&](Value i) {
-          Value dqg = e.mul(scale, l.dot(
-                                       V, [&](Value c) { return stateAt(states, r, c); },
-                                       [&](Value c) { return at(gradOut, i, c); }));
-          Value throughState = e.mul(dqg, e.exp(gate(i, r)));
-          Value dqIntra = l.sumRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
-            return e.mul(e.mul(pairAt(outputPairs, i, j), key(j)),
-                         decayBetween(i, j, r));
-          });
-          e.storeFromF32(e.add(throughState, dqIntra), dq, idx(i, r));
+      Value dqg = e.mul(scale, l.dot(
+                                   V, [&](Value c) { return stateAt(states, r, c); },
+                                   [&](Value c) { return at(gradOut, i, c); }));
+      Value throughState = e.mul(dqg, e.exp(gate(i, r)));
+      Value dqIntra = l.sumRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
+        return e.mul(e.mul(pairAt(outputPairs, i, j), key(j)),
+                     decayBetween(i, j, r));
+      });
+      e.storeFromF32(e.add(throughState, dqIntra), dq, idx(i, r));
 
-          Value dkOutput = l.sumRange(i, t1, [&](Value m) {
-            return e.mul(e.mul(pairAt(outputPairs, m, i), query(m)),
-                         decayBetween(m, i, r));
-          });
-          Value hd = l.dot(
-              V, [&](Value c) { return stateAt(gradStates, r, c); },
-              [&](Value c) { return at(newValues, i, c); });
-          Value dkState = e.mul(hd, decayBetween(tLast, i, r));
-          Value dki = e.add(dkOutput, dkState);
-          Value fromW, dkLower, dkUpper;
-          if (beta) {
-            fromW = e.mul(e.mul(coeff(i), at(yW, i, r)), e.exp(gate(i, r)));
-            dkLower = l.sumRange(t0, i, [&](Value j) {
-              return e.mul(e.mul(pairAt(factorPairs, i, j), key(j)),
-                           decayBetween(i, j, r));
-            });
-            dkUpper = l.sumRange(e.addIndex(i, e.index(1)), t1, [&](Value m) {
-              return e.mul(e.mul(pairAt(factorPairs, m, i), key(m)),
-                           decayBetween(m, i, r));
-            });
-            dki = e.add(dki, e.add(fromW, e.add(dkLower, dkUpper)));
-          }
-          e.storeFromF32(dki, dk, idx(i, r));
-          if (!gateGrad)
-            return;
-
-          // dL/dG_i in f64.
-          auto sum64 = [&](Value lb, Value ub, function_ref<Value(Value)> term) {
-            return e.forRangeReduce(
-                lb, ub, {zero64},
-                [&](Value j, ValueRange s) -> SmallVector<Value> {
-                  return {arith::AddFOp::create(b, s[0], wide(term(j)))};
-                })[0];
-          };
-          Value g = wide(e.mul(query(i), throughState));
-          g = arith::AddFOp::create(
-              b, g, sum64(t0, e.addIndex(i, e.index(1)), [&](Value j) {
-                return pairTerm(outputPairs, i, j, query, key);
-              }));
-          g = arith::SubFOp::create(b, g, sum64(i, t1, [&](Value m) {
-                return pairTerm(outputPairs, m, i, query, key);
-              }));
-          Value stateShare = wide(e.mul(key(i), dkState));
-          g = arith::SubFOp::create(b, g, stateShare);
-          if (beta) {
-            g = arith::AddFOp::create(b, g, wide(e.mul(fromW, key(i))));
-            g = arith::AddFOp::create(b, g, sum64(t0, i, [&](Value j) {
-                  return pairTerm(factorPairs, i, j, key, key);
-                }));
-            g = arith::SubFOp::create(
-                b, g, sum64(e.addIndex(i, e.index(1)), t1, [&](Value m) {
-                  return pairTerm(factorPairs, m, i, key, key);
-                }));
-          }
-          memref::StoreOp::create(b, g, gateGrad, idx(i, r));
-          memref::StoreOp::create(b, stateShare, stateShares, idx(i, r));
+      Value dkOutput = l.sumRange(i, t1, [&](Value m) {
+        return e.mul(e.mul(pairAt(outputPairs, m, i), query(m)),
+                     decayBetween(m, i, r));
+      });
+      Value hd = l.dot(
+          V, [&](Value c) { return stateAt(gradStates, r, c); },
+          [&](Value c) { return at(newValues, i, c); });
+      Value dkState = e.mul(hd, decayBetween(tLast, i, r));
+      Value dki = e.add(dkOutput, dkState);
+      Value fromW, dkLower, dkUpper;
+      if (beta) {
+        fromW = e.mul(e.mul(coeff(i), at(yW, i, r)), e.exp(gate(i, r)));
+        dkLower = l.sumRange(t0, i, [&](Value j) {
+          return e.mul(e.mul(pairAt(factorPairs, i, j), key(j)),
+                       decayBetween(i, j, r));
         });
+        dkUpper = l.sumRange(e.addIndex(i, e.index(1)), t1, [&](Value m) {
+          return e.mul(e.mul(pairAt(factorPairs, m, i), key(m)),
+                       decayBetween(m, i, r));
+        });
+        dki = e.add(dki, e.add(fromW, e.add(dkLower, dkUpper)));
+      }
+      e.storeFromF32(dki, dk, idx(i, r));
+      if (!gateGrad)
+        return;
+
+      // dL/dG_i in f64.
+      auto sum64 = [&](Value lb, Value ub, function_ref<Value(Value)> term) {
+        return e.forRangeReduce(
+            lb, ub, {zero64},
+            [&](Value j, ValueRange s) -> SmallVector<Value> {
+              return {arith::AddFOp::create(b, s[0], wide(term(j)))};
+            })[0];
+      };
+      Value g = wide(e.mul(query(i), throughState));
+      g = arith::AddFOp::create(
+          b, g, sum64(t0, e.addIndex(i, e.index(1)), [&](Value j) {
+            return pairTerm(outputPairs, i, j, query, key);
+          }));
+      g = arith::SubFOp::create(b, g, sum64(i, t1, [&](Value m) {
+            return pairTerm(outputPairs, m, i, query, key);
+          }));
+      Value stateShare = wide(e.mul(key(i), dkState));
+      g = arith::SubFOp::create(b, g, stateShare);
+      if (beta) {
+        g = arith::AddFOp::create(b, g, wide(e.mul(fromW, key(i))));
+        g = arith::AddFOp::create(b, g, sum64(t0, i, [&](Value j) {
+              return pairTerm(factorPairs, i, j, key, key);
+            }));
+        g = arith::SubFOp::create(
+            b, g, sum64(e.addIndex(i, e.index(1)), t1, [&](Value m) {
+              return pairTerm(factorPairs, m, i, key, key);
+            }));
+      }
+      memref::StoreOp::create(b, g, gateGrad, idx(i, r));
+      memref::StoreOp::create(b, stateShare, stateShares, idx(i, r));
+    });
   });
   if (!gateGrad)
     return;
