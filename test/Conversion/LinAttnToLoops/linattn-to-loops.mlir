@@ -102,3 +102,29 @@ func.func @retnet(%q: tensor<1x3x2x4xf16>, %k: tensor<1x3x2x4xf16>, %v: tensor<1
       : (tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>) -> (tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>)
   return %o, %s : tensor<1x3x2x4xf16>, tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// linattn.chunk_grad's loops (the GPU's fallback where its kernels do not
+// take the forms: here f32), one nest over (b, hv, chunk) each: the pairs
+// with a thread per token and column quarter (64 x 4), the back
+// substitution per column of Y and Z (K + V), the row scalars per token,
+// the key gradients per key and group of rows (32 keys x 16 groups of 4
+// rows), the rows' chunk-end shares of dL/dG summed per key, then the row
+// gates' suffix sums (bench/NOTES.md l2).
+// RAW-LABEL: func.func @chunk_grad_nests
+// RAW-COUNT-2: memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x32xf64>
+// RAW:      scf.parallel (%{{.*}}, %{{.*}}, %{{.*}}) = {{.*}} to (%{{.*}}, %c2{{.*}}, %{{.*}})
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c256) step
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c64{{.*}}) step
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c64{{.*}}) step
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c512) step
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c32{{.*}}) step
+// RAW:        scf.parallel (%{{.*}}) = (%{{.*}}) to (%c1{{_[0-9]+}}) step
+// RAW-NOT:    linattn.chunk_grad
+func.func @chunk_grad_nests(%q: tensor<?x?x2x32xf32>, %k: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x32xf32>, %u: tensor<?x?x2x32xf32>, %d: tensor<?x?x2x32xf32>, %s: tensor<?x?x2x32x32xf32>, %do: tensor<?x?x2x32xf32>, %dd: tensor<?x?x2x32xf32>, %hs: tensor<?x?x2x32x32xf32>) -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
+      : (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32x32xf32>)
+      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2x32xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}
