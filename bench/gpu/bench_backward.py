@@ -35,6 +35,7 @@ Two halves, one file:
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -42,13 +43,17 @@ import subprocess
 import sys
 import tempfile
 
+@dataclasses.dataclass(frozen=True)
 class Spec:
     """A benchmarked spec: the family's kind, q/k and value heads, the
     linattn-compile options, the inputs' type and the head sizes."""
-
-    def __init__(self, kind, H, HV, options="", dtype="bf16", K=128, V=128):
-        self.kind, self.H, self.HV, self.options = kind, H, HV, options
-        self.dtype, self.K, self.V = dtype, K, V
+    kind: str
+    H: int
+    HV: int
+    options: str = ""
+    dtype: str = "bf16"
+    K: int = 128
+    V: int = 128
 
 
 SPECS = {
@@ -69,12 +74,13 @@ SPECS = {
     # Where the backward's tensor-core kernels do not reach (their loops
     # run instead): KDA with the norm in the op (Kimi Linear's layer: per-key
     # gates with f32 normalised keys), head sizes above 128 (fla's Gated
-    # DeltaNet default of 256), and f32 inputs, whose default is the
-    # adjoint's loop (and chunked, forced, for comparison).
+    # DeltaNet default of 256), and f32 inputs (chunked by default since
+    # bench/NOTES.md f5, where the rows were named _f32_chunked; the
+    # adjoint's loop, the default before, beside it).
     "kda_h8_l2norm": Spec("kda", 8, 8),
     "gated_deltanet_h4_k256": Spec("gated_delta", 4, 4, K=256, V=256),
     "gated_deltanet_h8_f32": Spec("gated_delta", 8, 8, dtype="f32"),
-    "gated_deltanet_h8_f32_chunked": Spec("gated_delta", 8, 8, "--strategy=chunked", dtype="f32"),
+    "gated_deltanet_h8_f32_loop": Spec("gated_delta", 8, 8, "--strategy=recurrent", dtype="f32"),
 }
 # Every family at the issue's forward + backward shape (B 4, H 8, T 4096).
 FAMILY_ROWS = [(name, 4, 4096) for name in (
@@ -83,7 +89,7 @@ FAMILY_ROWS = [(name, 4, 4096) for name in (
 # The shapes outside the tensor-core kernels' reach, at sizes their loops
 # finish in a few seconds.
 FALLBACK_ROWS = [("kda_h8_l2norm", 4, 1024), ("gated_deltanet_h4_k256", 2, 1024),
-                 ("gated_deltanet_h8_f32", 4, 1024), ("gated_deltanet_h8_f32_chunked", 4, 1024)]
+                 ("gated_deltanet_h8_f32", 4, 1024), ("gated_deltanet_h8_f32_loop", 4, 1024)]
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]
         + [("gated_deltanet_h8_l2norm", 4, T) for T in (1024, 4096, 16384)]

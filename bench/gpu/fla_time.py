@@ -30,9 +30,10 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".carry"))
 
 
-def make(op, B, T, H=8, K=128, V=128, grad=False):
-    """The op's call on fresh inputs; with `grad`, every input a leaf that
-    requires its gradient."""
+def make(op, B, T, H=8, K=128, V=128, leaves=None):
+    """The op's call on fresh inputs; with a list `leaves`, every input is
+    made a leaf that requires its gradient and appended to it (those the op
+    does not take get no gradient)."""
     torch.manual_seed(0)
     dev, dt = "cuda", torch.bfloat16
     q = torch.nn.functional.normalize(torch.randn(B, T, H, K, device=dev), dim=-1).to(dt)
@@ -42,9 +43,9 @@ def make(op, B, T, H=8, K=128, V=128, grad=False):
     g = torch.nn.functional.logsigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32))
     gk = torch.nn.functional.logsigmoid(torch.randn(B, T, H, K, device=dev, dtype=torch.float32))
     beta = torch.sigmoid(torch.randn(B, T, H, device=dev, dtype=torch.float32)).to(dt)
-    if grad:
+    if leaves is not None:
         for x in (q, k, v, s0, g, gk, beta):
-            x.requires_grad_()
+            leaves.append(x.requires_grad_())
     if op == "gated_delta":
         from fla.ops.gated_delta_rule import chunk_gated_delta_rule as f
         return lambda: f(q, k, v, g, beta, initial_state=s0, output_final_state=True)
@@ -74,18 +75,12 @@ def make_backward(op, B, T, H=8, K=128, V=128):
     call that takes the gradients of every input from fixed dL/do and dL/ds."""
     import fla.ops.common.chunk_o as chunk_o
     chunk_o.TRITON_ABOVE_3_7_1 = True  # the Hopper guard: timing only
-    fn = make(op, B, T, H, K, V, grad=True)
+    leaves = []
+    fn = make(op, B, T, H, K, V, leaves)
     o, s = fn()
-    leaves = [x for x in _leaves(fn) if x.requires_grad]
     do, ds = torch.randn_like(o), torch.randn_like(s)
     return lambda: torch.autograd.grad((o, s), leaves, (do, ds), retain_graph=True,
                                        allow_unused=True)
-
-
-def _leaves(fn):
-    """The tensors a closure made by make() captured."""
-    return [c.cell_contents for c in fn.__closure__
-            if isinstance(c.cell_contents, torch.Tensor)]
 
 
 def time_graph(fn, reps=20):
