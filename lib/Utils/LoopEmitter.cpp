@@ -65,13 +65,14 @@ Value LoopEmitter::toBuffer(Value tensor) {
 }
 
 Value LoopEmitter::allocFor(Type type, ArrayRef<Value> sizes) {
-  auto tensor = cast<RankedTensorType>(type);
+  // A tensor's type or a memref's (chunk_grad's scratch buffers).
+  auto shaped = cast<ShapedType>(type);
   SmallVector<Value> dynamic;
-  for (int64_t d = 0; d < tensor.getRank(); ++d)
-    if (tensor.isDynamicDim(d))
+  for (int64_t d = 0; d < shaped.getRank(); ++d)
+    if (shaped.isDynamicDim(d))
       dynamic.push_back(sizes[d]);
   return memref::AllocOp::create(
-      b, MemRefType::get(tensor.getShape(), tensor.getElementType()),
+      b, MemRefType::get(shaped.getShape(), shaped.getElementType()),
       dynamic);
 }
 

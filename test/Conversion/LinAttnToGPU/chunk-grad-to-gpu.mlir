@@ -14,19 +14,27 @@
 // done, dbeta's three row terms by quad and column half (6144), gates, c
 // and beta (3 x 256): 133120, eight warps (the inverse by the first four).
 //
-// The key kernel's, eight warps (q and k, dO, D split, dP~ split, L = F *
-// E split, the state tiles (S's rows, then H's) split: 11 x 9216; the
-// rows' f32 landing tile 16384; M f32 16640; the rows' f64 terms by quad
-// and column half 2 x 4096; <S, H>'s partials 2048; gates and c 2 x 256):
-// 145152.
+// The key gradients by key block (KeyBlockGradKernel.cpp), four warps, a
+// block per (chunk x key block of 64, value head, sequence): a slab of V's
+// tiles (dO, D split, S split, H split: 7 x 9216 = 64512; the pairs' dP~
+// and L split and M, 4 x 9216 + 16640, over them once the slabs are
+// done), the key block's q and k (2 x 9216), gates 256, the rows' f64
+// terms by quad 2 x 2048, <S, H>'s partials 1024, c 256: 88576, two
+// blocks an SM. Its row terms leave f64 per (token, value head, key
+// block), and a warp per chunk sums them into dgate.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
 // CHECK:         arith.constant 133120 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // The inverse by the first four warps, their barriers named for 128 threads.
 // CHECK:           nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
-// CHECK:         arith.constant 145152 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
+// CHECK:         memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x1xf64>
+// CHECK:         arith.constant 88576 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
+// The slabs of V: a run-time loop carrying dP, dO S^T and D H^T (3 x 32
+// per thread) and <S, H>'s partial.
+// CHECK:           %{{.*}}:97 = scf.for {{.*}} to %c1{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32, f64)
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
@@ -34,14 +42,14 @@
 // four warps took 480 for: dD S^T (both split: 8 tiles x 4 k-steps x 3 =
 // 96), K K^T (32), T^T dW and T^T dD (all split: 96 each), Y W^T (Y
 // split: 64), Z U^T (both split: 96). The
-// key kernel, 256, each of its eight warps half the columns of what four
-// warps took 512 for: dO D^T (D split: 64) and Q K^T (32); then dO S^T
-// (64), dP~ K (64), D H^T (both split: 96), dP~^T Q (64), L K and L^T K
+// key-block kernel, 512 a warp (16 rows x 64 keys): per slab (its loop's
+// body, emitted once) dO D^T (D split: 64), dO S^T (64), D H^T (both
+// split: 96); then Q K^T (32), dP~ K (64), dP~^T Q (64), L K and L^T K
 // (L = F * E strictly lower: 2 x 64).
 // MMA-LABEL: func.func @gated_delta(
 // MMA-COUNT-240: nvvm.mma.sync
 // MMA:           gpu.launch
-// MMA-COUNT-256: nvvm.mma.sync
+// MMA-COUNT-512: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
@@ -61,7 +69,7 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 // CHECK:         arith.constant 142336 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK-COUNT-2:   nvgpu.device_async_copy {{.*}} : memref<?x?x4x2x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:         arith.constant 145152 : i32
+// CHECK:         arith.constant 88576 : i32
 // CHECK:         gpu.launch
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
@@ -107,27 +115,31 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
-// DeltaNet at K = V = 128 (no gates): both kernels' passes over the key
-// blocks (64 keys each) are a run-time loop of two trips, its products
-// emitted once. The WY kernel's shared memory: k and W (17408 each), U,
-// dD and dW split (6 x 17408), S's split key block or T, L and T's split
-// tiles (35840), P (16640), the inverse's scratch with the row terms
-// over it (6144: eight warps'), c and beta (512; no gates): 198400. The key kernel's (eight warps;
-// no gates, so no row terms): q, k, dO, D split (5 x 17408), dP~ and L
-// split (4 x 9216), the split state tiles (2 x 17408), the f32 landing
-// tile (32768), c (256): 191744. One value head a q/k head (H = HV = 2):
-// chunk_grad returns dq and dk in bf16, rounded by the key kernel as it
-// stores each accumulator pair.
+// DeltaNet at K = V = 128 (no gates): the WY kernel's pass over the key
+// blocks (64 keys each) is a run-time loop of two trips, its products
+// emitted once; the key-block kernel's grid has two blocks a chunk
+// (ceil(T / 64) x 2) and its loop over the slabs of V two trips. The WY
+// kernel's shared memory: k and W (17408 each), U, dD and dW split (6 x
+// 17408), S's split key block or T, L and T's split tiles (35840), P
+// (16640), the inverse's scratch with the row terms over it (6144: eight
+// warps'), c and beta (512; no gates): 198400. The key-block kernel's, as
+// at K = V = 64 (its tiles are a key block's and a slab's) without gates
+// (no M, row terms or partials: no sum kernel): 64512 + 2 x 9216 + c 256
+// = 83200. One value head a q/k head (H = HV = 2): chunk_grad returns dq
+// and dk in bf16, rounded by the key kernel as it stores each
+// accumulator pair.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
 // CHECK:         arith.constant 198400 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
-// CHECK:         arith.constant 191744 : i32
-// CHECK:         gpu.launch
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
-// CHECK:             arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
-// CHECK-NEXT:        vector.store %{{.*}} : memref<?x?x2x128xbf16>, vector<2xbf16>
+// CHECK:         %[[CHUNKS:.*]] = arith.ceildivui
+// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[CHUNKS]], %c2
+// CHECK:         arith.constant 83200 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]],
+// CHECK:           %{{.*}}:96 = scf.for {{.*}} to %c2{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32)
+// CHECK:             vector.store %{{.*}} : memref<?x?x2x128xbf16>, vector<2xbf16>
+// CHECK-NOT:     gpu.launch
 // CHECK-NOT:     linattn.chunk_grad
 func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
   %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
@@ -141,30 +153,27 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // f32 q and k (qk_l2norm's normalised keys) beside 16-bit dO and W: both
 // kernels stage them split (hi + lo) through registers. The WY kernel's
 // shared memory gains k's lo part (198656 + 17408 = 216064 at K = V = 128
-// with gates); the key kernel's q's and k's (2 x 17408), which its 64-key
-// state tiles leave no room for (253696 bytes), so its key blocks are of
-// 32 (four trips; state tiles 2 x 8704, landing tile 16384; eight warps'
-// row terms and partials 5120 more): 219904.
+// with gates); the key-block kernel's the lo parts of its key block's q
+// and k (2 x 9216): 88576 + 18432 = 107008, still two blocks an SM.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
 // CHECK:         arith.constant 216064 : i32
 // CHECK:         gpu.launch
-// CHECK:         arith.constant 219904 : i32
+// CHECK:         arith.constant 107008 : i32
 // CHECK:         gpu.launch
-// CHECK:           scf.for %{{.*}} = %{{.*}} to %c4{{[_0-9]*}} step
+// CHECK:           scf.for {{.*}} to %c2{{[_0-9]*}} step %{{.*}} iter_args(
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
 // The WY kernel, 544 products a warp of eight (1088 at four): K K^T with
 // both split (8 tiles x 8 k-steps x 3 = 192, was 64), the rest as at
 // 16-bit keys (dD S^T 192, T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192),
-// halved. The key kernel, 336 a
-// warp of eight (672 at four): dO D^T (128), Q K^T both split (192); per
-// 32-key block dO S^T (64), dP~ K (48), D H^T (96), dP~^T Q (48), L K
-// and L^T K (2 x 48), halved.
+// halved. The key-block kernel, 704 a warp: the slab's 224 as at 16-bit
+// keys, then with both operands split Q K^T (96), dP~ K (96), dP~^T Q
+// (96), L K and L^T K (2 x 96).
 // MMA-LABEL: func.func @gated_delta_f32_keys(
 // MMA-COUNT-544:  nvvm.mma.sync
 // MMA:            gpu.launch
-// MMA-COUNT-336:  nvvm.mma.sync
+// MMA-COUNT-704:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
 func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}

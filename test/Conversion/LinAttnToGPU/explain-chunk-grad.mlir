@@ -4,10 +4,11 @@
 // qk_grad: which kernels (or loops, and why) take chunk_grad, and whether a
 // qk_grad takes its dq and dk, said before anything is lowered.
 
-// Gated DeltaNet at K = V = 128 with two value heads a q/k head: both
-// kernels; dq and dk per value head, summed by qk_grad.
+// Gated DeltaNet at K = V = 128 with two value heads a q/k head: the WY
+// kernel, then the key gradients by key block (two a chunk, two blocks an
+// SM); dq and dk per value head, summed by qk_grad.
 func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x128xbf16>, %u: tensor<?x?x4x128xf32>, %d: tensor<?x?x4x128xf32>, %s: tensor<?x?x4x128x128xf32>, %do: tensor<?x?x4x128xbf16>, %dd: tensor<?x?x4x128xf32>, %hs: tensor<?x?x4x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel (8 warps, 218880 bytes of shared memory); dq, dk per value head in f32, for qk_grad}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel by key block (4 warps, 88576 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
   %dqh, %dkh, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>)
       -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
@@ -23,11 +24,22 @@ func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>,
 // One value head a q/k head without qk_l2norm: chunk_grad returns dq and
 // dk in bf16 itself (no qk_grad). DeltaNet, no gates.
 func.func @one_value_head(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel (8 warps, 191744 bytes of shared memory); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel by key block (4 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
   %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
       -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %db : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
+}
+
+// K = 96: not a multiple of the key-block kernel's 64 keys, so the key
+// gradients take the kernel with a block per chunk (key blocks of 32 in a
+// loop), and --explain says why.
+func.func @k96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %v: tensor<?x?x2x96xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x96xbf16>, %u: tensor<?x?x2x96xf32>, %d: tensor<?x?x2x96xf32>, %s: tensor<?x?x2x96x96xf32>, %do: tensor<?x?x2x96xbf16>, %dd: tensor<?x?x2x96xf32>, %hs: tensor<?x?x2x96x96xf32>) -> (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (4 warps, 162560 bytes of shared memory) and the key kernel (4 warps, 129280 bytes of shared memory; not by key block: it takes K and V multiples of 64 up to 256); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x96xf32>, tensor<?x?x2x96x96xf32>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x96x96xf32>)
+      -> (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>) grad_beta tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %db : tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>
 }
 
 // -----
@@ -36,7 +48,7 @@ func.func @one_value_head(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>
 // take them, so chunk_grad keeps its loops; qk_grad goes back through the
 // norm.
 func.func @loops(%qn: tensor<?x?x2x64xf32>, %kn: tensor<?x?x2x64xf32>, %q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xbf16>, %s: tensor<?x?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %dd: tensor<?x?x2x64xf32>, %hs: tensor<?x?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: loops (the key kernel: its gates are per key, its keys f32); dq, dk per value head in f32, for qk_grad}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: loops (the key kernel: its gates are per key, its keys f32; by key block: its gates are per key); dq, dk per value head in f32, for qk_grad}}
   %dqh, %dkh, %dv, %dg = linattn.chunk_grad q(%qn) k(%kn) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>) grad_gates tensor<?x?x2x64xf32>

@@ -108,6 +108,20 @@ std::string describeChunkGradBlock(int64_t warps, int64_t sharedBytes);
 void emitKeyGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                        const GPUTargetInfo &target, const ChunkGradKeyInputs &io);
 
+/// Why the key-block kernel (KeyBlockGradKernel.cpp: a block per chunk and
+/// 64 keys, V in slabs, two blocks an SM) does not take `op`, or "" if it
+/// does: what the key kernel takes with gates per row or none, K and V
+/// multiples of 64 up to 256.
+std::string whyNoKeyBlockGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
+/// "N warps, B bytes of shared memory, M a chunk".
+std::string describeKeyBlockGradKernel(ChunkGradOp op,
+                                       const GPUTargetInfo &target);
+/// The key-block kernel and, with a gates' gradient, the small kernel that
+/// sums its blocks' partial row terms into dgate.
+void emitKeyBlockGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                            const GPUTargetInfo &target,
+                            const ChunkGradKeyInputs &io);
+
 /// How linattn.chunk_grad lowers on the GPU: decided once, read by the
 /// conversion and by --explain.
 struct ChunkGradLowering {
@@ -120,6 +134,9 @@ struct ChunkGradLowering {
   };
   Kind kind;
   std::string why;
+  /// The key gradients by key block (emitKeyBlockGradKernel) rather than
+  /// a block per chunk (emitKeyGradKernel), where that kernel takes the op.
+  bool keyBlocks = false;
 };
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target);

@@ -67,18 +67,34 @@ void WarpTiling::gemm(SmallVector<SmallVector<Value>> &acc, Operand a, Operand b
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target) {
   using Kind = ChunkGradLowering::Kind;
-  if (std::string why = whyNoKeyGradKernel(op, target); !why.empty())
-    return {Kind::Loops, "the key kernel: " + why};
+  // The key gradients by key block where that kernel takes the op (two
+  // blocks an SM; heads up to 256), else a block per chunk.
+  std::string whyNotBlocks = whyNoKeyBlockGradKernel(op, target);
+  bool keyBlocks = whyNotBlocks.empty();
+  if (!keyBlocks)
+    if (std::string why = whyNoKeyGradKernel(op, target); !why.empty())
+      return {Kind::Loops, "the key kernel: " + why +
+                               (why == whyNotBlocks ? "" : "; by key block: " + whyNotBlocks)};
   if (!op.getBeta())
-    return {Kind::KeyKernel, ""};
+    return {Kind::KeyKernel, "", keyBlocks};
   if (std::string why = whyNoWYGradKernel(op, target); !why.empty()) {
     // Per-key gates: the key kernel takes the WY kernel's shares, which
     // the loops do not leave.
     if (hasPerKeyGates(op))
       return {Kind::Loops, "the WY kernel: " + why};
-    return {Kind::KeyKernel, why};
+    return {Kind::KeyKernel, why, keyBlocks};
   }
-  return {Kind::WYAndKeyKernels, ""};
+  return {Kind::WYAndKeyKernels, "", keyBlocks};
+}
+
+/// The key kernel the lowering chose, in words.
+static std::string describeKeyKernel(ChunkGradOp op, const GPUTargetInfo &target,
+                                     const ChunkGradLowering &lowering) {
+  if (lowering.keyBlocks)
+    return "the key kernel by key block (" + describeKeyBlockGradKernel(op, target) +
+           ")";
+  return "the key kernel (" + describeKeyGradKernel(op, target) +
+         "; not by key block: " + whyNoKeyBlockGradKernel(op, target) + ")";
 }
 
 std::string describeChunkGradLowering(ChunkGradOp op,
@@ -88,14 +104,14 @@ std::string describeChunkGradLowering(ChunkGradOp op,
   case ChunkGradLowering::Kind::Loops:
     return "loops (" + lowering.why + ")";
   case ChunkGradLowering::Kind::KeyKernel: {
-    std::string key = "the key kernel (" + describeKeyGradKernel(op, target) + ")";
+    std::string key = describeKeyKernel(op, target, lowering);
     return lowering.why.empty()
                ? key
                : "loops for the WY share (" + lowering.why + "), then " + key;
   }
   case ChunkGradLowering::Kind::WYAndKeyKernels:
-    return "the WY kernel (" + describeWYGradKernel(op, target) +
-           ") and the key kernel (" + describeKeyGradKernel(op, target) + ")";
+    return "the WY kernel (" + describeWYGradKernel(op, target) + ") and " +
+           describeKeyKernel(op, target, lowering);
   }
   llvm_unreachable("every lowering described");
 }
@@ -105,7 +121,10 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   if (lowering.kind == ChunkGradLowering::Kind::Loops)
     return; // the loop lowering takes the whole op
   auto keyKernel = [&](ImplicitLocOpBuilder &b, const ChunkGradKeyInputs &io) {
-    emitKeyGradKernel(b, op, target, io);
+    if (lowering.keyBlocks)
+      emitKeyBlockGradKernel(b, op, target, io);
+    else
+      emitKeyGradKernel(b, op, target, io);
   };
   if (lowering.kind == ChunkGradLowering::Kind::KeyKernel)
     return lowerChunkGrad(op, keyKernel);
@@ -175,7 +194,7 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   wy.seqLen = keys.seqLen;
 
   emitWYGradKernel(b, op, target, wy);
-  emitKeyGradKernel(b, op, target, keys);
+  keyKernel(b, keys);
   e.replaceWithBuffers(op, results);
 }
 

@@ -1,0 +1,686 @@
+//===- KeyBlockGradKernel.cpp - chunk_grad's key gradients by key block ---===//
+//
+// The key gradients of linattn.chunk_grad (KeyGradKernel.cpp states them)
+// with the work cut so that two blocks share an SM: a block per (chunk,
+// 64-key block, value head, sequence) computes dq and dk of its 64 keys,
+// streaming the V dimension in 64-column slabs, and the gates' gradient
+// leaves as partial row terms that a second, small kernel sums. With G the
+// in-chunk cumulative row gate, E_ij = exp(G_i - G_j) for j <= i < valid,
+// S = S_n, H = H_n, and r a key of the block:
+//
+//   over the slabs:  dP   = dO D^T        (every block of the chunk alike)
+//                    A_ir = (dO S^T)_ir,  B_ir = (D H^T)_ir
+//                    <S, H>_block = sum_{r, c} S_rc H_rc
+//   dP~  = scale dP * E
+//   dq_r = scale exp(G) A_r + dP~ K_r
+//   dk_r = exp(G_C - G) B_r + dP~^T Q_r [+ c exp(G) Y_r + (F * E + (F * E)^T) K_r]
+//   part_i = q_i . (scale exp(G_i) A_i) - k_i . dkState_i [+ c_i exp(G_i) Y_i . k_i]
+//            + sum_j M_ij - sum_j M_ji,  M = dP~ * (Q_r K_r^T) [+ F * P, block 0]
+//   part_C += sum_i k_i . dkState_i + exp(G_C) <S, H>_block
+//
+// (sums over the block's keys only: M's row and column sums and every
+// row term are linear in the keys), stored f64 per (token, value head,
+// key block); then dgate_i = sum_{i' >= i} sum_blocks part_i' inside the
+// chunk. The per-chunk kernel (KeyGradKernel.cpp) holds q, k, dO, D, the
+// pairs and a key block of S and H at once, ~214 KB at K = V = 128: one
+// block an SM, whose every input wait and barrier is the SM's (bench/
+// NOTES.md pr1, pr2). Here a slab's dO, D, S and H (64 x 64 each, the
+// f32 ones split into hi + lo through registers) are 63 KB, the pairs
+// stage over them once the slabs are done, and the key block's q and k
+// land by cp.async meanwhile: ~90 KB. dP and D's loads are repeated by
+// each of the chunk's K / 64 blocks (adjacent in the grid, so the second
+// read is mostly L2's).
+//
+// It takes what the per-chunk kernel takes with gates per row or none
+// (16-bit dO; q and k 16-bit or f32, split), K and V multiples of 64 up to
+// 256 (heads above 128 are beyond the per-chunk kernel).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ChunkGradKernels.h"
+
+#include "../Kernel/ChunkGeometry.h"
+#include "../Kernel/MmaEmitter.h"
+#include "../KernelSupport.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+namespace mlir::linattn::kernel {
+namespace {
+
+/// Keys a block takes, and the width of a slab of V.
+constexpr int64_t kKeyBlock = 64;
+constexpr int64_t kSlab = 64;
+/// Resident blocks an SM the plan is for.
+constexpr int64_t kBlocksPerSM = 2;
+
+/// The key-block kernel, decided: shapes and shared-memory layout.
+struct KeyBlockGradPlan {
+  static std::optional<KeyBlockGradPlan> build(ChunkGradOp op,
+                                               const GPUTargetInfo &target,
+                                               std::string *whyNot = nullptr);
+
+  Type mmaElem;
+  int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
+  /// `gates`: per row; `wy`: WY factors (beta); q and k f32 (split).
+  bool wy = false, gates = false, splitKeys = false;
+  float scale = 0.0f, rank1Scale = 0.0f;
+  int64_t keyBlocks() const { return K / kKeyBlock; }
+  int64_t slabs() const { return V / kSlab; }
+  /// Row stride of every 16-bit tile ([64][64 + pad]).
+  static constexpr int64_t kStride = kSlab + kPad;
+
+  // Byte offsets in shared memory. A slab's tiles, then over them the
+  // pairs' (dP~ and L split, M); the key block's q and k; row terms.
+  int64_t dOOff = 0, dHiOff = 0, dLoOff = 0, sHiOff = 0, sLoOff = 0, hHiOff = 0,
+          hLoOff = 0;
+  int64_t pHiOff = 0, pLoOff = 0, fHiOff = 0, fLoOff = 0, mOff = 0;
+  int64_t qOff = 0, kOff = 0, qLoOff = 0, kLoOff = 0;
+  int64_t gOff = 0, cOff = 0, rowOff = 0, shareOff = 0, dotOff = 0;
+  int64_t sharedBytes = 0;
+};
+
+std::optional<KeyBlockGradPlan>
+KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
+                        std::string *whyNot) {
+  KeyBlockGradPlan p;
+  p.numQKHeads = dimOf(op.getQ(), 2);
+  p.K = dimOf(op.getQ(), 3);
+  p.numVHeads = dimOf(op.getV(), 2);
+  p.V = dimOf(op.getV(), 3);
+  std::optional<BackwardOperandForms> forms = backwardOperandForms(
+      {op.getQ(), op.getK()}, {op.getGradOutput()}, op.getGates(),
+      op.getChunkSize(), p.K, p.V, whyNot);
+  if (!forms)
+    return std::nullopt;
+  if (forms->perKeyGates) {
+    if (whyNot)
+      *whyNot = "its gates are per key";
+    return std::nullopt;
+  }
+  if (p.K % kKeyBlock != 0 || p.V % kSlab != 0 || p.K > 256 || p.V > 256) {
+    if (whyNot)
+      *whyNot = "it takes K and V multiples of 64 up to 256";
+    return std::nullopt;
+  }
+  p.mmaElem = forms->mmaElem;
+  p.splitKeys = forms->splitKeys;
+  p.wy = bool(op.getBeta());
+  p.gates = bool(op.getGates());
+  p.scale = op.getScale().convertToFloat();
+  p.rank1Scale = p.wy ? op.getRank1Scale()->convertToFloat() : 0.0f;
+
+  SharedLayout layout;
+  auto take = [&](int64_t bytes) { return layout.take(bytes); };
+  int64_t tile = kChunk * kStride * 2;
+  int64_t slabStart = layout.current();
+  for (int64_t *off : {&p.dOOff, &p.dHiOff, &p.dLoOff, &p.sHiOff, &p.sLoOff,
+                       &p.hHiOff, &p.hLoOff})
+    *off = take(tile);
+  int64_t slabEnd = layout.current();
+  layout.rewind(slabStart);
+  p.pHiOff = take(tile);
+  p.pLoOff = take(tile);
+  if (p.wy) {
+    p.fHiOff = take(tile);
+    p.fLoOff = take(tile);
+  }
+  if (p.gates)
+    p.mOff = take(kChunk * (kChunk + 1) * 4);
+  layout.rewind(std::max(slabEnd, layout.current()));
+  p.qOff = take(tile);
+  p.kOff = take(tile);
+  if (p.splitKeys) {
+    p.qLoOff = take(tile);
+    p.kLoOff = take(tile);
+  }
+  if (p.gates) {
+    p.gOff = take(kChunk * 4);
+    // [64][4] f64: each quad's row terms and k_i . dkState_i; [threads]
+    // f64: <S, H> partials.
+    p.rowOff = take(kChunk * 4 * 8);
+    p.shareOff = take(kChunk * 4 * 8);
+    p.dotOff = take(kThreads * 8);
+  }
+  if (p.wy)
+    p.cOff = take(kChunk * 4);
+  p.sharedBytes = layout.size();
+  if (p.sharedBytes > target.maxSharedBytesPerBlock(kBlocksPerSM)) {
+    if (whyNot)
+      *whyNot = "its tiles need " + std::to_string(p.sharedBytes) +
+                " bytes of shared memory, more than two blocks an SM may have";
+    return std::nullopt;
+  }
+  return p;
+}
+
+class KeyBlockGradKernel {
+public:
+  KeyBlockGradKernel(const KeyBlockGradPlan &plan, const ChunkGradKeyInputs &io,
+                     Value partials, MmaEmitter &k)
+      : p(plan), io(io), partials(partials), k(k), b(k.b), e(k.e) {}
+
+  void emit();
+
+private:
+  using Acc = SmallVector<SmallVector<Value>>;
+  Value tile16(int64_t offset) {
+    return k.tile(offset, kChunk, KeyBlockGradPlan::kStride, p.mmaElem);
+  }
+  Value gateAt(Value r) {
+    return memref::LoadOp::create(b, gTile, ValueRange{r, e.index(0)});
+  }
+  Value wide(Value x) {
+    return arith::ExtFOp::create(b, b.getF64Type(), x).getResult();
+  }
+  /// The block's q and k (cp.async, or split through registers where f32);
+  /// row gates and c = rank1_scale beta (0 at or past valid).
+  void stageKeysAndGates();
+  /// One slab: dO by cp.async, D, S and H split through registers (each
+  /// thread adds its S . H to `dot`), then dP, A and B accumulate.
+  void slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot);
+  /// dP~ (hi, lo) over the slab tiles and, with gates, M = dP~ * (Q K^T).
+  void stagePairs(Acc &dP);
+  /// L = F * E (hi, lo); with gates, M += F * P in the first key block.
+  void stageFactors();
+  void storeRows(ArrayRef<SmallVector<Value>> acc, Value dst);
+  /// The row terms' per-row sums, plus M's row minus column sums, plus the
+  /// last row's share, to `partials`.
+  void storePartials(Value dot);
+
+  const KeyBlockGradPlan &p;
+  const ChunkGradKeyInputs &io;
+  Value partials;
+  MmaEmitter &k;
+  ImplicitLocOpBuilder &b;
+  LoopEmitter &e;
+
+  Value n, keyBlock, key0, hv, bIdx, h, m0, gLast;
+  ChunkRows rows;
+  Value dOTile, dHi, dLo, sHi, sLo, hHi, hLo, pHi, pLo, fHi, fLo, mTile;
+  Value qTile, kTile, qLo, kLo, gTile, cTile, rowTerms, shareTerms, dotTerms;
+  /// Per thread, f64: the row terms of its rows group and group + 8, and
+  /// k . dkState alone.
+  Value rowAcc[2], shareAcc[2];
+};
+
+void KeyBlockGradKernel::stageKeysAndGates() {
+  auto keyIndices = [&](Value t, Value c) -> SmallVector<Value> {
+    return {bIdx, t, h, e.addIndex(key0, c)};
+  };
+  if (!p.splitKeys) {
+    for (auto [dst, src] : {std::pair{qTile, io.q}, std::pair{kTile, io.k}})
+      k.copyRowsAsync(dst, e.index(0), kKeyBlock, rows.t0, rows.valid, io.seqLen,
+                      src, keyIndices);
+    k.commitCopies();
+  } else {
+    for (auto [hi, lo, src] :
+         {std::tuple{qTile, qLo, io.q}, std::tuple{kTile, kLo, io.k}}) {
+      Value from = src;
+      k.fillTile(hi, kChunk, kKeyBlock, rows.valid, [&](Value r, Value c) {
+        return k.load8(from, {bIdx, e.addIndex(rows.t0, r), h, e.addIndex(key0, c)});
+      }, lo);
+    }
+  }
+  if (!p.gates && !p.wy)
+    return;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(
+      scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
+  Value t = e.addIndex(rows.t0, e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
+  Value in = k.ult(k.tid, rows.valid);
+  if (p.gates)
+    memref::StoreOp::create(
+        b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), e.f32(0.0f)), gTile,
+        ValueRange{k.tid, e.index(0)});
+  if (p.wy)
+    memref::StoreOp::create(
+        b,
+        k.select(in, e.mul(e.f32(p.rank1Scale), e.loadF32(io.beta, {bIdx, t, hv})),
+                 e.f32(0.0f)),
+        cTile, ValueRange{k.tid, e.index(0)});
+}
+
+void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) {
+  // Every warp is past the previous slab's products.
+  k.barrier();
+  k.copyRowsAsync(dOTile, e.index(0), kSlab, rows.t0, rows.valid, io.seqLen,
+                  io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
+                    return {bIdx, t, hv, e.addIndex(s0, c)};
+                  });
+  Value copies = k.commitCopies();
+  k.fillTile(dHi, kChunk, kSlab, rows.valid, [&](Value r, Value c) {
+    return k.load8(io.newValues, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(s0, c)});
+  }, dLo);
+  // S's and H's rows of the block's keys: both elements of a place by the
+  // same thread, so that <S, H> comes from their f32 values.
+  constexpr int64_t kWidth = 8;
+  int64_t perRow = kSlab / kWidth;
+  Type f64 = b.getF64Type();
+  auto narrowx8 = VectorType::get({kWidth}, p.mmaElem);
+  SmallVector<Value> init;
+  if (dot)
+    init.push_back(dot);
+  auto body = [&](Value it, ValueRange acc) -> SmallVector<Value> {
+    Value idx = e.addIndex(e.mulIndex(it, e.index(kThreads)), k.tid);
+    Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                         e.index(kWidth));
+    SmallVector<Value> at = {bIdx, n, hv, e.addIndex(key0, r), e.addIndex(s0, c)};
+    Value s = k.load8(io.states, at);
+    Value hx = k.load8(io.gradStates, at);
+    for (auto [x, hiBuf, loBuf] :
+         {std::tuple{s, sHi, sLo}, std::tuple{hx, hHi, hLo}}) {
+      auto [xHi, xLo] = k.split(x, narrowx8);
+      vector::StoreOp::create(b, xHi, hiBuf, ValueRange{r, c}, false, llvm::Align(16));
+      vector::StoreOp::create(b, xLo, loBuf, ValueRange{r, c}, false, llvm::Align(16));
+    }
+    if (acc.empty())
+      return {};
+    Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64),
+                                       arith::MulFOp::create(b, s, hx).getResult());
+    return {arith::AddFOp::create(
+        b, acc[0], vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod))};
+  };
+  int64_t steps = kKeyBlock * perRow / kThreads;
+  ValueRange out = e.forEachReduce(e.index(steps), init, body);
+  if (dot)
+    dot = out[0];
+  k.waitCopies(copies, 0);
+  k.barrier();
+  Operand dOp{TileView{dOTile}, std::nullopt};
+  Operand d = Operand::of(dHi, dLo);
+  k.gemm(dP, dOp, m0, d, kSlab);
+  k.gemm(a, dOp, m0, Operand::of(sHi, sLo), kSlab);
+  k.gemm(bAcc, d, m0, Operand::of(hHi, hLo), kSlab);
+}
+
+void KeyBlockGradKernel::stagePairs(Acc &dP) {
+  Type f32 = b.getF32Type();
+  Acc scores;
+  if (p.gates) {
+    scores = k.zeroAcc(kChunk / 8);
+    k.gemm(scores, Operand::of(qTile, qLo), m0, Operand::of(kTile, kLo), kKeyBlock);
+  }
+  Acc lo;
+  for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+    SmallVector<Value> tileLo;
+    for (int64_t i = 0; i < 4; ++i) {
+      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value keep = arith::AndIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, row),
+          k.ult(row, rows.valid));
+      Value x = e.mul(dP[nt][i], e.f32(p.scale));
+      // Selected, not multiplied: exp(G_i - G_j) with i past valid (G
+      // staged 0) may overflow.
+      if (p.gates)
+        x = e.mul(x, k.select(keep, k.exp(e.sub(gateAt(row), gateAt(col))),
+                              e.f32(0.0f)));
+      x = k.select(keep, x, e.f32(0.0f));
+      dP[nt][i] = x;
+      Value hi = arith::ExtFOp::create(
+          b, f32, arith::TruncFOp::create(b, p.mmaElem, x).getResult());
+      tileLo.push_back(e.sub(x, hi));
+      if (p.gates)
+        memref::StoreOp::create(b, e.mul(x, scores[nt][i]), mTile,
+                                ValueRange{row, col});
+    }
+    lo.push_back(tileLo);
+  }
+  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
+    Value col = e.index(8 * nt);
+    k.stmatrix4(pHi, m0, col, dP[nt], dP[nt + 1], false);
+    k.stmatrix4(pLo, m0, col, lo[nt], lo[nt + 1], false);
+  }
+}
+
+// As KeyGradKernel::stageFactors, F * P added to M by the first key block
+// alone (M's other terms are each block's own keys').
+void KeyBlockGradKernel::stageFactors() {
+  constexpr int64_t kWidth = 4;
+  auto narrowx4 = VectorType::get({kWidth}, p.mmaElem);
+  Value last = e.subIndex(rows.valid, e.index(1));
+  Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyBlock,
+                                           e.index(0));
+  k.forEachOfBlock(kChunk * kChunk / kWidth, [&](Value idx) {
+    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk / kWidth));
+    Value j0 = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / kWidth)),
+                          e.index(kWidth));
+    SmallVector<Value> at = {bIdx, e.addIndex(rows.t0, e.minIndex(i, last)), hv, j0};
+    Value fRaw = k.loadWidened(io.factorPairs, at, kWidth);
+    Value pRaw = p.gates ? k.loadWidened(io.keyPairs, at, kWidth) : Value();
+    Value f = arith::ConstantOp::create(b, fRaw.getType(),
+                                        b.getZeroAttr(fRaw.getType()));
+    for (int64_t c = 0; c < kWidth; ++c) {
+      Value j = e.addIndex(j0, e.index(c));
+      Value strict = arith::AndIOp::create(b, k.ult(j, i), k.ult(i, rows.valid));
+      Value decay = p.gates ? k.select(strict, k.exp(e.sub(gateAt(i), gateAt(j))),
+                                       e.f32(0.0f))
+                            : e.f32(1.0f);
+      Value fc = vector::ExtractOp::create(b, fRaw, c);
+      f = vector::InsertOp::create(
+          b, k.select(strict, e.mul(fc, decay), e.f32(0.0f)), f, c);
+      if (p.gates) {
+        Value pc = vector::ExtractOp::create(b, pRaw, c);
+        Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
+        Value add = arith::AndIOp::create(b, strict, firstBlock);
+        memref::StoreOp::create(b, k.select(add, e.add(m, e.mul(fc, pc)), m),
+                                mTile, ValueRange{i, j});
+      }
+    }
+    auto [hi, lo] = k.split(f, narrowx4);
+    for (auto [part, buf] : {std::pair{hi, fHi}, std::pair{lo, fLo}})
+      vector::StoreOp::create(b, part, buf, ValueRange{i, j0}, false, llvm::Align(8));
+  });
+}
+
+void KeyBlockGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst) {
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = k.accRow(m0, 2 * half);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
+    for (size_t nt = 0; nt < acc.size(); ++nt)
+      k.storePair(acc[nt][2 * half], acc[nt][2 * half + 1], dst,
+                  {bIdx, e.addIndex(rows.t0, row), hv,
+                   e.addIndex(key0, k.accCol(8 * nt, 2 * half))},
+                  /*pred=*/Value());
+  }
+}
+
+void KeyBlockGradKernel::storePartials(Value dot) {
+  auto zero64 = [&] {
+    return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
+  };
+  auto at = [&](Value buf, Value r, int64_t c) {
+    return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
+  };
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = k.accRow(m0, 2 * half);
+    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, k.quad});
+    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, k.quad});
+  }
+  memref::StoreOp::create(b, dot, dotTerms, ValueRange{k.tid, e.index(0)});
+  k.barrier();
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
+    Value i = k.tid;
+    Value g = zero64(), share = zero64();
+    for (int64_t q = 0; q < 4; ++q) {
+      g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
+      share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
+    }
+    g = e.forEachReduce(
+        e.index(kChunk), {g}, [&](Value j, ValueRange acc) -> SmallVector<Value> {
+          Value along = memref::LoadOp::create(b, mTile, ValueRange{i, j});
+          Value across = memref::LoadOp::create(b, mTile, ValueRange{j, i});
+          Value x = arith::AddFOp::create(b, acc[0], wide(along));
+          return {arith::SubFOp::create(b, x, wide(across))};
+        })[0];
+    memref::StoreOp::create(b, g, rowTerms, ValueRange{i, e.index(0)});
+    memref::StoreOp::create(b, share, shareTerms, ValueRange{i, e.index(0)});
+  }
+  k.barrier();
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(
+      scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+  Value upperRow = e.addIndex(k.lane, e.index(32));
+  Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
+                                                 at(shareTerms, upperRow, 0)));
+  Value dots = zero64();
+  for (int64_t part = 0; part < kThreads; part += 32)
+    dots = arith::AddFOp::create(b, dots,
+                                 at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
+  Value lastShare = arith::AddFOp::create(
+      b, shares, arith::MulFOp::create(b, wide(k.exp(gLast)), k.warpSum(dots)));
+  Value last = e.subIndex(rows.valid, e.index(1));
+  for (Value row : {k.lane, upperRow}) {
+    Value g = at(rowTerms, row, 0);
+    Value isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, last);
+    g = arith::AddFOp::create(b, g, k.select(isLast, lastShare, zero64()));
+    OpBuilder::InsertionGuard rowGuard(b);
+    b.setInsertionPointToStart(
+        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
+    memref::StoreOp::create(b, g, partials,
+                            ValueRange{bIdx, e.addIndex(rows.t0, row), hv, keyBlock});
+  }
+}
+
+void KeyBlockGradKernel::emit() {
+  Block *body = b.getInsertionBlock();
+  Value x = body->getArgument(0);
+  n = arith::DivUIOp::create(b, x, e.index(p.keyBlocks()));
+  keyBlock = arith::RemUIOp::create(b, x, e.index(p.keyBlocks()));
+  key0 = e.mulIndex(keyBlock, e.index(kKeyBlock));
+  hv = body->getArgument(1);
+  bIdx = body->getArgument(2);
+  h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
+  m0 = e.mulIndex(k.warp, e.index(16));
+  rows = chunkRows(e, n, io.seqLen);
+  Type f32 = b.getF32Type(), f64 = b.getF64Type();
+  dOTile = tile16(p.dOOff);
+  dHi = tile16(p.dHiOff);
+  dLo = tile16(p.dLoOff);
+  sHi = tile16(p.sHiOff);
+  sLo = tile16(p.sLoOff);
+  hHi = tile16(p.hHiOff);
+  hLo = tile16(p.hLoOff);
+  pHi = tile16(p.pHiOff);
+  pLo = tile16(p.pLoOff);
+  qTile = tile16(p.qOff);
+  kTile = tile16(p.kOff);
+  if (p.splitKeys) {
+    qLo = tile16(p.qLoOff);
+    kLo = tile16(p.kLoOff);
+  }
+  if (p.wy) {
+    fHi = tile16(p.fHiOff);
+    fLo = tile16(p.fLoOff);
+    cTile = k.tile(p.cOff, kChunk, 1, f32);
+  }
+  bool gateGradient = p.gates && io.dgates;
+  if (p.gates) {
+    mTile = k.tile(p.mOff, kChunk, kChunk + 1, f32);
+    gTile = k.tile(p.gOff, kChunk, 1, f32);
+    rowTerms = k.tile(p.rowOff, kChunk, 4, f64);
+    shareTerms = k.tile(p.shareOff, kChunk, 4, f64);
+    dotTerms = k.tile(p.dotOff, kThreads, 1, f64);
+    for (int64_t half = 0; half < 2; ++half)
+      rowAcc[half] = shareAcc[half] =
+          arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+  }
+
+  stageKeysAndGates();
+  // Phase 1: dP, A = dO S^T and B = D H^T over the slabs of V, their
+  // accumulators (and <S, H>) carried through a run-time loop.
+  int64_t tiles = kChunk / 8;
+  Acc dP = k.zeroAcc(tiles), a = k.zeroAcc(tiles), bAcc = k.zeroAcc(tiles);
+  Value dot = gateGradient ? arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult()
+                           : Value();
+  auto flatten = [&] {
+    SmallVector<Value> flat;
+    for (Acc *acc : {&dP, &a, &bAcc})
+      for (auto &t : *acc)
+        flat.append(t.begin(), t.end());
+    if (dot)
+      flat.push_back(dot);
+    return flat;
+  };
+  auto unflatten = [&](ValueRange flat) {
+    size_t at = 0;
+    for (Acc *acc : {&dP, &a, &bAcc})
+      for (auto &t : *acc)
+        for (Value &v : t)
+          v = flat[at++];
+    if (dot)
+      dot = flat[at];
+  };
+  unflatten(e.forEachReduce(e.index(p.slabs()), flatten(),
+                            [&](Value s, ValueRange in) -> SmallVector<Value> {
+    unflatten(in);
+    slab(e.mulIndex(s, e.index(kSlab)), dP, a, bAcc, dot);
+    return flatten();
+  }));
+  // Every warp is past the slabs' tiles, which the pairs take over; the
+  // keys (and gates) have landed.
+  k.waitAllCopies();
+  k.barrier();
+  if (p.gates)
+    gLast = gateAt(e.subIndex(rows.valid, e.index(1)));
+  Value last = e.subIndex(rows.valid, e.index(1));
+  // Y's entries first, so that their latency passes under the products.
+  SmallVector<Value> y;
+  if (p.wy)
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        y.push_back(e.loadF32(
+            io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(k.accRow(m0, i), last)), hv,
+                    e.addIndex(key0, k.accCol(8 * nt, i))}));
+  stagePairs(dP);
+  // M and the pairs are whole (stageFactors adds to M's entries that other
+  // warps stored).
+  k.barrier();
+  if (p.wy) {
+    stageFactors();
+    k.barrier();
+  }
+
+  auto keyAt = [&](Value hiBuf, Value loBuf, Value row, Value col) {
+    return k.loadJoined(hiBuf, loBuf, {row, col});
+  };
+  Value rowGates[2];
+  for (int64_t half = 0; half < 2; ++half)
+    rowGates[half] = p.gates ? gateAt(k.accRow(m0, 2 * half)) : Value();
+
+  // dq = scale exp(G_i) A + dP~ K.
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      Value factor = e.f32(p.scale);
+      if (p.gates)
+        factor = e.mul(factor, k.exp(rowGates[i / 2]));
+      a[nt][i] = e.mul(a[nt][i], factor);
+      if (gateGradient)
+        rowAcc[i / 2] = arith::AddFOp::create(
+            b, rowAcc[i / 2],
+            wide(e.mul(keyAt(qTile, qLo, k.accRow(m0, i), k.accCol(8 * nt, i)),
+                       a[nt][i])));
+    }
+  k.gemm(a, Operand{TileView{pHi}, TileView{pLo}}, m0,
+         Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
+  storeRows(a, io.dq);
+
+  // dk = exp(G_C - G_i) B + dP~^T Q [+ c exp(G) Y + Fs K].
+  for (int64_t nt = 0; nt < tiles; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      if (!p.gates)
+        continue;
+      bAcc[nt][i] = e.mul(bAcc[nt][i], k.exp(e.sub(gLast, rowGates[i / 2])));
+      if (!gateGradient)
+        continue;
+      Value share = wide(
+          e.mul(keyAt(kTile, kLo, k.accRow(m0, i), k.accCol(8 * nt, i)), bAcc[nt][i]));
+      shareAcc[i / 2] = arith::AddFOp::create(b, shareAcc[i / 2], share);
+      rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
+    }
+  k.gemm(bAcc, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
+         Operand::of(qTile, qLo, /*transposed=*/true), kChunk);
+  if (p.wy) {
+    for (bool transposed : {false, true})
+      k.gemm(bAcc, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
+             Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
+    for (int64_t nt = 0; nt < tiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value row = k.accRow(m0, i);
+        Value coeff = memref::LoadOp::create(b, cTile, ValueRange{row, e.index(0)});
+        if (p.gates)
+          coeff = e.mul(coeff, k.exp(rowGates[i / 2]));
+        Value fromW = k.select(k.ult(row, rows.valid), e.mul(coeff, y[4 * nt + i]),
+                               e.f32(0.0f));
+        bAcc[nt][i] = e.add(bAcc[nt][i], fromW);
+        if (gateGradient)
+          rowAcc[i / 2] = arith::AddFOp::create(
+              b, rowAcc[i / 2],
+              wide(e.mul(fromW, keyAt(kTile, kLo, row, k.accCol(8 * nt, i)))));
+      }
+  }
+  storeRows(bAcc, io.dk);
+  if (gateGradient)
+    storePartials(dot);
+}
+
+/// dgate_i = sum_{i' >= i, i' < valid} sum_blocks part_i' for one (chunk,
+/// value head, sequence), a warp: rows l and l + 32 in lane l.
+void emitGateGradientSum(ImplicitLocOpBuilder &b, Value partials, Value dgates,
+                         Value seqLen, int64_t numVHeads, int64_t keyBlocks,
+                         Value batch) {
+  LoopEmitter e(b);
+  Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, /*smemBytes=*/0,
+             [&](KernelEmitter &k) {
+    Block *body = b.getInsertionBlock();
+    Value n = body->getArgument(0), hv = body->getArgument(1),
+          bIdx = body->getArgument(2);
+    ChunkRows rows = chunkRows(e, n, seqLen);
+    Value last = e.subIndex(rows.valid, e.index(1));
+    auto rowSum = [&](Value row) {
+      Value t = e.addIndex(rows.t0, e.minIndex(row, last));
+      Value g = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
+      for (int64_t kb = 0; kb < keyBlocks; ++kb)
+        g = arith::AddFOp::create(
+            b, g, memref::LoadOp::create(b, partials,
+                                         ValueRange{bIdx, t, hv, e.index(kb)}));
+      return k.select(k.ult(row, rows.valid), g,
+                      arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)));
+    };
+    Value upperRow = e.addIndex(k.lane, e.index(32));
+    Value upper = k.warpSuffixSum(rowSum(upperRow));
+    Value lower = arith::AddFOp::create(b, k.warpSuffixSum(rowSum(k.lane)),
+                                        k.shuffle(upper, 0, gpu::ShuffleMode::IDX));
+    for (auto [row, sum] : {std::pair{k.lane, lower}, std::pair{upperRow, upper}}) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
+      memref::StoreOp::create(b, arith::TruncFOp::create(b, b.getF32Type(), sum),
+                              dgates, ValueRange{bIdx, e.addIndex(rows.t0, row), hv});
+    }
+  }, /*threads=*/32);
+}
+
+} // namespace
+
+std::string whyNoKeyBlockGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  std::string why;
+  return KeyBlockGradPlan::build(op, target, &why) ? "" : why;
+}
+
+std::string describeKeyBlockGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
+  KeyBlockGradPlan p = *KeyBlockGradPlan::build(op, target);
+  return describeChunkGradBlock(kWarps, p.sharedBytes) + ", " +
+         std::to_string(p.keyBlocks()) + " a chunk";
+}
+
+void emitKeyBlockGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                            const GPUTargetInfo &target,
+                            const ChunkGradKeyInputs &io) {
+  KeyBlockGradPlan p = *KeyBlockGradPlan::build(op, target);
+  LoopEmitter e(b);
+  Value partials;
+  if (p.gates && io.dgates)
+    partials = e.allocFor(
+        MemRefType::get({ShapedType::kDynamic, ShapedType::kDynamic, p.numVHeads,
+                         p.keyBlocks()},
+                        b.getF64Type()),
+        {io.batch, io.seqLen, e.index(p.numVHeads), e.index(p.keyBlocks())});
+  Value numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));
+  emitLaunch(b, {e.mulIndex(numChunks, e.index(p.keyBlocks())), e.index(p.numVHeads),
+                 io.batch},
+             p.sharedBytes, p.mmaElem,
+             [&](MmaEmitter &k) { KeyBlockGradKernel(p, io, partials, k).emit(); });
+  if (partials)
+    emitGateGradientSum(b, partials, io.dgates, io.seqLen, p.numVHeads,
+                        p.keyBlocks(), io.batch);
+}
+
+} // namespace mlir::linattn::kernel
