@@ -14,14 +14,15 @@
 // done, dbeta's three row terms by quad and column half (6144), gates, c
 // and beta (3 x 256): 133120, eight warps (the inverse by the first four).
 //
-// The key gradients by key block (KeyBlockGradKernel.cpp), four warps, a
-// block per (chunk x key block of 64, value head, sequence): a slab of V's
-// tiles (dO, D split, S split, H split: 7 x 9216 = 64512; the pairs' dP~
-// and L split and M, 4 x 9216 + 16640, over them once the slabs are
-// done), the key block's q and k (2 x 9216), gates 256, the rows' f64
-// terms by quad 2 x 2048, <S, H>'s partials 1024, c 256: 88576, two
-// blocks an SM. Its row terms leave f64 per (token, value head, key
-// block), and a warp per chunk sums them into dgate.
+// The key gradients by key block (KeyBlockGradKernel.cpp), eight warps
+// (each 16 rows and half the columns), a block per (chunk x key block of
+// 64, value head, sequence): a slab of V's tiles (dO, D split, S split, H
+// split: 7 x 9216 = 64512; the pairs' dP~ and L split and M, 4 x 9216 +
+// 16640, over them once the slabs are done), the key block's q and k (2 x
+// 9216), gates 256, the rows' f64 terms by quad and column half 2 x 4096,
+// <S, H>'s partials 2048, c 256: 93696, two blocks an SM. Its row terms
+// leave f64 per (token, value head, key block), and a warp per chunk sums
+// them into dgate.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
 // CHECK:         arith.constant 133120 : i32
@@ -29,11 +30,11 @@
 // The inverse by the first four warps, their barriers named for 128 threads.
 // CHECK:           nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
 // CHECK:         memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x1xf64>
-// CHECK:         arith.constant 88576 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}
-// The slabs of V: a run-time loop carrying dP, dO S^T and D H^T (3 x 32
+// CHECK:         arith.constant 93696 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
+// The slabs of V: a run-time loop carrying dP, dO S^T and D H^T (3 x 16
 // per thread) and <S, H>'s partial.
-// CHECK:           %{{.*}}:97 = scf.for {{.*}} to %c1{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32, f64)
+// CHECK:           %{{.*}}:49 = scf.for {{.*}} to %c1{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32, f64)
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
@@ -42,14 +43,14 @@
 // four warps took 480 for: dD S^T (both split: 8 tiles x 4 k-steps x 3 =
 // 96), K K^T (32), T^T dW and T^T dD (all split: 96 each), Y W^T (Y
 // split: 64), Z U^T (both split: 96). The
-// key-block kernel, 512 a warp (16 rows x 64 keys): per slab (its loop's
-// body, emitted once) dO D^T (D split: 64), dO S^T (64), D H^T (both
-// split: 96); then Q K^T (32), dP~ K (64), dP~^T Q (64), L K and L^T K
-// (L = F * E strictly lower: 2 x 64).
+// key-block kernel, 256 a warp (16 rows x 32 keys): per slab (its loop's
+// body, emitted once) dO D^T (D split: 32), dO S^T (32), D H^T (both
+// split: 48); then Q K^T (16), dP~ K (32), dP~^T Q (32), L K and L^T K
+// (L = F * E strictly lower: 2 x 32).
 // MMA-LABEL: func.func @gated_delta(
 // MMA-COUNT-240: nvvm.mma.sync
 // MMA:           gpu.launch
-// MMA-COUNT-512: nvvm.mma.sync
+// MMA-COUNT-256: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
 func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
@@ -69,7 +70,7 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 // CHECK:         arith.constant 142336 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK-COUNT-2:   nvgpu.device_async_copy {{.*}} : memref<?x?x4x2x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:         arith.constant 88576 : i32
+// CHECK:         arith.constant 93696 : i32
 // CHECK:         gpu.launch
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
@@ -125,7 +126,7 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // warps'), c and beta (512; no gates): 198400. The key-block kernel's, as
 // at K = V = 64 (its tiles are a key block's and a slab's) without gates
 // (no M, row terms or partials: no sum kernel): 64512 + 2 x 9216 + c 256
-// = 83200. One value head a q/k head (H = HV = 2): chunk_grad returns dq
+// = 83200, eight warps. One value head a q/k head (H = HV = 2): chunk_grad returns dq
 // and dk in bf16, rounded by the key kernel as it stores each
 // accumulator pair.
 // MMA-LABEL: func.func @delta_k128(
@@ -137,7 +138,7 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // CHECK:         %[[BLOCKS:.*]] = arith.muli %[[CHUNKS]], %c2
 // CHECK:         arith.constant 83200 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]],
-// CHECK:           %{{.*}}:96 = scf.for {{.*}} to %c2{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32)
+// CHECK:           %{{.*}}:48 = scf.for {{.*}} to %c2{{[_0-9]*}} step %{{.*}} iter_args({{.*}}) -> ({{.*}}, f32)
 // CHECK:             vector.store %{{.*}} : memref<?x?x2x128xbf16>, vector<2xbf16>
 // CHECK-NOT:     gpu.launch
 // CHECK-NOT:     linattn.chunk_grad
@@ -154,11 +155,11 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // kernels stage them split (hi + lo) through registers. The WY kernel's
 // shared memory gains k's lo part (198656 + 17408 = 216064 at K = V = 128
 // with gates); the key-block kernel's the lo parts of its key block's q
-// and k (2 x 9216): 88576 + 18432 = 107008, still two blocks an SM.
+// and k (2 x 9216): 93696 + 18432 = 112128, still two blocks an SM.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
 // CHECK:         arith.constant 216064 : i32
 // CHECK:         gpu.launch
-// CHECK:         arith.constant 107008 : i32
+// CHECK:         arith.constant 112128 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for {{.*}} to %c2{{[_0-9]*}} step %{{.*}} iter_args(
 // CHECK-NOT:     scf.parallel
@@ -167,13 +168,13 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // The WY kernel, 544 products a warp of eight (1088 at four): K K^T with
 // both split (8 tiles x 8 k-steps x 3 = 192, was 64), the rest as at
 // 16-bit keys (dD S^T 192, T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192),
-// halved. The key-block kernel, 704 a warp: the slab's 224 as at 16-bit
-// keys, then with both operands split Q K^T (96), dP~ K (96), dP~^T Q
-// (96), L K and L^T K (2 x 96).
+// halved. The key-block kernel, 352 a warp of eight: the slab's 112 as at
+// 16-bit keys, then with both operands split Q K^T (48), dP~ K (48),
+// dP~^T Q (48), L K and L^T K (2 x 48).
 // MMA-LABEL: func.func @gated_delta_f32_keys(
 // MMA-COUNT-544:  nvvm.mma.sync
 // MMA:            gpu.launch
-// MMA-COUNT-704:  nvvm.mma.sync
+// MMA-COUNT-352:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
 func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128xf32>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %g: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}

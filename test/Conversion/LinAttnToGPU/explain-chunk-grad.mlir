@@ -8,7 +8,7 @@
 // kernel, then the key gradients by key block (two a chunk, two blocks an
 // SM); dq and dk per value head, summed by qk_grad.
 func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x128xbf16>, %u: tensor<?x?x4x128xf32>, %d: tensor<?x?x4x128xf32>, %s: tensor<?x?x4x128x128xf32>, %do: tensor<?x?x4x128xbf16>, %dd: tensor<?x?x4x128xf32>, %hs: tensor<?x?x4x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel by key block (4 warps, 88576 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
   %dqh, %dkh, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>)
       -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
@@ -24,7 +24,7 @@ func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>,
 // One value head a q/k head without qk_l2norm: chunk_grad returns dq and
 // dk in bf16 itself (no qk_grad). DeltaNet, no gates.
 func.func @one_value_head(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel by key block (4 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
   %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
       -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
@@ -70,4 +70,17 @@ func.func @f32_operands(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %v: 
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>) grad_gates tensor<?x?x2xf32> grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Row gates without WY factors (simple GLA, Mamba-2): the key gradients
+// by key block at four warps, which were faster than eight for this form
+// (bench/NOTES.md kb2); no WY kernel, dv from the loops' nest.
+func.func @row_gates_no_beta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the key kernel by key block (4 warps, 88320 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  %dq, %dk, %dv, %dg = linattn.chunk_grad q(%q) k(%k) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
+      -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_gates tensor<?x?x2xf32>
+  return %dq, %dk, %dv, %dg : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
 }

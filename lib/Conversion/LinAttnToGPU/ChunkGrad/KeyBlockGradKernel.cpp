@@ -55,7 +55,7 @@ constexpr int64_t kSlab = 64;
 constexpr int64_t kBlocksPerSM = 2;
 
 /// The key-block kernel, decided: shapes and shared-memory layout.
-struct KeyBlockGradPlan {
+struct KeyBlockGradPlan : ChunkGradWarps {
   static std::optional<KeyBlockGradPlan> build(ChunkGradOp op,
                                                const GPUTargetInfo &target,
                                                std::string *whyNot = nullptr);
@@ -109,6 +109,12 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   p.gates = bool(op.getGates());
   p.scale = op.getScale().convertToFloat();
   p.rank1Scale = p.wy ? op.getRank1Scale()->convertToFloat() : 0.0f;
+  // Eight warps (ChunkGradWarps: each 16 rows and half of a product's 64
+  // columns, at most 128 registers for two blocks an SM) but with row gates
+  // and no WY factors (simple GLA, Mamba-2), where four were faster at K =
+  // V = 128 (bench/NOTES.md kb2: 0.275 against 0.327 ms; eight faster
+  // for every other form measured).
+  p.warps = p.gates && !p.wy ? 4 : 8;
 
   SharedLayout layout;
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
@@ -136,11 +142,11 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   }
   if (p.gates) {
     p.gOff = take(kChunk * 4);
-    // [64][4] f64: each quad's row terms and k_i . dkState_i; [threads]
-    // f64: <S, H> partials.
-    p.rowOff = take(kChunk * 4 * 8);
-    p.shareOff = take(kChunk * 4 * 8);
-    p.dotOff = take(kThreads * 8);
+    // [64][termParts] f64: each quad's (of each column half) row terms and
+    // k_i . dkState_i; [threads] f64: <S, H> partials.
+    p.rowOff = take(kChunk * p.termParts() * 8);
+    p.shareOff = take(kChunk * p.termParts() * 8);
+    p.dotOff = take(p.threads() * 8);
   }
   if (p.wy)
     p.cOff = take(kChunk * 4);
@@ -164,6 +170,17 @@ public:
 
 private:
   using Acc = SmallVector<SmallVector<Value>>;
+  /// 16 x 8 accumulator tiles a warp holds of a 64-column product: its
+  /// rows and its column half's columns (WarpTiling).
+  int64_t tiles() const { return kChunk / 8 / p.halves(); }
+  /// The column (of 64) of the warp's accumulator element i of tile nt.
+  Value accColumn(int64_t nt, int64_t i) {
+    return tiling->plus(colBase, k.accCol(8 * nt, i));
+  }
+  /// acc += A B over the warp's rows and its columns of B.
+  void gemm(Acc &acc, Operand a, Operand bt, int64_t kDim) {
+    tiling->gemm(acc, a, bt, kDim, colBase);
+  }
   Value tile16(int64_t offset) {
     return k.tile(offset, kChunk, KeyBlockGradPlan::kStride, p.mmaElem);
   }
@@ -196,6 +213,9 @@ private:
   LoopEmitter &e;
 
   Value n, keyBlock, key0, hv, bIdx, h, m0, gLast;
+  std::optional<WarpTiling> tiling;
+  /// The warp's first column of a 64-column product (null: every column).
+  Value colBase;
   ChunkRows rows;
   Value dOTile, dHi, dLo, sHi, sLo, hHi, hLo, pHi, pLo, fHi, fLo, mTile;
   Value qTile, kTile, qLo, kLo, gTile, cTile, rowTerms, shareTerms, dotTerms;
@@ -262,7 +282,7 @@ void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) 
   if (dot)
     init.push_back(dot);
   auto body = [&](Value it, ValueRange acc) -> SmallVector<Value> {
-    Value idx = e.addIndex(e.mulIndex(it, e.index(kThreads)), k.tid);
+    Value idx = e.addIndex(e.mulIndex(it, e.index(p.threads())), k.tid);
     Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
     Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
                          e.index(kWidth));
@@ -282,7 +302,7 @@ void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) 
     return {arith::AddFOp::create(
         b, acc[0], vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod))};
   };
-  int64_t steps = kKeyBlock * perRow / kThreads;
+  int64_t steps = kKeyBlock * perRow / p.threads();
   ValueRange out = e.forEachReduce(e.index(steps), init, body);
   if (dot)
     dot = out[0];
@@ -290,23 +310,23 @@ void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) 
   k.barrier();
   Operand dOp{TileView{dOTile}, std::nullopt};
   Operand d = Operand::of(dHi, dLo);
-  k.gemm(dP, dOp, m0, d, kSlab);
-  k.gemm(a, dOp, m0, Operand::of(sHi, sLo), kSlab);
-  k.gemm(bAcc, d, m0, Operand::of(hHi, hLo), kSlab);
+  gemm(dP, dOp, d, kSlab);
+  gemm(a, dOp, Operand::of(sHi, sLo), kSlab);
+  gemm(bAcc, d, Operand::of(hHi, hLo), kSlab);
 }
 
 void KeyBlockGradKernel::stagePairs(Acc &dP) {
   Type f32 = b.getF32Type();
   Acc scores;
   if (p.gates) {
-    scores = k.zeroAcc(kChunk / 8);
-    k.gemm(scores, Operand::of(qTile, qLo), m0, Operand::of(kTile, kLo), kKeyBlock);
+    scores = k.zeroAcc(tiles());
+    gemm(scores, Operand::of(qTile, qLo), Operand::of(kTile, kLo), kKeyBlock);
   }
   Acc lo;
-  for (int64_t nt = 0; nt < kChunk / 8; ++nt) {
+  for (int64_t nt = 0; nt < tiles(); ++nt) {
     SmallVector<Value> tileLo;
     for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = k.accCol(8 * nt, i);
+      Value row = k.accRow(m0, i), col = accColumn(nt, i);
       Value keep = arith::AndIOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, row),
           k.ult(row, rows.valid));
@@ -327,8 +347,8 @@ void KeyBlockGradKernel::stagePairs(Acc &dP) {
     }
     lo.push_back(tileLo);
   }
-  for (int64_t nt = 0; nt < kChunk / 8; nt += 2) {
-    Value col = e.index(8 * nt);
+  for (int64_t nt = 0; nt < tiles(); nt += 2) {
+    Value col = tiling->plus(colBase, e.index(8 * nt));
     k.stmatrix4(pHi, m0, col, dP[nt], dP[nt + 1], false);
     k.stmatrix4(pLo, m0, col, lo[nt], lo[nt + 1], false);
   }
@@ -383,7 +403,7 @@ void KeyBlockGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst) 
     for (size_t nt = 0; nt < acc.size(); ++nt)
       k.storePair(acc[nt][2 * half], acc[nt][2 * half + 1], dst,
                   {bIdx, e.addIndex(rows.t0, row), hv,
-                   e.addIndex(key0, k.accCol(8 * nt, 2 * half))},
+                   e.addIndex(key0, accColumn(nt, 2 * half))},
                   /*pred=*/Value());
   }
 }
@@ -395,10 +415,12 @@ void KeyBlockGradKernel::storePartials(Value dot) {
   auto at = [&](Value buf, Value r, int64_t c) {
     return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
   };
+  // The quad's column among the four of each half.
+  Value column = tiling->plus(tiling->base(p.termParts()), k.quad);
   for (int64_t half = 0; half < 2; ++half) {
     Value row = k.accRow(m0, 2 * half);
-    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, k.quad});
-    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, k.quad});
+    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
+    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, column});
   }
   memref::StoreOp::create(b, dot, dotTerms, ValueRange{k.tid, e.index(0)});
   k.barrier();
@@ -408,7 +430,7 @@ void KeyBlockGradKernel::storePartials(Value dot) {
         scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
     Value i = k.tid;
     Value g = zero64(), share = zero64();
-    for (int64_t q = 0; q < 4; ++q) {
+    for (int64_t q = 0; q < p.termParts(); ++q) {
       g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
       share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
     }
@@ -430,7 +452,7 @@ void KeyBlockGradKernel::storePartials(Value dot) {
   Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
                                                  at(shareTerms, upperRow, 0)));
   Value dots = zero64();
-  for (int64_t part = 0; part < kThreads; part += 32)
+  for (int64_t part = 0; part < p.threads(); part += 32)
     dots = arith::AddFOp::create(b, dots,
                                  at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
   Value lastShare = arith::AddFOp::create(
@@ -457,7 +479,9 @@ void KeyBlockGradKernel::emit() {
   hv = body->getArgument(1);
   bIdx = body->getArgument(2);
   h = e.qkHead(hv, p.numVHeads, p.numQKHeads);
-  m0 = e.mulIndex(k.warp, e.index(16));
+  tiling.emplace(k, p.halves());
+  m0 = tiling->m0();
+  colBase = tiling->base(kChunk);
   rows = chunkRows(e, n, io.seqLen);
   Type f32 = b.getF32Type(), f64 = b.getF64Type();
   dOTile = tile16(p.dOOff);
@@ -484,9 +508,9 @@ void KeyBlockGradKernel::emit() {
   if (p.gates) {
     mTile = k.tile(p.mOff, kChunk, kChunk + 1, f32);
     gTile = k.tile(p.gOff, kChunk, 1, f32);
-    rowTerms = k.tile(p.rowOff, kChunk, 4, f64);
-    shareTerms = k.tile(p.shareOff, kChunk, 4, f64);
-    dotTerms = k.tile(p.dotOff, kThreads, 1, f64);
+    rowTerms = k.tile(p.rowOff, kChunk, p.termParts(), f64);
+    shareTerms = k.tile(p.shareOff, kChunk, p.termParts(), f64);
+    dotTerms = k.tile(p.dotOff, p.threads(), 1, f64);
     for (int64_t half = 0; half < 2; ++half)
       rowAcc[half] = shareAcc[half] =
           arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
@@ -495,7 +519,7 @@ void KeyBlockGradKernel::emit() {
   stageKeysAndGates();
   // Phase 1: dP, A = dO S^T and B = D H^T over the slabs of V, their
   // accumulators (and <S, H>) carried through a run-time loop.
-  int64_t tiles = kChunk / 8;
+  int64_t tiles = this->tiles();
   Acc dP = k.zeroAcc(tiles), a = k.zeroAcc(tiles), bAcc = k.zeroAcc(tiles);
   Value dot = gateGradient ? arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult()
                            : Value();
@@ -537,7 +561,7 @@ void KeyBlockGradKernel::emit() {
       for (int64_t i = 0; i < 4; ++i)
         y.push_back(e.loadF32(
             io.yW, {bIdx, e.addIndex(rows.t0, e.minIndex(k.accRow(m0, i), last)), hv,
-                    e.addIndex(key0, k.accCol(8 * nt, i))}));
+                    e.addIndex(key0, accColumn(nt, i))}));
   stagePairs(dP);
   // M and the pairs are whole (stageFactors adds to M's entries that other
   // warps stored).
@@ -564,11 +588,11 @@ void KeyBlockGradKernel::emit() {
       if (gateGradient)
         rowAcc[i / 2] = arith::AddFOp::create(
             b, rowAcc[i / 2],
-            wide(e.mul(keyAt(qTile, qLo, k.accRow(m0, i), k.accCol(8 * nt, i)),
+            wide(e.mul(keyAt(qTile, qLo, k.accRow(m0, i), accColumn(nt, i)),
                        a[nt][i])));
     }
-  k.gemm(a, Operand{TileView{pHi}, TileView{pLo}}, m0,
-         Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
+  gemm(a, Operand{TileView{pHi}, TileView{pLo}},
+       Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
   storeRows(a, io.dq);
 
   // dk = exp(G_C - G_i) B + dP~^T Q [+ c exp(G) Y + Fs K].
@@ -580,16 +604,16 @@ void KeyBlockGradKernel::emit() {
       if (!gateGradient)
         continue;
       Value share = wide(
-          e.mul(keyAt(kTile, kLo, k.accRow(m0, i), k.accCol(8 * nt, i)), bAcc[nt][i]));
+          e.mul(keyAt(kTile, kLo, k.accRow(m0, i), accColumn(nt, i)), bAcc[nt][i]));
       shareAcc[i / 2] = arith::AddFOp::create(b, shareAcc[i / 2], share);
       rowAcc[i / 2] = arith::SubFOp::create(b, rowAcc[i / 2], share);
     }
-  k.gemm(bAcc, Operand{TileView{pHi, true}, TileView{pLo, true}}, m0,
-         Operand::of(qTile, qLo, /*transposed=*/true), kChunk);
+  gemm(bAcc, Operand{TileView{pHi, true}, TileView{pLo, true}},
+       Operand::of(qTile, qLo, /*transposed=*/true), kChunk);
   if (p.wy) {
     for (bool transposed : {false, true})
-      k.gemm(bAcc, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}}, m0,
-             Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
+      gemm(bAcc, Operand{TileView{fHi, transposed}, TileView{fLo, transposed}},
+           Operand::of(kTile, kLo, /*transposed=*/true), kChunk);
     for (int64_t nt = 0; nt < tiles; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value row = k.accRow(m0, i);
@@ -602,7 +626,7 @@ void KeyBlockGradKernel::emit() {
         if (gateGradient)
           rowAcc[i / 2] = arith::AddFOp::create(
               b, rowAcc[i / 2],
-              wide(e.mul(fromW, keyAt(kTile, kLo, row, k.accCol(8 * nt, i)))));
+              wide(e.mul(fromW, keyAt(kTile, kLo, row, accColumn(nt, i)))));
       }
   }
   storeRows(bAcc, io.dk);
@@ -657,7 +681,7 @@ std::string whyNoKeyBlockGradKernel(ChunkGradOp op, const GPUTargetInfo &target)
 
 std::string describeKeyBlockGradKernel(ChunkGradOp op, const GPUTargetInfo &target) {
   KeyBlockGradPlan p = *KeyBlockGradPlan::build(op, target);
-  return describeChunkGradBlock(kWarps, p.sharedBytes) + ", " +
+  return describeChunkGradBlock(p.warps, p.sharedBytes) + ", " +
          std::to_string(p.keyBlocks()) + " a chunk";
 }
 
@@ -677,7 +701,8 @@ void emitKeyBlockGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
   emitLaunch(b, {e.mulIndex(numChunks, e.index(p.keyBlocks())), e.index(p.numVHeads),
                  io.batch},
              p.sharedBytes, p.mmaElem,
-             [&](MmaEmitter &k) { KeyBlockGradKernel(p, io, partials, k).emit(); });
+             [&](MmaEmitter &k) { KeyBlockGradKernel(p, io, partials, k).emit(); },
+             p.threads());
   if (partials)
     emitGateGradientSum(b, partials, io.dgates, io.seqLen, p.numVHeads,
                         p.keyBlocks(), io.batch);
