@@ -14,6 +14,20 @@
 
 namespace mlir::linattn::kernel {
 
+/// linattn.qk_grad's kernel in words, for both of --explain's forms: a warp
+/// per (b, t, h) row, summing its value heads' shares and going back
+/// through the norm where it does.
+static std::string describeQKGradKernel(QKGradOp qk) {
+  std::string text = "a warp per (b, t, h) row";
+  int64_t heads = dimOf(qk.getInput(), 2), valueHeads = dimOf(qk.getGrad(), 2);
+  if (valueHeads != heads)
+    text += ", the shares of its " + std::to_string(valueHeads / heads) +
+            " value heads summed";
+  if (qk.getQkL2norm())
+    text += ", back through qk_l2norm";
+  return text;
+}
+
 static constexpr const char *kOwnGradients =
     "dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no "
     "qk_grad)";
@@ -45,8 +59,8 @@ std::string describeBackwardKernels(Operation *root, const GPUTargetInfo &target
       add("chunk_grad: " + describeChunkGradLowering(grad, target));
       if (!takenByQKGrad(grad))
         add(kOwnGradients);
-    } else if (isa<QKGradOp>(op)) {
-      add("qk_grad: a warp per (b, t, h) row");
+    } else if (auto qk = dyn_cast<QKGradOp>(op)) {
+      add("qk_grad: " + describeQKGradKernel(qk));
     }
   });
   return llvm::join(parts, "; ");
@@ -61,15 +75,8 @@ void explainBackwardOps(Operation *root, const GPUTargetInfo &target) {
                                 ? "dq, dk per value head in f32, for qk_grad"
                                 : kOwnGradients);
     } else if (auto qk = dyn_cast<QKGradOp>(op)) {
-      int64_t heads = dimOf(qk.getInput(), 2), valueHeads = dimOf(qk.getGrad(), 2);
-      auto remark = qk.emitRemark();
-      remark << "linattn GPU kernel for " << op->getName()
-             << ": a warp per (b, t, h) row";
-      if (valueHeads != heads)
-        remark << ", the shares of its " << valueHeads / heads
-               << " value heads summed";
-      if (qk.getQkL2norm())
-        remark << ", back through qk_l2norm";
+      qk.emitRemark() << "linattn GPU kernel for " << op->getName() << ": "
+                      << describeQKGradKernel(qk);
     }
   });
 }

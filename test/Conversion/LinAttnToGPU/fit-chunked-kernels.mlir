@@ -59,7 +59,7 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // 64 for the WY kernel's pair sums, 32 keys a half).
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 133120 bytes of shared memory) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 133120 bytes of shared memory) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
 func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -77,7 +77,7 @@ func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xb
 // b18, b19): every op of the backward on tensor cores.
 // CHECK-LABEL: func.func @negeig_backward
 // CHECK: linattn.recurrence_grad negeig_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, {{[0-9]+}} bytes of shared memory) and the key kernel by key block (8 warps, {{[0-9]+}} bytes of shared memory, {{[0-9]+}} a chunk); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, {{[0-9]+}} bytes of shared memory) and the key kernel by key block (8 warps, {{[0-9]+}} bytes of shared memory, {{[0-9]+}} a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
 func.func @negeig_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -185,7 +185,7 @@ func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // which neither chunk_grad kernel takes with per-key gates, and the key
 // kernel cannot follow the WY share's loops with them: chunk_grad's loops.
 // CHECK-LABEL: func.func @kda_l2norm_backward
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: loops (the key kernel: its gates are per key, its keys f32; by key block: its gates are per key); qk_grad: a warp per (b, t, h) row)
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: loops (the key kernel: its gates are per key, its keys f32; by key block: its gates are per key); qk_grad: a warp per (b, t, h) row, back through qk_l2norm)
 func.func @kda_l2norm_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {
