@@ -38,6 +38,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChunkGradKernels.h"
+#include "KeyGradParts.h"
 
 #include "../Kernel/ChunkGeometry.h"
 #include "../Kernel/MmaEmitter.h"
@@ -354,112 +355,36 @@ void KeyBlockGradKernel::stagePairs(Acc &dP) {
   }
 }
 
-// As KeyGradKernel::stageFactors, F * P added to M by the first key block
-// alone (M's other terms are each block's own keys').
+// L = F * E split (KeyGradParts.h); F * P added to M by the first key
+// block alone (M's other terms are each block's own keys').
 void KeyBlockGradKernel::stageFactors() {
-  constexpr int64_t kWidth = 4;
-  auto narrowx4 = VectorType::get({kWidth}, p.mmaElem);
-  Value last = e.subIndex(rows.valid, e.index(1));
   Value firstBlock = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, keyBlock,
                                            e.index(0));
-  k.forEachOfBlock(kChunk * kChunk / kWidth, [&](Value idx) {
-    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk / kWidth));
-    Value j0 = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / kWidth)),
-                          e.index(kWidth));
-    SmallVector<Value> at = {bIdx, e.addIndex(rows.t0, e.minIndex(i, last)), hv, j0};
-    Value fRaw = k.loadWidened(io.factorPairs, at, kWidth);
-    Value pRaw = p.gates ? k.loadWidened(io.keyPairs, at, kWidth) : Value();
-    Value f = arith::ConstantOp::create(b, fRaw.getType(),
-                                        b.getZeroAttr(fRaw.getType()));
-    for (int64_t c = 0; c < kWidth; ++c) {
-      Value j = e.addIndex(j0, e.index(c));
-      Value strict = arith::AndIOp::create(b, k.ult(j, i), k.ult(i, rows.valid));
-      Value decay = p.gates ? k.select(strict, k.exp(e.sub(gateAt(i), gateAt(j))),
-                                       e.f32(0.0f))
-                            : e.f32(1.0f);
-      Value fc = vector::ExtractOp::create(b, fRaw, c);
-      f = vector::InsertOp::create(
-          b, k.select(strict, e.mul(fc, decay), e.f32(0.0f)), f, c);
-      if (p.gates) {
-        Value pc = vector::ExtractOp::create(b, pRaw, c);
-        Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-        Value add = arith::AndIOp::create(b, strict, firstBlock);
-        memref::StoreOp::create(b, k.select(add, e.add(m, e.mul(fc, pc)), m),
-                                mTile, ValueRange{i, j});
-      }
-    }
-    auto [hi, lo] = k.split(f, narrowx4);
-    for (auto [part, buf] : {std::pair{hi, fHi}, std::pair{lo, fLo}})
-      vector::StoreOp::create(b, part, buf, ValueRange{i, j0}, false, llvm::Align(8));
-  });
+  stageFactorTiles(k, FactorTiles{io.factorPairs, io.keyPairs, bIdx, hv, rows,
+                                  p.gates ? gTile : Value(), p.gates ? mTile : Value(),
+                                  firstBlock, fHi, fLo});
 }
 
 void KeyBlockGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst) {
-  for (int64_t half = 0; half < 2; ++half) {
-    Value row = k.accRow(m0, 2 * half);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
-    for (size_t nt = 0; nt < acc.size(); ++nt)
-      k.storePair(acc[nt][2 * half], acc[nt][2 * half + 1], dst,
-                  {bIdx, e.addIndex(rows.t0, row), hv,
-                   e.addIndex(key0, accColumn(nt, 2 * half))},
-                  /*pred=*/Value());
-  }
+  storeKeyRows(k, acc, dst, rows, m0, bIdx, hv, tiling->plus(colBase, key0));
 }
 
 void KeyBlockGradKernel::storePartials(Value dot) {
-  auto zero64 = [&] {
-    return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
-  };
-  auto at = [&](Value buf, Value r, int64_t c) {
-    return memref::LoadOp::create(b, buf, ValueRange{r, e.index(c)}).getResult();
-  };
   // The quad's column among the four of each half.
   Value column = tiling->plus(tiling->base(p.termParts()), k.quad);
-  for (int64_t half = 0; half < 2; ++half) {
-    Value row = k.accRow(m0, 2 * half);
-    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
-    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, column});
-  }
-  memref::StoreOp::create(b, dot, dotTerms, ValueRange{k.tid, e.index(0)});
-  k.barrier();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
-    Value i = k.tid;
-    Value g = zero64(), share = zero64();
-    for (int64_t q = 0; q < p.termParts(); ++q) {
-      g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
-      share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
-    }
-    g = e.forEachReduce(
-        e.index(kChunk), {g}, [&](Value j, ValueRange acc) -> SmallVector<Value> {
-          Value along = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-          Value across = memref::LoadOp::create(b, mTile, ValueRange{j, i});
-          Value x = arith::AddFOp::create(b, acc[0], wide(along));
-          return {arith::SubFOp::create(b, x, wide(across))};
-        })[0];
-    memref::StoreOp::create(b, g, rowTerms, ValueRange{i, e.index(0)});
-    memref::StoreOp::create(b, share, shareTerms, ValueRange{i, e.index(0)});
-  }
-  k.barrier();
+  RowTermTiles tiles{rowTerms, shareTerms, dotTerms, mTile, p.termParts()};
+  gatherRowTerms(k, tiles, m0, column, rowAcc, shareAcc, dot);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+  Value lastShare = lastRowShare(k, tiles, gLast);
   Value upperRow = e.addIndex(k.lane, e.index(32));
-  Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
-                                                 at(shareTerms, upperRow, 0)));
-  Value dots = zero64();
-  for (int64_t part = 0; part < p.threads(); part += 32)
-    dots = arith::AddFOp::create(b, dots,
-                                 at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
-  Value lastShare = arith::AddFOp::create(
-      b, shares, arith::MulFOp::create(b, wide(k.exp(gLast)), k.warpSum(dots)));
+  auto zero64 = [&] {
+    return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
+  };
   Value last = e.subIndex(rows.valid, e.index(1));
   for (Value row : {k.lane, upperRow}) {
-    Value g = at(rowTerms, row, 0);
+    Value g = memref::LoadOp::create(b, rowTerms, ValueRange{row, e.index(0)});
     Value isLast = arith::CmpIOp::create(b, arith::CmpIPredicate::eq, row, last);
     g = arith::AddFOp::create(b, g, k.select(isLast, lastShare, zero64()));
     OpBuilder::InsertionGuard rowGuard(b);

@@ -52,6 +52,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChunkGradKernels.h"
+#include "KeyGradParts.h"
 
 #include "../Kernel/ChunkGeometry.h"
 #include "../Kernel/MmaEmitter.h"
@@ -397,45 +398,11 @@ void KeyGradKernel::stagePairs() {
   k.barrier();
 }
 
-// L = F * E (F strictly lower, zero on and above the diagonal) from the
-// loops' factorPairs, read by rows four entries at a time and stored split by
-// rows: no branch and no column store, so every load of the loop is issued
-// before the first is used (a store under a branch per element had exposed
-// each load's latency in turn: bench/NOTES.md b9). The key blocks add both L K
-// and L^T K (Fs = L + L^T). With gates M_ij += F_ij P_ij.
+// L = F * E split (KeyGradParts.h), with gates M += F * P.
 void KeyGradKernel::stageFactors() {
-  constexpr int64_t kWidth = 4;
-  auto narrowx4 = VectorType::get({kWidth}, p.mmaElem);
-  Value last = e.subIndex(rows.valid, e.index(1));
-  k.forEachOfBlock(kChunk * kChunk / kWidth, [&](Value idx) {
-    Value i = arith::DivUIOp::create(b, idx, e.index(kChunk / kWidth));
-    Value j0 = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(kChunk / kWidth)),
-                          e.index(kWidth));
-    // Rows past valid are read clamped (their value is dropped).
-    SmallVector<Value> at = {bIdx, e.addIndex(rows.t0, e.minIndex(i, last)), hv, j0};
-    Value fRaw = k.loadWidened(io.factorPairs, at, kWidth);
-    Value pRaw = p.gates ? k.loadWidened(io.keyPairs, at, kWidth) : Value();
-    Value f = arith::ConstantOp::create(b, fRaw.getType(),
-                                        b.getZeroAttr(fRaw.getType()));
-    for (int64_t c = 0; c < kWidth; ++c) {
-      Value j = e.addIndex(j0, e.index(c));
-      Value keep;
-      Value decay = decayOrZero(i, j, keep);
-      Value strict = arith::AndIOp::create(b, keep, k.ult(j, i));
-      Value fc = vector::ExtractOp::create(b, fRaw, c);
-      f = vector::InsertOp::create(
-          b, k.select(strict, e.mul(fc, decay), e.f32(0.0f)), f, c);
-      if (p.gates) {
-        Value pc = vector::ExtractOp::create(b, pRaw, c);
-        Value m = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-        memref::StoreOp::create(b, k.select(strict, e.add(m, e.mul(fc, pc)), m),
-                                mTile, ValueRange{i, j});
-      }
-    }
-    auto [hi, lo] = k.split(f, narrowx4);
-    for (auto [part, buf] : {std::pair{hi, fHi}, std::pair{lo, fLo}})
-      vector::StoreOp::create(b, part, buf, ValueRange{i, j0}, false, llvm::Align(8));
-  });
+  stageFactorTiles(k, FactorTiles{io.factorPairs, io.keyPairs, bIdx, hv, rows,
+                                  p.gates ? gTile : Value(), p.gates ? mTile : Value(),
+                                  /*addToM=*/Value(), fHi, fLo});
   k.barrier();
 }
 
@@ -496,22 +463,9 @@ void KeyGradKernel::splitLanded(bool dotWithHeld) {
   k.barrier();
 }
 
-// An accumulator's pair of adjacent keys a store, narrowed to dst's type
-// (f32 per value head, or q's and k's own type where chunk_grad returns
-// their gradients).
 void KeyGradKernel::storeRows(ArrayRef<SmallVector<Value>> acc, Value dst,
                               Value key0) {
-  for (int64_t half = 0; half < 2; ++half) {
-    Value row = k.accRow(m0, 2 * half);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
-    for (size_t nt = 0; nt < acc.size(); ++nt)
-      k.storePair(acc[nt][2 * half], acc[nt][2 * half + 1], dst,
-                  {bIdx, e.addIndex(rows.t0, row), hv,
-                   e.addIndex(key0, k.accCol(8 * nt, 2 * half))},
-                  /*pred=*/Value());
-  }
+  storeKeyRows(k, acc, dst, rows, m0, bIdx, hv, key0);
 }
 
 // Keys [key0, + keyBlock) (a run-time loop's block: its code is emitted
@@ -728,7 +682,6 @@ void KeyGradKernel::perKeyGateGradient(Value key0) {
 // and exp(G_C) <S, H>; then the reverse cumulative sum inside the chunk by
 // warp 0, rows l and l + 32 in lane l, with shuffles.
 void KeyGradKernel::gateGradient() {
-  Type f64 = b.getF64Type();
   auto zero64 = [&] {
     return arith::ConstantOp::create(b, b.getF64FloatAttr(0.0)).getResult();
   };
@@ -737,51 +690,13 @@ void KeyGradKernel::gateGradient() {
   };
   // The quad's column among the four of each half.
   Value column = tiling->plus(tiling->base(p.termParts()), k.quad);
-  for (int64_t half = 0; half < 2; ++half) {
-    Value row = k.accRow(m0, 2 * half);
-    memref::StoreOp::create(b, rowAcc[half], rowTerms, ValueRange{row, column});
-    memref::StoreOp::create(b, shareAcc[half], shareTerms, ValueRange{row, column});
-  }
-  // This thread's share of <S, H>, from the split of H's rows.
-  memref::StoreOp::create(b, shDot, dotTerms, ValueRange{k.tid, e.index(0)});
-  k.barrier();
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
-    Value i = k.tid;
-    Value g = zero64(), share = zero64();
-    for (int64_t q = 0; q < p.termParts(); ++q) {
-      g = arith::AddFOp::create(b, g, at(rowTerms, i, q));
-      share = arith::AddFOp::create(b, share, at(shareTerms, i, q));
-    }
-    g = e.forEachReduce(
-        e.index(kChunk), {g}, [&](Value j, ValueRange acc) -> SmallVector<Value> {
-          Value along = memref::LoadOp::create(b, mTile, ValueRange{i, j});
-          Value across = memref::LoadOp::create(b, mTile, ValueRange{j, i});
-          Value x = arith::AddFOp::create(b, acc[0],
-                                          arith::ExtFOp::create(b, f64, along));
-          return {arith::SubFOp::create(b, x, arith::ExtFOp::create(b, f64, across))};
-        })[0];
-    // Held in column 0 (every read of row i is this thread's).
-    memref::StoreOp::create(b, g, rowTerms, ValueRange{i, e.index(0)});
-    memref::StoreOp::create(b, share, shareTerms, ValueRange{i, e.index(0)});
-  }
-  k.barrier();
+  RowTermTiles tiles{rowTerms, shareTerms, dotTerms, mTile, p.termParts()};
+  gatherRowTerms(k, tiles, m0, column, rowAcc, shareAcc, shDot);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(
       scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
+  Value lastShare = lastRowShare(k, tiles, gLast);
   Value upperRow = e.addIndex(k.lane, e.index(32));
-  Value shares = k.warpSum(arith::AddFOp::create(b, at(shareTerms, k.lane, 0),
-                                                 at(shareTerms, upperRow, 0)));
-  Value dot = zero64();
-  for (int64_t part = 0; part < p.threads(); part += 32)
-    dot = arith::AddFOp::create(
-        b, dot, at(dotTerms, e.addIndex(k.lane, e.index(part)), 0));
-  Value lastShare = arith::AddFOp::create(
-      b, shares,
-      arith::MulFOp::create(b, arith::ExtFOp::create(b, f64, k.exp(gLast)),
-                            k.warpSum(dot)));
   Value last = e.subIndex(rows.valid, e.index(1));
   auto rowGradient = [&](Value row) {
     Value g = at(rowTerms, row, 0);
