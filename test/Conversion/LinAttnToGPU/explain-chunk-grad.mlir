@@ -76,7 +76,7 @@ func.func @f32_operands(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %v: 
 
 // Row gates without WY factors (simple GLA, Mamba-2): the key gradients
 // by key block at four warps, which were faster than eight for this form
-// (bench/NOTES.md kb2); no WY kernel, dv from the loops' nest.
+// (bench/NOTES.md kb1); no WY kernel, dv from the loops' nest.
 func.func @row_gates_no_beta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %g: tensor<?x?x2xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
   // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the key kernel by key block (4 warps, 88320 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
   %dq, %dk, %dv, %dg = linattn.chunk_grad q(%q) k(%k) v(%v) gates(%g) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, scale = 0.088388 : f32}

@@ -1,10 +1,11 @@
 //===- ChunkGradKernels.h - linattn.chunk_grad's two kernels ----*- C++ -*-===//
 //
-// linattn.chunk_grad on tensor cores is two kernels per (chunk, value head,
-// sequence): the WY factors' share (P, Y and Z = (I + L)^-T [dW dD],
-// F = c dL, dv, dbeta) and the key gradients (dq, dk, the gates'
-// gradient), the second reading what the first leaves in global memory as
-// the loop lowering leaves it. Each says whether it takes an op's forms.
+// linattn.chunk_grad on tensor cores is two kernels: the WY factors' share
+// (P, Y and Z = (I + L)^-T [dW dD], F = c dL, dv, dbeta) per (chunk, value
+// head, sequence), and the key gradients (dq, dk, the gates' gradient) per
+// chunk and 64-key block where that kernel takes the op, else per chunk;
+// the second reads what the first leaves in global memory as the loop
+// lowering leaves it. Each says whether it takes an op's forms.
 //
 //===----------------------------------------------------------------------===//
 

@@ -113,7 +113,7 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   // Eight warps (ChunkGradWarps: each 16 rows and half of a product's 64
   // columns, at most 128 registers for two blocks an SM) but with row gates
   // and no WY factors (simple GLA, Mamba-2), where four were faster at K =
-  // V = 128 (bench/NOTES.md kb2: 0.275 against 0.327 ms; eight faster
+  // V = 128 (bench/NOTES.md kb1: 0.275 against 0.327 ms; eight faster
   // for every other form measured).
   p.warps = p.gates && !p.wy ? 4 : 8;
 
