@@ -243,23 +243,8 @@ void KeyBlockGradKernel::stageKeysAndGates() {
       }, lo);
     }
   }
-  if (!p.gates && !p.wy)
-    return;
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(
-      scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
-  Value t = e.addIndex(rows.t0, e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
-  Value in = k.ult(k.tid, rows.valid);
-  if (p.gates)
-    memref::StoreOp::create(
-        b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), e.f32(0.0f)), gTile,
-        ValueRange{k.tid, e.index(0)});
-  if (p.wy)
-    memref::StoreOp::create(
-        b,
-        k.select(in, e.mul(e.f32(p.rank1Scale), e.loadF32(io.beta, {bIdx, t, hv})),
-                 e.f32(0.0f)),
-        cTile, ValueRange{k.tid, e.index(0)});
+  stageRowScalars(k, rows, bIdx, hv, io.gates, p.gates ? gTile : Value(), io.beta,
+                  p.wy ? cTile : Value(), p.rank1Scale);
 }
 
 void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) {

@@ -328,23 +328,8 @@ void KeyGradKernel::stageInputs() {
       }, lo);
     }
   // Row gates and c = rank1_scale beta: 0 at or past valid.
-  if (p.gates || p.wyFactors()) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(
-        scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
-    Value t = e.addIndex(t0, e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
-    Value in = k.ult(k.tid, rows.valid);
-    if (p.gates)
-      memref::StoreOp::create(
-          b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), e.f32(0.0f)), gTile,
-          ValueRange{k.tid, e.index(0)});
-    if (p.wyFactors())
-      memref::StoreOp::create(
-          b,
-          k.select(in, e.mul(e.f32(p.rank1Scale), e.loadF32(io.beta, {bIdx, t, hv})),
-                   e.f32(0.0f)),
-          cTile, ValueRange{k.tid, e.index(0)});
-  }
+  stageRowScalars(k, rows, bIdx, hv, io.gates, p.gates ? gTile : Value(), io.beta,
+                  p.wyFactors() ? cTile : Value(), p.rank1Scale);
   k.waitCopies(copies, /*pending=*/1); // S's rows may still be on the way
   k.barrier();
   if (!p.perKey)

@@ -57,6 +57,30 @@ void stageFactorTiles(MmaEmitter &k, const FactorTiles &t) {
   });
 }
 
+void stageRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
+                     Value gates, Value gTile, Value beta, Value cTile,
+                     float rank1Scale) {
+  if (!gTile && !cTile)
+    return;
+  ImplicitLocOpBuilder &b = k.b;
+  LoopEmitter &e = k.e;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(
+      scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
+  Value t = e.addIndex(rows.t0, e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
+  Value in = k.ult(k.tid, rows.valid);
+  if (gTile)
+    memref::StoreOp::create(
+        b, k.select(in, e.loadF32(gates, {batch, t, head}), e.f32(0.0f)), gTile,
+        ValueRange{k.tid, e.index(0)});
+  if (cTile)
+    memref::StoreOp::create(
+        b,
+        k.select(in, e.mul(e.f32(rank1Scale), e.loadF32(beta, {batch, t, head})),
+                 e.f32(0.0f)),
+        cTile, ValueRange{k.tid, e.index(0)});
+}
+
 void storeKeyRows(MmaEmitter &k, ArrayRef<SmallVector<Value>> acc, Value dst,
                   ChunkRows rows, Value m0, Value batch, Value head,
                   Value firstKey) {

@@ -37,6 +37,13 @@ struct FactorTiles {
 /// turn: bench/NOTES.md b9); with M, M_ij += F_ij P_ij. No barrier.
 void stageFactorTiles(MmaEmitter &k, const FactorTiles &t);
 
+/// A thread per row of the chunk: G[i] = gates[batch, t0 + i, head] into
+/// gTile (where given) and c_i = rank1Scale beta[batch, t0 + i, head] into
+/// cTile (where given), both 0 at or past valid. No barrier.
+void stageRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
+                     Value gates, Value gTile, Value beta, Value cTile,
+                     float rank1Scale);
+
 /// Stores a warp's 16 rows from m0 of an accumulator (tiles of 8 columns)
 /// at dst[batch, t0 + row, head, firstKey + column] for rows below valid,
 /// an adjacent pair a store, narrowed to dst's type (f32 per value head,
