@@ -48,17 +48,22 @@ KDIM_DEFAULT, VDIM_DEFAULT, HV_DEFAULT = KDIM, VDIM, HV
 # and 32 value columns, two 8-column tiles a column half (128 x 32); KDA's
 # WY kernel takes them at K = 64 and 128 (one and two pair-sum passes) and
 # four warps at the default K = 32; negeig's (a split W) at 32 and 128.
-# Gated DeltaNet at 256 x 256: the reverse pass at one input stage (two do
-# not fit), chunk_grad as loops.
+# Heads above 128 (multiples of 64; the reverse pass at one input stage at
+# 256, chunk_grad's WY share by slabs and its keys by key block): Gated
+# DeltaNet at 192 x 192, 256 x 256 and K != V both ways, DeltaNet (no
+# gates) at 256 x 256, negeig (a split W) at 192 x 192 and 128 x 256 (at
+# 256 x 256 its recomputed state pass does not fit: the adjoint's loop).
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32),
-                                 (256, 256)),
-              "deltanet": ((128, 128),), "deltanet_negeig": ((128, 128),),
+                                 (256, 256), (192, 192), (256, 128), (128, 256)),
+              "deltanet": ((128, 128), (256, 256)),
+              "deltanet_negeig": ((128, 128), (192, 192), (128, 256)),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
 # take the normalised keys in f32, split (the key kernel's 32-key blocks at
 # K = V = 128).
-L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128)), "deltanet": ((64, 64),),
+L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128), (192, 192)),
+                     "deltanet": ((64, 64),),
                      "kda": ((128, 128),)}
 # The kinds whose default-size specs are also checked with {qk_l2norm}: the
 # gated delta rule and the per-key gates (whose recomputed UT transform takes

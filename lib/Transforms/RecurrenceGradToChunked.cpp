@@ -48,8 +48,11 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     IntegerAttr chunkAttr = rewriter.getI64IntegerAttr(chunkSize);
     FloatAttr scaleAttr = rewriter.getF32FloatAttr(op.getEffectiveScale());
 
-    // Normalised q and k stay f32 here: the backward's ops are not fed to
-    // tensor cores, and qk_grad differentiates the normalisation at f32.
+    // Normalised q and k stay f32 here (the chunk kernels take them split
+    // into hi + lo parts), though the forward rounds them to the inputs'
+    // type: rounded, they move the delta rules' dq, dv, dbeta and the row
+    // gates' dgate by 1.6-3e-2 on hard inputs (bench/NOTES.md b6, ws1).
+    // qk_grad differentiates the normalisation at f32.
     auto [q, k] = buildQueriesAndKeys(rewriter, op, f32);
     Value gates;
     if (Value logGate = buildLogGate(rewriter, op))

@@ -6,13 +6,14 @@
 // dD], F = c dL, dv, dbeta), then dq, dk and the gates' gradient, which
 // read P, F and Y where the first leaves them.
 //
-// The WY kernel's shared memory (bf16, K = V = 64): k and W (9216 each), U
-// split (2 x 9216), dD's and dW's split tiles (4 x 9216, later Z's and
-// Y's); S's split tiles (2 x 9216), later T and L f32 (2 x 64 x 68 x 4)
-// with T's split tiles over L: 17408 + 2 x 9216 = 35840; P f32 (64 x 65 x
+// The WY kernel by 64-column slabs (WYSlabGradKernel.cpp; bf16, K = V =
+// 64): two slabs of split tiles (dD; S, W or U: 4 x 9216, under which the
+// inverse's T and L f32 lie, 2 x 64 x 68 x 4), a key slab of K for P and
+// then dW, Y and Z split (2 x 9216), T split (2 x 9216), P f32 (64 x 65 x
 // 4 = 16640), the inverse's scratch and over it, once the inverse is
 // done, dbeta's three row terms by quad and column half (6144), gates, c
-// and beta (3 x 256): 133120, eight warps (the inverse by the first four).
+// and beta (3 x 256): 97280 at any K and V, eight warps (the inverse by
+// the first four), two blocks an SM.
 //
 // The key gradients by key block (KeyBlockGradKernel.cpp), eight warps
 // (each 16 rows and half the columns), a block per (chunk x key block of
@@ -25,7 +26,7 @@
 // them into dgate.
 // CHECK-LABEL: func.func @gated_delta(
 // CHECK-NOT:     scf.parallel
-// CHECK:         arith.constant 133120 : i32
+// CHECK:         arith.constant 97280 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // The inverse by the first four warps, their barriers named for 128 threads.
 // CHECK:           nvvm.barrier id = %{{.*}} number_of_threads = %c128_i32
@@ -39,10 +40,10 @@
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 240 products per warp of eight, half the columns of what
-// four warps took 480 for: dD S^T (both split: 8 tiles x 4 k-steps x 3 =
-// 96), K K^T (32), T^T dW and T^T dD (all split: 96 each), Y W^T (Y
-// split: 64), Z U^T (both split: 96). The
+// The WY kernel, 240 products a warp of eight (16 rows, 32 columns of
+// each 64-column product; each slab loop's body once): K K^T (4 tiles x 4
+// k-steps = 16), dD S^T (both split: 48), T^T dW (48), Y W^T (Y split:
+// 32), T^T dD (48), Z U^T (48). The
 // key-block kernel, 256 a warp (16 rows x 32 keys): per slab (its loop's
 // body, emitted once) dO D^T (D split: 32), dO S^T (32), D H^T (both
 // split: 48); then Q K^T (16), dP~ K (32), dP~^T Q (32), L K and L^T K
@@ -62,12 +63,13 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 // -----
 
 // A split W (negeig's, [B, T, HV, 2, K]: the UT transform's hi and lo
-// parts): the WY kernel stages both parts by cp.async (W's lo tile,
-// 9216 bytes, beside gated_delta's 133120: 142336) and Y W^T takes three
-// products (48, gated_delta's 32: 256 a warp); no loops.
+// parts): the slab kernel copies both parts of a key slab by cp.async
+// into the slab tiles S's leave (no more bytes than gated_delta's 97280)
+// and Y W^T takes three products (48, gated_delta's 32: 256 a warp); no
+// loops.
 // CHECK-LABEL: func.func @split_w(
 // CHECK-NOT:     scf.parallel
-// CHECK:         arith.constant 142336 : i32
+// CHECK:         arith.constant 97280 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
 // CHECK-COUNT-2:   nvgpu.device_async_copy {{.*}} : memref<?x?x4x2x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:         arith.constant 93696 : i32
@@ -116,14 +118,12 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 
 // -----
 
-// DeltaNet at K = V = 128 (no gates): the WY kernel's pass over the key
-// blocks (64 keys each) is a run-time loop of two trips, its products
-// emitted once; the key-block kernel's grid has two blocks a chunk
-// (ceil(T / 64) x 2) and its loop over the slabs of V two trips. The WY
-// kernel's shared memory: k and W (17408 each), U, dD and dW split (6 x
-// 17408), S's split key block or T, L and T's split tiles (35840), P
-// (16640), the inverse's scratch with the row terms over it (6144: eight
-// warps'), c and beta (512; no gates): 198400. The key-block kernel's, as
+// DeltaNet at K = V = 128 (no gates): the WY kernel's slab loops (P's
+// over the key slabs, the key slabs' around dW's over the value slabs,
+// the value slabs') run two trips each, their products emitted once; the
+// key-block kernel's grid has two blocks a chunk (ceil(T / 64) x 2) and
+// its loop over the slabs of V two trips. The WY kernel's shared memory
+// is gated_delta's without the gates' 256: 97024. The key-block kernel's, as
 // at K = V = 64 (its tiles are a key block's and a slab's) without gates
 // (no M, row terms or partials: no sum kernel): 64512 + 2 x 9216 + c 256
 // = 83200, eight warps. One value head a q/k head (H = HV = 2): chunk_grad returns dq
@@ -131,7 +131,7 @@ func.func @per_key_gates(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %
 // accumulator pair.
 // MMA-LABEL: func.func @delta_k128(
 // CHECK-LABEL: func.func @delta_k128(
-// CHECK:         arith.constant 198400 : i32
+// CHECK:         arith.constant 97024 : i32
 // CHECK:         gpu.launch
 // CHECK:           scf.for %{{.*}} = %{{.*}} to %c2{{[_0-9]*}} step
 // CHECK:         %[[CHUNKS:.*]] = arith.ceildivui
@@ -153,11 +153,12 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 
 // f32 q and k (qk_l2norm's normalised keys) beside 16-bit dO and W: both
 // kernels stage them split (hi + lo) through registers. The WY kernel's
-// shared memory gains k's lo part (198656 + 17408 = 216064 at K = V = 128
-// with gates); the key-block kernel's the lo parts of its key block's q
-// and k (2 x 9216): 93696 + 18432 = 112128, still two blocks an SM.
+// key slab takes its lo part in the tiles dW's lo part takes later (no
+// more bytes: 97280); the key-block kernel's gains the lo parts of its key
+// block's q and k (2 x 9216): 93696 + 18432 = 112128, still two blocks an
+// SM.
 // CHECK-LABEL: func.func @gated_delta_f32_keys(
-// CHECK:         arith.constant 216064 : i32
+// CHECK:         arith.constant 97280 : i32
 // CHECK:         gpu.launch
 // CHECK:         arith.constant 112128 : i32
 // CHECK:         gpu.launch
@@ -165,14 +166,14 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // CHECK-NOT:     scf.parallel
 // CHECK-NOT:     linattn.chunk_grad
 //
-// The WY kernel, 544 products a warp of eight (1088 at four): K K^T with
-// both split (8 tiles x 8 k-steps x 3 = 192, was 64), the rest as at
-// 16-bit keys (dD S^T 192, T^T dW 192, T^T dD 192, Y W^T 128, Z U^T 192),
-// halved. The key-block kernel, 352 a warp of eight: the slab's 112 as at
+// The WY kernel, 272 products a warp of eight: K K^T with both split
+// (4 tiles x 4 k-steps x 3 = 48, 16 at 16-bit keys), the rest as
+// gated_delta's (each slab loop's body once). The key-block kernel, 352 a
+// warp of eight: the slab's 112 as at
 // 16-bit keys, then with both operands split Q K^T (48), dP~ K (48),
 // dP~^T Q (48), L K and L^T K (2 x 48).
 // MMA-LABEL: func.func @gated_delta_f32_keys(
-// MMA-COUNT-544:  nvvm.mma.sync
+// MMA-COUNT-272:  nvvm.mma.sync
 // MMA:            gpu.launch
 // MMA-COUNT-352:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
@@ -219,4 +220,69 @@ func.func @kda(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>)
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>) grad_gates tensor<?x?x2x64xf32> grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %dg, %db : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Heads above 128 (K = V = 256): the WY share by 64-column slabs
+// (WYSlabGradKernel.cpp), whose whole rows would need 358400 bytes. Two
+// slabs of split tiles (dD; S, W or U: 4 x 9216, under which the
+// inverse's T and L lie, 2 x 17408), a key slab of K for P and then dW,
+// Y and Z split (2 x 9216), T split (2 x 9216), P f32 (16640), the row
+// terms over the inverse's scratch (6144), gates, c and beta (3 x 256):
+// 97280 at any K and V, two blocks an SM. Run-time loops over the slabs:
+// P's over the key slabs (16 accumulators a thread), the key slabs'
+// (dL's 16 and Y . k's two row partials) around dW's over the value
+// slabs (16), the value slabs' (dL and Z . v's). Each loop's body once:
+// 240 products a warp (K K^T 16, dD S^T 48, T^T dW 48, Y W^T 32, T^T dD
+// 48, Z U^T 48), then the key-block kernel's 256.
+// CHECK-LABEL: func.func @gated_delta_k256(
+// CHECK-NOT:     scf.parallel
+// CHECK:         arith.constant 97280 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %{{.*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}
+// CHECK:           %{{.*}}:16 = scf.for {{.*}} to %c4{{[_0-9]*}} step %{{.*}} iter_args(
+// CHECK:           %{{.*}}:18 = scf.for {{.*}} to %c4{{[_0-9]*}} step %{{.*}} iter_args(
+// CHECK:             %{{.*}}:16 = scf.for {{.*}} to %c4{{[_0-9]*}} step %{{.*}} iter_args(
+// CHECK:           %{{.*}}:18 = scf.for {{.*}} to %c4{{[_0-9]*}} step %{{.*}} iter_args(
+// CHECK:         arith.constant 93696 : i32
+// CHECK-NOT:     scf.parallel
+// CHECK-NOT:     linattn.chunk_grad
+// MMA-LABEL: func.func @gated_delta_k256(
+// MMA-COUNT-240: nvvm.mma.sync
+// MMA:           gpu.launch
+// MMA-COUNT-256: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @gated_delta_k256(%q: tensor<?x?x2x256xbf16>, %k: tensor<?x?x2x256xbf16>, %v: tensor<?x?x4x256xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x256xbf16>, %u: tensor<?x?x4x256xf32>, %d: tensor<?x?x4x256xf32>, %s: tensor<?x?x4x256x256xf32>, %do: tensor<?x?x4x256xbf16>, %dd: tensor<?x?x4x256xf32>, %hs: tensor<?x?x4x256x256xf32>) -> (tensor<?x?x4x256xf32>, tensor<?x?x4x256xf32>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.0625 : f32}
+      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x256xbf16>, tensor<?x?x4x256xf32>, tensor<?x?x4x256xf32>, tensor<?x?x4x256x256xf32>, tensor<?x?x4x256xbf16>, tensor<?x?x4x256xf32>, tensor<?x?x4x256x256xf32>)
+      -> (tensor<?x?x4x256xf32>, tensor<?x?x4x256xf32>, tensor<?x?x4x256xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x4x256xf32>, tensor<?x?x4x256xf32>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
+// K = 96 (not a multiple of the slab and key-block kernels' 64 columns):
+// the WY share holds the chunk's whole rows (WYGradKernel.cpp: k, W, dW
+// split and U, dD split, 64 x 104 and 64 x 72 16-bit tiles, with S's key
+// blocks of 32, T, L and P: 149504 bytes, eight warps, one block an SM),
+// the key gradients a block per chunk (KeyGradKernel.cpp, 135936); no
+// loops. 264 products a warp in the WY kernel, 160 in the key kernel.
+// CHECK-LABEL: func.func @gated_delta_k96(
+// CHECK-NOT:     scf.parallel
+// CHECK:         arith.constant 149504 : i32
+// CHECK:         gpu.launch
+// CHECK:         arith.constant 135936 : i32
+// CHECK:         gpu.launch
+// CHECK-NOT:     scf.parallel
+// CHECK-NOT:     linattn.chunk_grad
+// MMA-LABEL: func.func @gated_delta_k96(
+// MMA-COUNT-264: nvvm.mma.sync
+// MMA:           gpu.launch
+// MMA-COUNT-160: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @gated_delta_k96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x96xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x96x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x96x64xf32>) -> (tensor<?x?x4x96xf32>, tensor<?x?x4x96xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.102 : f32}
+      : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x96xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x96x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x96x64xf32>)
+      -> (tensor<?x?x4x96xf32>, tensor<?x?x4x96xf32>, tensor<?x?x4x64xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x4x96xf32>, tensor<?x?x4x96xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
 }

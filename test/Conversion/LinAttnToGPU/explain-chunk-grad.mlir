@@ -5,10 +5,11 @@
 // qk_grad takes its dq and dk, said before anything is lowered.
 
 // Gated DeltaNet at K = V = 128 with two value heads a q/k head: the WY
-// kernel, then the key gradients by key block (two a chunk, two blocks an
-// SM); dq and dk per value head, summed by qk_grad.
+// kernel by 64-column slabs, then the key gradients by key block (two a
+// chunk), each two blocks an SM; dq and dk per value head, summed by
+// qk_grad.
 func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x128xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x128xbf16>, %u: tensor<?x?x4x128xf32>, %d: tensor<?x?x4x128xf32>, %s: tensor<?x?x4x128x128xf32>, %do: tensor<?x?x4x128xbf16>, %dd: tensor<?x?x4x128xf32>, %hs: tensor<?x?x4x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198656 bytes of shared memory) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel by slabs (8 warps, 97280 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
   %dqh, %dkh, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>)
       -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
@@ -24,18 +25,19 @@ func.func @grouped_heads(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>,
 // One value head a q/k head without qk_l2norm: chunk_grad returns dq and
 // dk in bf16 itself (no qk_grad). DeltaNet, no gates.
 func.func @one_value_head(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x128xbf16>, %u: tensor<?x?x2x128xf32>, %d: tensor<?x?x2x128xf32>, %s: tensor<?x?x2x128x128xf32>, %do: tensor<?x?x2x128xbf16>, %dd: tensor<?x?x2x128xf32>, %hs: tensor<?x?x2x128x128xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel by slabs (8 warps, 97024 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
   %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
       -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_beta tensor<?x?x2xf32>
   return %dq, %dk, %dv, %db : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
 }
 
-// K = 96: not a multiple of the key-block kernel's 64 keys, so the key
-// gradients take the kernel with a block per chunk (key blocks of 32 in a
-// loop), and --explain says why.
+// K = 96: not a multiple of the slab and key-block kernels' 64 columns,
+// so the WY share takes the chunk's whole rows and the key gradients the
+// kernel with a block per chunk (key blocks of 32 in a loop), and
+// --explain says why.
 func.func @k96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %v: tensor<?x?x2x96xbf16>, %beta: tensor<?x?x2xf32>, %w: tensor<?x?x2x96xbf16>, %u: tensor<?x?x2x96xf32>, %d: tensor<?x?x2x96xf32>, %s: tensor<?x?x2x96x96xf32>, %do: tensor<?x?x2x96xbf16>, %dd: tensor<?x?x2x96xf32>, %hs: tensor<?x?x2x96x96xf32>) -> (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>) {
-  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (4 warps, 162560 bytes of shared memory) and the key kernel (4 warps, 129280 bytes of shared memory; not by key block: it takes K and V multiples of 64 up to 256); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel (4 warps, 162560 bytes of shared memory; not by slabs: it takes K and V multiples of 64 up to 256) and the key kernel (4 warps, 129280 bytes of shared memory; not by key block: it takes K and V multiples of 64 up to 256); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad)}}
   %dq, %dk, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.088388 : f32}
       : (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x96xf32>, tensor<?x?x2x96x96xf32>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xf32>, tensor<?x?x2x96x96xf32>)
       -> (tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>, tensor<?x?x2x96xbf16>) grad_beta tensor<?x?x2xf32>
@@ -83,4 +85,22 @@ func.func @row_gates_no_beta(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xf32>)
       -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>) grad_gates tensor<?x?x2xf32>
   return %dq, %dk, %dv, %dg : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>
+}
+
+// -----
+
+// Heads above 128 (negeig's split W at K = 128, V = 256), where the WY
+// share's whole rows would need 310016 bytes: its 64-column slabs, the
+// split W's two parts in the slab tiles, two blocks an SM; the key
+// gradients by key block.
+func.func @wide_values(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x4x256xbf16>, %beta: tensor<?x?x4xf32>, %w: tensor<?x?x4x2x128xbf16>, %u: tensor<?x?x4x256xf32>, %d: tensor<?x?x4x256xf32>, %s: tensor<?x?x4x128x256xf32>, %do: tensor<?x?x4x256xbf16>, %dd: tensor<?x?x4x256xf32>, %hs: tensor<?x?x4x128x256xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>) {
+  // expected-remark @+1 {{linattn GPU kernels for linattn.chunk_grad: the WY kernel by slabs (8 warps, 97024 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk per value head in f32, for qk_grad}}
+  %dqh, %dkh, %dv, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 2.000000e+00 : f32, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x2x128xbf16>, tensor<?x?x4x256xf32>, tensor<?x?x4x256xf32>, tensor<?x?x4x128x256xf32>, tensor<?x?x4x256xbf16>, tensor<?x?x4x256xf32>, tensor<?x?x4x128x256xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x256xbf16>) grad_beta tensor<?x?x4xf32>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed}}
+  %dq = linattn.qk_grad %q grad(%dqh) : (tensor<?x?x2x128xbf16>, tensor<?x?x4x128xf32>) -> tensor<?x?x2x128xbf16>
+  // expected-remark @+1 {{linattn GPU kernel for linattn.qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed}}
+  %dk = linattn.qk_grad %k grad(%dkh) : (tensor<?x?x2x128xbf16>, tensor<?x?x4x128xf32>) -> tensor<?x?x2x128xbf16>
+  return %dq, %dk, %dv, %db : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x4x256xbf16>, tensor<?x?x4xf32>
 }

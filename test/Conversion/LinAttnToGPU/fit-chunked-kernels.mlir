@@ -59,7 +59,7 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // 64 for the WY kernel's pair sums, 32 keys a half).
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 133120 bytes of shared memory) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
+// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97280 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
 func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -74,10 +74,11 @@ func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xb
 
 // negeig's backward: its W leaves the UT transform split (hi and lo
 // parts), which the reverse pass and the WY kernel stage both (bench/NOTES.md
-// b18, b19): every op of the backward on tensor cores.
+// b18, b19; the slab kernel in its slab tiles): every op of the backward
+// on tensor cores.
 // CHECK-LABEL: func.func @negeig_backward
 // CHECK: linattn.recurrence_grad negeig_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, {{[0-9]+}} bytes of shared memory) and the key kernel by key block (8 warps, {{[0-9]+}} bytes of shared memory, {{[0-9]+}} a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
+// EXPLAIN: remark: linattn GPU strategy for the backward of negeig_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, {{[0-9]+}} bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, {{[0-9]+}} bytes of shared memory, {{[0-9]+}} a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
 func.func @negeig_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -133,7 +134,7 @@ func.func @negeig_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32
 // silent adjoint's loop.
 // CHECK-LABEL: func.func @delta_backward_k128
 // CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel (8 warps, 198400 bytes of shared memory) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97024 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
 func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
     %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>, %do: tensor<?x?x8x128xbf16>, %ds: tensor<?x8x128x128xf32>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) {
@@ -168,7 +169,7 @@ func.func @gla_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // kernel reducing its factors to dk's and dL/dG's shares.
 // CHECK-LABEL: func.func @kda_backward
 // CHECK: linattn.recurrence_grad kda {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (8 warps, 150272 bytes of shared memory) and the key kernel (8 warps, 168192 bytes of shared memory; not by key block: its gates are per key); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (8 warps, 150272 bytes of shared memory; not by slabs: its gates are per key) and the key kernel (8 warps, 168192 bytes of shared memory; not by key block: its gates are per key); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
 func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {

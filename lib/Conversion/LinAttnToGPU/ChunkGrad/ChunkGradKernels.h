@@ -2,7 +2,8 @@
 //
 // linattn.chunk_grad on tensor cores is two kernels: the WY factors' share
 // (P, Y and Z = (I + L)^-T [dW dD], F = c dL, dv, dbeta) per (chunk, value
-// head, sequence), and the key gradients (dq, dk, the gates' gradient) per
+// head, sequence), holding the chunk's whole rows or streaming them in
+// 64-column slabs, and the key gradients (dq, dk, the gates' gradient) per
 // chunk and 64-key block where that kernel takes the op, else per chunk;
 // the second reads what the first leaves in global memory as the loop
 // lowering leaves it. Each says whether it takes an op's forms.
@@ -97,6 +98,17 @@ std::string describeWYGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
 void emitWYGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
                       const GPUTargetInfo &target, const WYGradBuffers &io);
 
+/// Why the WY slab kernel (WYSlabGradKernel.cpp: the WY share with a
+/// chunk's rows streamed in 64-column slabs, ~95 KB of shared memory at
+/// any head size) does not take `op`, or "" if it does: what the WY kernel
+/// takes with gates per row or none, K and V multiples of 64 up to 256.
+std::string whyNoWYSlabGradKernel(ChunkGradOp op, const GPUTargetInfo &target);
+/// "N warps, B bytes of shared memory, M blocks an SM".
+std::string describeWYSlabGradKernel(ChunkGradOp op,
+                                     const GPUTargetInfo &target);
+void emitWYSlabGradKernel(ImplicitLocOpBuilder &b, ChunkGradOp op,
+                          const GPUTargetInfo &target, const WYGradBuffers &io);
+
 /// Why the key kernel does not take `op`, or "" if it does: it takes
 /// 16-bit dO, q and k 16-bit or f32, gates per row or none, or per key
 /// with 16-bit q and k (with WY factors only after the WY kernel), K and V
@@ -131,13 +143,17 @@ struct ChunkGradLowering {
     KeyKernel,      ///< the WY share (if any) as loops, then the key kernel
                     ///< (`why`: the WY kernel's reason, "" without beta;
                     ///< not with per-key gates and WY factors)
-    WYAndKeyKernels ///< both kernels, no loops
+    WYAndKeyKernels ///< both kernels, no loops (`why`: the slab kernel's
+                    ///< reason where the WY share runs by whole rows)
   };
   Kind kind;
   std::string why;
   /// The key gradients by key block (emitKeyBlockGradKernel) rather than
   /// a block per chunk (emitKeyGradKernel), where that kernel takes the op.
   bool keyBlocks = false;
+  /// The WY share by slabs (emitWYSlabGradKernel) rather than by whole
+  /// rows (emitWYGradKernel; `why` then says why not by slabs).
+  bool wySlabs = false;
 };
 ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                           const GPUTargetInfo &target);

@@ -1,12 +1,13 @@
 //===- ChunkGradToGPU.cpp - linattn.chunk_grad to kernels -----------------===//
 //
 // linattn.chunk_grad on the GPU: both tensor-core kernels where they take
-// the op (the WY share, then the key gradients); the key kernel after the
-// loops of the WY share where only it does (heads above 128, say; not with
-// per-key gates, whose WY share only the kernel reduces as the key kernel
-// reads it); the loop lowering alone elsewhere (f32 dO, f32 keys with
-// per-key gates, heads above 128 that are not multiples of 64 or have
-// per-key gates). The key gradients run by key block (two blocks an SM)
+// the op (the WY share, by 64-column slabs or else by whole rows; then the
+// key gradients); the key kernel after the
+// loops of the WY share where only it does (heads above 128 that are not
+// multiples of 64, say; not with per-key gates, whose WY share only the
+// kernel reduces as the key kernel reads it); the loop lowering alone
+// elsewhere (f32 dO, f32 keys with per-key gates, heads above 128 that
+// are not multiples of 64 or have per-key gates). The key gradients run by key block (two blocks an SM)
 // where that kernel takes the op, else a block per chunk.
 //
 //===----------------------------------------------------------------------===//
@@ -79,14 +80,22 @@ ChunkGradLowering chooseChunkGradLowering(ChunkGradOp op,
                                (why == whyNotBlocks ? "" : "; by key block: " + whyNotBlocks)};
   if (!op.getBeta())
     return {Kind::KeyKernel, "", keyBlocks};
+  // The WY share by slabs where that kernel takes the op (two blocks an
+  // SM at any head size; faster than whole rows at K = V = 128 for every
+  // form measured, bench/NOTES.md ws1), else by whole rows.
+  std::string whyNotSlabs = whyNoWYSlabGradKernel(op, target);
+  if (whyNotSlabs.empty())
+    return {Kind::WYAndKeyKernels, "", keyBlocks, /*wySlabs=*/true};
   if (std::string why = whyNoWYGradKernel(op, target); !why.empty()) {
+    if (why != whyNotSlabs)
+      why += "; by slabs: " + whyNotSlabs;
     // Per-key gates: the key kernel takes the WY kernel's shares, which
     // the loops do not leave.
     if (hasPerKeyGates(op))
       return {Kind::Loops, "the WY kernel: " + why};
     return {Kind::KeyKernel, why, keyBlocks};
   }
-  return {Kind::WYAndKeyKernels, "", keyBlocks};
+  return {Kind::WYAndKeyKernels, whyNotSlabs, keyBlocks};
 }
 
 /// The key kernel the lowering chose, in words.
@@ -112,7 +121,11 @@ std::string describeChunkGradLowering(ChunkGradOp op,
                : "loops for the WY share (" + lowering.why + "), then " + key;
   }
   case ChunkGradLowering::Kind::WYAndKeyKernels:
-    return "the WY kernel (" + describeWYGradKernel(op, target) + ") and " +
+    if (lowering.wySlabs)
+      return "the WY kernel by slabs (" + describeWYSlabGradKernel(op, target) +
+             ") and " + describeKeyKernel(op, target, lowering);
+    return "the WY kernel (" + describeWYGradKernel(op, target) +
+           "; not by slabs: " + lowering.why + ") and " +
            describeKeyKernel(op, target, lowering);
   }
   llvm_unreachable("every lowering described");
@@ -195,7 +208,10 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   wy.batch = keys.batch;
   wy.seqLen = keys.seqLen;
 
-  emitWYGradKernel(b, op, target, wy);
+  if (lowering.wySlabs)
+    emitWYSlabGradKernel(b, op, target, wy);
+  else
+    emitWYGradKernel(b, op, target, wy);
   keyKernel(b, keys);
   e.replaceWithBuffers(op, results);
 }

@@ -35,6 +35,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ChunkGradKernels.h"
+#include "WYGradParts.h"
 
 #include "../Kernel/ChunkGeometry.h"
 #include "../Kernel/MmaEmitter.h"
@@ -49,11 +50,6 @@
 
 namespace mlir::linattn::kernel {
 namespace {
-
-/// dbeta's row terms, each a sum over the row's columns kept per quad of
-/// the accumulator layout (and per column half): Y_i . k_i, Z_i . v_i,
-/// sum_j dL_ij P_ij.
-enum RowTerm : int64_t { kThroughW = 0, kThroughU = 1, kThroughL = 2, kRowTerms = 3 };
 
 /// The WY kernel, decided: shapes and shared-memory layout.
 struct WYGradPlan : ChunkGradWarps {
@@ -184,7 +180,7 @@ bool WYGradPlan::layOut(std::string *whyNot) {
   // The inverse's scratch, then the row terms (written from the solves on,
   // after the inverse's barrier; read by betaGradient, beside which
   // perKeyShares writes only below deadAfterFactors).
-  mOff = rowOff = take(std::max(kInverseScratchBytes, kChunk * kRowTerms * termParts() * 4));
+  mOff = rowOff = take(std::max(kInverseScratchBytes, kChunk * kWYRowTerms * termParts() * 4));
   if (gates)
     gOff = take(kChunk * 4);
   cOff = take(kChunk * 4);
@@ -227,15 +223,10 @@ private:
     return memref::LoadOp::create(b, buf, ValueRange{i, e.index(0)});
   }
   Value token(Value i) { return e.addIndex(rows.t0, i); }
-  /// Stores an accumulator pair split: hi to xHi, the rest to xLo.
   void storeSplitPair(Value x0, Value x1, Value xHi, Value xLo, Value row, Value col) {
-    k.storePair(x0, x1, xHi, {row, col}, Value());
-    k.storePair(e.roundingRest(x0, p.mmaElem), e.roundingRest(x1, p.mmaElem), xLo,
-                {row, col}, Value());
+    kernel::storeSplitPair(k, x0, x1, xHi, xLo, row, col);
   }
   void stage();
-  /// beta, c = rank1_scale beta and the row gates (0 at or past valid).
-  void stageRowScalars();
   void negatedWGradient();
   void keyPairs();
   void splitInverse();
@@ -243,7 +234,6 @@ private:
   /// dL and F; with per-key gates F's accumulator tiles are returned for
   /// perKeyShares instead of leaving for the key kernel.
   SmallVector<SmallVector<Value>> factors();
-  void betaGradient();
   /// Per-key gates: dk's and dL/dG's WY shares from F (held) and Y.
   void perKeyShares(ArrayRef<SmallVector<Value>> f);
   /// Per-key gates: G[row][key].
@@ -257,12 +247,6 @@ private:
   ImplicitLocOpBuilder &b;
   LoopEmitter &e;
 
-  /// rowTerms' column of `term` for this thread's quad and column half.
-  Value rowTermColumn(RowTerm term) {
-    return tiling->plus(tiling->base(p.termParts()),
-                        e.addIndex(e.index(term * p.termParts()), k.quad));
-  }
-
   Value n, hv, bIdx, h, m0;
   /// The warp's rows and columns of each product (m0 its first row).
   std::optional<WarpTiling> tiling;
@@ -270,6 +254,7 @@ private:
   Value kTile, kLo, wTile, wLo, uHi, uLo, dHi, dLo, dwHi, dwLo, sHi, sLo;
   Value tF32, lTile, tHi, tLo, mTile;
   Value pTile, gTile, cTile, betaTile, rowTerms;
+  WYRowTiles rowTiles;
   Value gKeyTile, kdTile, fHi, fLo, kPrime, kSince;
 };
 
@@ -296,24 +281,8 @@ void WYGradKernel::stage() {
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
   if (p.splitKeys)
     k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h), kLo);
-  stageRowScalars();
+  stageWYRowScalars(k, rows, bIdx, hv, io.beta, io.gates, rowTiles, p.rank1Scale);
   k.waitCopies(copies, 0);
-}
-
-void WYGradKernel::stageRowScalars() {
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(
-      scf::IfOp::create(b, k.ult(k.tid, e.index(kChunk)), false).thenBlock());
-  Value t = token(e.minIndex(k.tid, e.subIndex(rows.valid, e.index(1))));
-  Value in = k.ult(k.tid, rows.valid);
-  Value zero = e.f32(0.0f);
-  Value beta = k.select(in, e.loadF32(io.beta, {bIdx, t, hv}), zero);
-  memref::StoreOp::create(b, beta, betaTile, ValueRange{k.tid, e.index(0)});
-  memref::StoreOp::create(b, e.mul(e.f32(p.rank1Scale), beta), cTile,
-                          ValueRange{k.tid, e.index(0)});
-  if (p.gates)
-    memref::StoreOp::create(b, k.select(in, e.loadF32(io.gates, {bIdx, t, hv}), zero),
-                            gTile, ValueRange{k.tid, e.index(0)});
 }
 
 // dW = -dD S_n^T, key block by key block (S's rows staged split; a
@@ -371,23 +340,8 @@ void WYGradKernel::keyPairs() {
   int64_t tiles = kChunk / 8 / p.halves();
   SmallVector<SmallVector<Value>> acc = k.zeroAcc(tiles);
   tiling->gemm(acc, Operand::of(kTile, kLo), Operand::of(kTile, kLo), p.K, col0);
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
-      Value keep = arith::AndIOp::create(b, k.ult(col, row), k.ult(row, rows.valid));
-      Value x = acc[nt][i];
-      if (p.gates)
-        x = e.mul(x, k.select(keep, k.exp(e.sub(vecAt(gTile, row), vecAt(gTile, col))),
-                              e.f32(0.0f)));
-      x = k.select(keep, x, e.f32(0.0f));
-      memref::StoreOp::create(b, x, pTile, ValueRange{row, col});
-      memref::StoreOp::create(b, e.mul(vecAt(cTile, row), x), lTile,
-                              ValueRange{row, col});
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
-      memref::StoreOp::create(b, x, io.keyPairs, ValueRange{bIdx, token(row), hv, col});
-    }
+  storeKeyPairs(k, *tiling, acc, col0, rows, rowTiles, pTile, lTile, io.keyPairs,
+                bIdx, hv);
   zeroSquareTile(k, tF32);
 }
 
@@ -446,10 +400,7 @@ void WYGradKernel::solve(bool keys) {
       partial[i / 2] = math::FmaOp::create(
           b, x1, with1, math::FmaOp::create(b, x0, with0, partial[i / 2]));
     });
-  Value termCol = rowTermColumn(keys ? kThroughW : kThroughU);
-  for (int64_t half = 0; half < 2; ++half)
-    memref::StoreOp::create(b, partial[half], rowTerms,
-                            ValueRange{k.accRow(m0, 2 * half), termCol});
+  storeWYRowTerm(k, *tiling, rowTiles, keys ? kThroughW : kThroughU, partial);
   k.barrier(); // every warp has read the right-hand side
   for (int64_t nt = 0; nt < tiles; ++nt)
     k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
@@ -468,54 +419,8 @@ SmallVector<SmallVector<Value>> WYGradKernel::factors() {
                Operand::of(wTile, wLo), p.K, col0);
   tiling->gemm(acc, Operand{TileView{dHi}, TileView{dLo}},
                Operand{TileView{uHi}, TileView{uLo}}, p.V, col0);
-  Value partial[2] = {e.f32(0.0f), e.f32(0.0f)};
-  for (int64_t nt = 0; nt < tiles; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
-      Value keep = arith::AndIOp::create(b, k.ult(col, row), k.ult(row, rows.valid));
-      Value dL = k.select(keep, arith::NegFOp::create(b, acc[nt][i]), e.f32(0.0f));
-      partial[i / 2] = e.add(partial[i / 2],
-                             e.mul(dL, memref::LoadOp::create(b, pTile,
-                                                              ValueRange{row, col})));
-      if (p.perKey) {
-        acc[nt][i] = e.mul(vecAt(cTile, row), dL);
-        continue;
-      }
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(
-          scf::IfOp::create(b, k.ult(row, rows.valid), false).thenBlock());
-      memref::StoreOp::create(b, e.mul(vecAt(cTile, row), dL), io.factorPairs,
-                              ValueRange{bIdx, token(row), hv, col});
-    }
-  Value termCol = rowTermColumn(kThroughL);
-  for (int64_t half = 0; half < 2; ++half)
-    memref::StoreOp::create(b, partial[half], rowTerms,
-                            ValueRange{k.accRow(m0, 2 * half), termCol});
-  k.barrier();
-  return p.perKey ? acc : SmallVector<SmallVector<Value>>();
-}
-
-// A thread per row: dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j
-// dL_ij P_ij) + Z_i . v_i, from the row terms' quads.
-void WYGradKernel::betaGradient() {
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(
-      scf::IfOp::create(b, k.ult(k.tid, rows.valid), false).thenBlock());
-  Value i = k.tid;
-  auto term = [&](RowTerm t) {
-    Value sum = e.f32(0.0f);
-    int64_t parts = p.termParts();
-    for (int64_t q = 0; q < parts; ++q)
-      sum = e.add(sum, memref::LoadOp::create(
-                           b, rowTerms, ValueRange{i, e.index(t * parts + q)}));
-    return sum;
-  };
-  Value throughW = term(kThroughW); // per key: exp(G) taken in solve
-  if (p.gates)
-    throughW = e.mul(throughW, k.exp(vecAt(gTile, i)));
-  Value dbeta = e.add(e.mul(e.f32(p.rank1Scale), e.add(throughW, term(kThroughL))),
-                      term(kThroughU));
-  memref::StoreOp::create(b, dbeta, io.dbeta, ValueRange{bIdx, token(i), hv});
+  return storeFactors(k, *tiling, std::move(acc), col0, rows, rowTiles, pTile,
+                      p.perKey ? Value() : io.factorPairs, bIdx, hv);
 }
 
 // F (the warp's rows and columns, held) split to fHi/fLo, K' and K''
@@ -607,9 +512,10 @@ void WYGradKernel::emit() {
   pTile = k.tile(p.pOff, kChunk, kChunk + 1, f32);
   cTile = k.tile(p.cOff, kChunk, 1, f32);
   betaTile = k.tile(p.betaOff, kChunk, 1, f32);
-  rowTerms = k.tile(p.rowOff, kChunk, kRowTerms * p.termParts(), f32);
+  rowTerms = k.tile(p.rowOff, kChunk, kWYRowTerms * p.termParts(), f32);
   if (p.gates)
     gTile = k.tile(p.gOff, kChunk, 1, f32);
+  rowTiles = WYRowTiles{betaTile, cTile, gTile, rowTerms, p.termParts()};
   if (p.perKey) {
     gKeyTile = k.tile(p.gKeyOff, kChunk, p.gKeyStride, f32);
     kdTile = tile16(p.kdOff, kChunk, p.keyStride);
@@ -631,7 +537,7 @@ void WYGradKernel::emit() {
   solve(/*keys=*/false);
   k.barrier();
   SmallVector<SmallVector<Value>> f = factors();
-  betaGradient();
+  storeBetaGradient(k, rows, rowTiles, io.dbeta, bIdx, hv, p.rank1Scale);
   if (p.perKey)
     perKeyShares(f);
 }
