@@ -79,6 +79,10 @@ SPECS = {
     # adjoint's loop, the default before, beside it).
     "kda_h8_l2norm": Spec("kda", 8, 8),
     "gated_deltanet_h4_k256": Spec("gated_delta", 4, 4, K=256, V=256),
+    # The same with {qk_l2norm}, and negeig (its W split), whose recomputed
+    # state pass takes one input stage at 256 (bench/NOTES.md ws2).
+    "gated_deltanet_h4_k256_l2norm": Spec("gated_delta", 4, 4, K=256, V=256),
+    "deltanet_negeig_h4_k256": Spec("negeig_delta", 4, 4, K=256, V=256),
     "gated_deltanet_h8_f32": Spec("gated_delta", 8, 8, dtype="f32"),
     "gated_deltanet_h8_f32_loop": Spec("gated_delta", 8, 8, "--strategy=recurrent", dtype="f32"),
 }
@@ -89,6 +93,7 @@ FAMILY_ROWS = [(name, 4, 4096) for name in (
 # The shapes outside the tensor-core kernels' reach, at sizes their loops
 # finish in a few seconds.
 FALLBACK_ROWS = [("kda_h8_l2norm", 4, 1024), ("gated_deltanet_h4_k256", 2, 1024),
+                 ("gated_deltanet_h4_k256_l2norm", 2, 1024), ("deltanet_negeig_h4_k256", 2, 1024),
                  ("gated_deltanet_h8_f32", 4, 1024), ("gated_deltanet_h8_f32_loop", 4, 1024)]
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]

@@ -51,18 +51,19 @@ KDIM_DEFAULT, VDIM_DEFAULT, HV_DEFAULT = KDIM, VDIM, HV
 # Heads above 128 (multiples of 64; the reverse pass at one input stage at
 # 256, chunk_grad's WY share by slabs and its keys by key block): Gated
 # DeltaNet at 192 x 192, 256 x 256 and K != V both ways, DeltaNet (no
-# gates) at 256 x 256, negeig (a split W) at 192 x 192 and 128 x 256 (at
-# 256 x 256 its recomputed state pass does not fit: the adjoint's loop).
+# gates) at 256 x 256, negeig (a split W) at 192 x 192, 128 x 256 and 256
+# x 256 (its recomputed state pass in one input stage there, as Gated
+# DeltaNet's with {qk_l2norm} at 256 x 256: bench/NOTES.md ws2).
 HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (128, 32),
                                  (256, 256), (192, 192), (256, 128), (128, 256)),
               "deltanet": ((128, 128), (256, 256)),
-              "deltanet_negeig": ((128, 128), (192, 192), (128, 256)),
+              "deltanet_negeig": ((128, 128), (192, 192), (128, 256), (256, 256)),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}
 # bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
 # take the normalised keys in f32, split (the key kernel's 32-key blocks at
 # K = V = 128).
-L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128), (192, 192)),
+L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128), (192, 192), (256, 256)),
                      "deltanet": ((64, 64),),
                      "kda": ((128, 128),)}
 # The kinds whose default-size specs are also checked with {qk_l2norm}: the

@@ -98,8 +98,9 @@ for spec in "$specs"/*.mlir; do
     # (recurrent, and --linattn-explain says why).
     deltanet_negeig_f32_*) echo "${base}_auto $spec" ;;
     # Above 128 the chunked kernels take a spec only where their tiles fit
-    # (negeig's split W at 256 does not): auto alone, which keeps
-    # recurrent where they do not (linattn-fit-chunked-kernels).
+    # (negeig's split W at 256 since its state pass may take one input
+    # stage, bench/NOTES.md ws2): auto alone, which keeps recurrent where
+    # they do not (linattn-fit-chunked-kernels).
     *_160|*_192|*_224|*_256|*x160|*x224) echo "${base}_auto $spec" ;;
     *) echo "${base}_chunked $spec --strategy=chunked"
        echo "${base}_segment-scan $spec --strategy=segment-scan"

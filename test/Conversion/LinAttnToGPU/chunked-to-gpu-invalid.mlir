@@ -180,17 +180,6 @@ func.func @output_v288(%q: tensor<?x?x2x64xbf16>, %d: tensor<?x?x2x288xf32>, %st
 
 // -----
 
-// A state pass whose tiles outgrow a block's shared memory: negeig's split
-// W at K = V = 256.
-func.func @state_pass_too_big(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x256xf32>, %w: tensor<?x?x2x2x256xbf16>, %s0: tensor<?x2x256x256xf32>) -> tensor<?x2x256x256xf32> {
-  // expected-error @below {{'linattn.chunk_state_pass' op GPU state pass needs}}
-  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
-      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x2x256xbf16>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x?x2x256x256xbf16>, tensor<?x2x256x256xf32>)
-  return %final : tensor<?x2x256x256xf32>
-}
-
-// -----
-
 // The rank-1 product form of the state pass is lowered to the WY form
 // (linattn-lower-rank1-to-wy) before this pass.
 func.func @state_pass_rank1(%k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> tensor<?x2x64x64xf32> {

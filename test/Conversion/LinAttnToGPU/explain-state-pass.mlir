@@ -86,3 +86,15 @@ func.func @reverse_pass(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, 
       -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
   return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>
 }
+
+// -----
+
+// negeig's split W at K = V = 256 (W's two parts 66560 bytes a stage, the
+// keys 33792): two input stages do not fit a block, so as the last resort
+// the producer warps fill one, in turn with the step that reads it.
+func.func @one_stage(%k: tensor<?x?x2x256xbf16>, %u: tensor<?x?x2x256xf32>, %w: tensor<?x?x2x2x256xbf16>, %s0: tensor<?x2x256x256xf32>) -> tensor<?x2x256x256xf32> {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_state_pass: 8 blocks of 32 state columns a value head and sequence, 4 compute warps and 2 producer warps issuing the copies, 192 threads; 1 input stage; the update takes D' split (hi + lo); chunk states and new values leave through shared memory; 177184 bytes of shared memory, sized for 1 block an SM}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) state(%s0) {chunk_size = 64 : i64}
+      : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xf32>, tensor<?x?x2x2x256xbf16>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x?x2x256x256xbf16>, tensor<?x2x256x256xf32>)
+  return %final : tensor<?x2x256x256xf32>
+}

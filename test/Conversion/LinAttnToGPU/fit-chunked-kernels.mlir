@@ -13,10 +13,23 @@
 // A chunked choice whose kernels would not fit a block's shared memory
 // becomes recurrent; one whose kernels fit stays.
 
-// negeig_delta's split W at K = V = 256: the state pass does not fit.
-// CHECK-LABEL: func.func @negeig_k256
+// A chunk the kernels do not take (128 tokens: the UT transform's are 64).
+// CHECK-LABEL: func.func @negeig_chunk128
 // CHECK: linattn.recurrence negeig_delta {{.*}} {linattn.strategy = "recurrent"}
-// EXPLAIN: remark: linattn GPU strategy for negeig_delta: recurrent (the chunked kernels do not fit: 'linattn.chunk_state_pass' op GPU state pass needs {{[0-9]+}} bytes of shared memory, more than the 232432 a block may have)
+// EXPLAIN: remark: linattn GPU strategy for negeig_delta: recurrent (the chunked kernels do not fit: 'linattn.ut_transform' op GPU chunked kernels take chunk_size = 64 (the UT transform), got 128)
+func.func @negeig_chunk128(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {
+  %o, %s = linattn.recurrence negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0) {linattn.chunk_size = 128 : i64, linattn.strategy = "chunked"}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>)
+  return %o, %s : tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>
+}
+
+// -----
+
+// negeig_delta's split W at K = V = 256 fits: its state pass in one input
+// stage (110 KB a stage; two needed 235568 bytes), its copies in turn with
+// the step that reads them.
+// CHECK-LABEL: func.func @negeig_k256
+// CHECK: linattn.recurrence negeig_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
 func.func @negeig_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x256xbf16>, %b: tensor<?x?x2xf32>, %s0: tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>) {
   %o, %s = linattn.recurrence negeig_delta q(%q) k(%q) v(%v) beta(%b) state(%s0) {linattn.chunk_size = 64 : i64, linattn.strategy = "chunked"}
       : (tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2x256xbf16>, tensor<?x?x2xf32>, tensor<?x2x256x256xf32>) -> (tensor<?x?x2x256xbf16>, tensor<?x2x256x256xf32>)

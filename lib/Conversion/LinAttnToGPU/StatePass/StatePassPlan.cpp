@@ -193,6 +193,12 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   int64_t limit = target.maxSharedBytesPerBlock(p.blocksPerSM);
   // The stages, then the exchange, then the staged outputs; true where
   // they fit.
+  // Two stages at least (where the compute warps issue their own copies,
+  // step n's wait leaves stages - 2 groups in flight), or, as the last
+  // resort with producer warps, one: its copies then in turn with the
+  // step that reads them (K = 256 with a split W or f32 keys: 110 KB a
+  // stage).
+  bool oneStage = false;
   auto layOut = [&] {
     p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
     p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
@@ -214,7 +220,8 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
       p.barrierBytes = p.producerWarps ? (2 * stages + 2) * 8 : 0;
     };
     place(p.stages);
-    while (p.stages > 2 && p.sharedBytes() > limit)
+    int64_t fewest = oneStage ? 1 : 2;
+    while (p.stages > fewest && p.sharedBytes() > limit)
       place(p.stages - 1);
     p.prefetchLate =
         !p.producerWarps && late && p.stages == kStateStagesPrefetchLate;
@@ -260,6 +267,10 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   }
   if (p.sharedBytes() > limit && wide)
     return build(in, role, mmaElem, target, /*allowWide=*/false);
+  if (p.sharedBytes() > limit && p.producerWarps) {
+    oneStage = true;
+    layOut();
+  }
   if (p.sharedBytes() > limit)
     return op->emitOpError() << "GPU state pass needs "
                              << sharedBytesExcess(p.sharedBytes(), target);
@@ -283,7 +294,8 @@ std::string StatePassPlan::describe() const {
     os << " and " << kProducerWarps << " producer warps issuing the copies";
   else
     os << " issuing their own copies (" << withoutProducersWhy << ")";
-  os << ", " << threads() << " threads; " << stages << " input stages";
+  os << ", " << threads() << " threads; " << stages
+     << (stages == 1 ? " input stage" : " input stages");
   if (prefetchLate)
     os << " (copies issued after the update)";
   os << "; the update takes D' "
