@@ -7,6 +7,26 @@
 
 namespace mlir::linattn::kernel {
 
+std::optional<WYGradShapes> wyGradShapes(ChunkGradOp op, std::string *whyNot) {
+  WYGradShapes x;
+  x.numQKHeads = dimOf(op.getK(), 2);
+  x.K = dimOf(op.getK(), 3);
+  x.numVHeads = dimOf(op.getV(), 2);
+  x.V = dimOf(op.getV(), 3);
+  if (!op.getBeta() || !op.getW() || !op.getU()) {
+    if (whyNot)
+      *whyNot = "it has no WY factors";
+    return std::nullopt;
+  }
+  std::optional<BackwardOperandForms> forms =
+      backwardOperandForms({op.getK()}, {op.getW()}, op.getGates(),
+                           op.getChunkSize(), x.K, x.V, whyNot);
+  if (!forms)
+    return std::nullopt;
+  x.forms = *forms;
+  return x;
+}
+
 static Value rowScalar(MmaEmitter &k, Value tile, Value row) {
   return memref::LoadOp::create(k.b, tile, ValueRange{row, k.e.index(0)});
 }

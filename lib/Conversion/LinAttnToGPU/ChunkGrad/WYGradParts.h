@@ -16,8 +16,19 @@
 #include "ChunkGradKernels.h"
 
 #include "../Kernel/ChunkGeometry.h"
+#include "../KernelSupport.h"
 
 namespace mlir::linattn::kernel {
+
+/// What both WY kernels' plans read of `op` first: the head counts and
+/// sizes, and the operand forms of k and W (KernelSupport.h); none where
+/// the op has no WY factors or its forms are not the kernels' (`whyNot`
+/// says).
+struct WYGradShapes {
+  int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
+  BackwardOperandForms forms;
+};
+std::optional<WYGradShapes> wyGradShapes(ChunkGradOp op, std::string *whyNot);
 
 /// dbeta's row terms, each a sum over the row's columns kept per quad of
 /// the accumulator layout (and per column half): Y_i . k_i, Z_i . v_i,

@@ -76,20 +76,14 @@ std::optional<WYSlabGradPlan>
 WYSlabGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
                       std::string *whyNot) {
   WYSlabGradPlan p;
-  p.numQKHeads = dimOf(op.getK(), 2);
-  p.K = dimOf(op.getK(), 3);
-  p.numVHeads = dimOf(op.getV(), 2);
-  p.V = dimOf(op.getV(), 3);
-  if (!op.getBeta() || !op.getW() || !op.getU()) {
-    if (whyNot)
-      *whyNot = "it has no WY factors";
+  std::optional<WYGradShapes> shapes = wyGradShapes(op, whyNot);
+  if (!shapes)
     return std::nullopt;
-  }
-  std::optional<BackwardOperandForms> forms =
-      backwardOperandForms({op.getK()}, {op.getW()}, op.getGates(),
-                           op.getChunkSize(), p.K, p.V, whyNot);
-  if (!forms)
-    return std::nullopt;
+  p.numQKHeads = shapes->numQKHeads;
+  p.numVHeads = shapes->numVHeads;
+  p.K = shapes->K;
+  p.V = shapes->V;
+  const BackwardOperandForms *forms = &shapes->forms;
   if (forms->perKeyGates) {
     if (whyNot)
       *whyNot = "its gates are per key";
