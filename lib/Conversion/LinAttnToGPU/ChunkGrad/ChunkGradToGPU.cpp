@@ -2,13 +2,13 @@
 //
 // linattn.chunk_grad on the GPU: both tensor-core kernels where they take
 // the op (the WY share, by 64-column slabs or else by whole rows; then the
-// key gradients); the key kernel after the
-// loops of the WY share where only it does (heads above 128 that are not
-// multiples of 64, say; not with per-key gates, whose WY share only the
-// kernel reduces as the key kernel reads it); the loop lowering alone
-// elsewhere (f32 dO, f32 keys with per-key gates, heads above 128 that
-// are not multiples of 64 or have per-key gates). The key gradients run by key block (two blocks an SM)
-// where that kernel takes the op, else a block per chunk.
+// key gradients); the key kernel after the loops of the WY share where
+// only it does (not with per-key gates, whose WY share only the kernel
+// reduces as the key kernel reads it); the loop lowering alone elsewhere
+// (f32 dO, f32 keys with per-key gates, heads above 128 that are not
+// multiples of 64 or have per-key gates). The key gradients run by key
+// block (two blocks an SM) where that kernel takes the op, else a block
+// per chunk.
 //
 //===----------------------------------------------------------------------===//
 

@@ -191,14 +191,14 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   if (role == Role::SegmentMaps || p.enteredSegments)
     p.blocksPerSM = kSegmentBlocksPerSM;
   int64_t limit = target.maxSharedBytesPerBlock(p.blocksPerSM);
-  // The stages, then the exchange, then the staged outputs; true where
-  // they fit.
   // Two stages at least (where the compute warps issue their own copies,
   // step n's wait leaves stages - 2 groups in flight), or, as the last
   // resort with producer warps, one: its copies then in turn with the
   // step that reads them (K = 256 with a split W or f32 keys: 110 KB a
   // stage).
   bool oneStage = false;
+  // The stages, then the exchange, then the staged outputs; true where
+  // they fit.
   auto layOut = [&] {
     p.stateOutBytes = p.stageStates ? p.K * p.outStride * 2 : 0;
     p.valueOutBytes = p.stageValues ? kChunk * p.outStride * 2 : 0;
