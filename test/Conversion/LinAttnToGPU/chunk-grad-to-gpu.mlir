@@ -50,6 +50,7 @@
 // (L = F * E strictly lower: 2 x 32).
 // MMA-LABEL: func.func @gated_delta(
 // MMA-COUNT-240: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-256: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
@@ -78,6 +79,7 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 // CHECK-NOT:     linattn.chunk_grad
 // MMA-LABEL: func.func @split_w(
 // MMA-COUNT-256: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:           gpu.launch
 func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x2x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
   %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 2.000000e+00 : f32, scale = 0.125 : f32}
@@ -174,6 +176,7 @@ func.func @delta_k128(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %v
 // dP~^T Q (48), L K and L^T K (2 x 48).
 // MMA-LABEL: func.func @gated_delta_f32_keys(
 // MMA-COUNT-272:  nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:            gpu.launch
 // MMA-COUNT-352:  nvvm.mma.sync
 // MMA-NOT:        nvvm.mma.sync
@@ -212,6 +215,7 @@ func.func @gated_delta_f32_keys(%q: tensor<?x?x2x128xf32>, %k: tensor<?x?x2x128x
 // (both split: 2 x 48), as at four warps. The key kernel's 272 are GLA's.
 // MMA-LABEL: func.func @kda(
 // MMA-COUNT-392: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-272: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
@@ -249,6 +253,7 @@ func.func @kda(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<
 // CHECK-NOT:     linattn.chunk_grad
 // MMA-LABEL: func.func @gated_delta_k256(
 // MMA-COUNT-240: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-256: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync
@@ -277,6 +282,7 @@ func.func @gated_delta_k256(%q: tensor<?x?x2x256xbf16>, %k: tensor<?x?x2x256xbf1
 // CHECK-NOT:     linattn.chunk_grad
 // MMA-LABEL: func.func @gated_delta_k96(
 // MMA-COUNT-264: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
 // MMA:           gpu.launch
 // MMA-COUNT-160: nvvm.mma.sync
 // MMA-NOT:       nvvm.mma.sync

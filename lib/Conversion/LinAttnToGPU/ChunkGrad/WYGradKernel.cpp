@@ -217,9 +217,6 @@ private:
     return memref::LoadOp::create(b, buf, ValueRange{i, e.index(0)});
   }
   Value token(Value i) { return e.addIndex(rows.t0, i); }
-  void storeSplitPair(Value x0, Value x1, Value xHi, Value xLo, Value row, Value col) {
-    kernel::storeSplitPair(k, x0, x1, xHi, xLo, row, col);
-  }
   void stage();
   void negatedWGradient();
   void keyPairs();
@@ -297,7 +294,7 @@ void WYGradKernel::negatedWGradient() {
                  Operand{TileView{sHi}, TileView{sLo}}, p.V, col0);
     for (int64_t nt = 0; nt < tiles; ++nt)
       k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
-        storeSplitPair(arith::NegFOp::create(b, acc[nt][i]),
+        storeSplitPair(k, arith::NegFOp::create(b, acc[nt][i]),
                        arith::NegFOp::create(b, acc[nt][i + 1]), dwHi, dwLo, row,
                        e.addIndex(key0, tiling->plus(col0, col)));
       });
@@ -398,7 +395,7 @@ void WYGradKernel::solve(bool keys) {
   k.barrier(); // every warp has read the right-hand side
   for (int64_t nt = 0; nt < tiles; ++nt)
     k.forEachPair(m0, nt, [&](Value row, Value col, int64_t i) {
-      storeSplitPair(acc[nt][i], acc[nt][i + 1], xHi, xLo, row,
+      storeSplitPair(k, acc[nt][i], acc[nt][i + 1], xHi, xLo, row,
                      tiling->plus(col0, col));
     });
 }
