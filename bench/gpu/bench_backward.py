@@ -62,6 +62,9 @@ SPECS = {
     # DeltaNet layer calls it (use_qk_l2norm_in_kernel=True).
     "gated_deltanet_h8_l2norm": Spec("gated_delta", 8, 8),
     "gated_deltanet_h8_hv16": Spec("gated_delta", 8, 16),
+    # Qwen3-Next's Gated DeltaNet layer: 16 q/k heads, 32 value heads,
+    # {qk_l2norm}.
+    "gated_deltanet_h16_hv32_l2norm": Spec("gated_delta", 16, 32),
     "deltanet_h8": Spec("delta", 8, 8),
     "deltanet_negeig_h8": Spec("negeig_delta", 8, 8),
     "simple_gla_h8": Spec("scalar_gate", 8, 8),
@@ -71,12 +74,12 @@ SPECS = {
     "retnet_h8": Spec("constant_decay", 8, 8),
     # The adjoint's reverse loop (the backward before the chunked form).
     "gated_deltanet_h8_loop": Spec("gated_delta", 8, 8, "--strategy=recurrent"),
-    # Where the backward's tensor-core kernels do not reach (their loops
-    # run instead): KDA with the norm in the op (Kimi Linear's layer: per-key
-    # gates with f32 normalised keys), head sizes above 128 (fla's Gated
-    # DeltaNet default of 256), and f32 inputs (chunked by default since
-    # bench/NOTES.md f5, where the rows were named _f32_chunked; the
-    # adjoint's loop, the default before, beside it).
+    # KDA with the norm in the op (Kimi Linear's layer: its chunk_grad ran
+    # as loops while the normalised keys were f32, on tensor cores since
+    # the normalisation is factored, bench/NOTES.md fn1); head sizes above
+    # 128 (fla's Gated DeltaNet default of 256), and f32 inputs (chunked by
+    # default since bench/NOTES.md f5, where the rows were named
+    # _f32_chunked; the adjoint's loop, the default before, beside it).
     "kda_h8_l2norm": Spec("kda", 8, 8),
     "gated_deltanet_h4_k256": Spec("gated_delta", 4, 4, K=256, V=256),
     # The same with {qk_l2norm}, and negeig (its W split), whose recomputed
@@ -98,6 +101,8 @@ FALLBACK_ROWS = [("kda_h8_l2norm", 4, 1024), ("gated_deltanet_h4_k256", 2, 1024)
 ROWS = ([(name, B, T) for name in ("gated_deltanet_h8", "deltanet_h8")
          for B, T in ((4, 1024), (4, 4096), (4, 16384))]
         + [("gated_deltanet_h8_l2norm", 4, T) for T in (1024, 4096, 16384)]
+        + [("gated_deltanet_h16_hv32_l2norm", B, T) for B, T in ((1, 4096), (2, 8192))]
+        + [("kda_h8_l2norm", 4, 4096)]
         + [("gated_deltanet_h8_hv16", 1, 32768), ("gated_deltanet_h8_loop", 4, 1024)]
         + FAMILY_ROWS + FALLBACK_ROWS)
 

@@ -60,16 +60,18 @@ HEAD_SIZES = {"gated_deltanet": ((128, 128), (96, 64), (64, 128), (96, 128), (12
               "deltanet_negeig": ((128, 128), (192, 192), (128, 256), (256, 256)),
               "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
               "gla": ((128, 128), (64, 128)), "kda": ((128, 128), (64, 128))}
-# bf16 specs with {qk_l2norm} at other head sizes: the backward's kernels
-# take the normalised keys in f32, split (the key kernel's 32-key blocks at
-# K = V = 128).
+# bf16 specs with {qk_l2norm} at other head sizes: the delta kinds take it
+# factored (q and k bf16 as they come, their reciprocal norms in the
+# coefficients and on dO's rows: every kernel the plain kind takes, plus
+# r and s), GLA's normalised keys stay f32, split.
 L2NORM_HEAD_SIZES = {"gated_deltanet": ((128, 128), (64, 128), (192, 192), (256, 256)),
-                     "deltanet": ((64, 64),),
+                     "deltanet": ((64, 64), (128, 128)),
+                     "deltanet_negeig": ((128, 128),),
                      "kda": ((128, 128),)}
 # The kinds whose default-size specs are also checked with {qk_l2norm}: the
-# gated delta rule and the per-key gates (whose recomputed UT transform takes
-# the normalised keys split, bench/NOTES.md f4).
-L2NORM_KINDS = ("gated_delta", "key_gate", "kda")
+# delta kinds (factored) and the per-key gates (GLA: the recomputed UT
+# transform takes the normalised keys split, bench/NOTES.md f4).
+L2NORM_KINDS = ("delta", "gated_delta", "negeig_delta", "key_gate", "kda")
 # Specs with one value head a q/k head (HV = H, name suffix _hv2), whose
 # chunk_grad returns dq and dk in q's and k's type (no qk_grad): every
 # family in bf16 (the tensor-core backward) at the default size and at the
@@ -77,6 +79,9 @@ L2NORM_KINDS = ("gated_delta", "key_gate", "kda")
 ONE_VALUE_HEAD_SIZES = {"gated_deltanet": ((128, 128),), "deltanet": ((128, 128),),
                         "simple_gla": ((128, 128),), "linear_attention": ((64, 64),),
                         "gla": ((128, 128),), "kda": ((128, 128),)}
+# ... and with {qk_l2norm} (factored: qk_grad still runs, for the norms'
+# share), bf16.
+L2NORM_ONE_VALUE_HEAD_SIZES = {"gated_deltanet": ((128, 128),), "kda": ((128, 128),)}
 # f32 specs at the training benchmark's head size: their chunked backward
 # (the recomputed forward's split kernels, then the reverse pass and
 # chunk_grad as loops) against f32's 1e-4 where the states grow largest.
@@ -113,6 +118,11 @@ def variants(spec_dir):
             path = os.path.join(spec_dir, name + ".mlir")
             decay = ref.retnet_decay(H) if kind == "constant_decay" else None
             ref.write_spec(path, kind, name, "bf16", 1, 1, H, H, K, V, decay=decay)
+            print(name, path, "--backward")
+        for K, V in L2NORM_ONE_VALUE_HEAD_SIZES.get(family, ()):
+            name = f"{family}_l2norm_bf16_k{K}v{V}_hv{H}"
+            path = os.path.join(spec_dir, name + ".mlir")
+            ref.write_spec(path, kind, name, "bf16", 1, 1, H, H, K, V, qk_l2norm=True)
             print(name, path, "--backward")
 
 

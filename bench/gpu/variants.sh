@@ -67,9 +67,10 @@ kind, name, K, V, path = sys.argv[1:]
 ref.write_spec(path, kind, name, "bf16", 1, 1, 8, 8, int(K), int(V))
 PY
 done
-# Gated DeltaNet with q and k normalised in the call (qk_l2norm): two
-# l2norm kernels write them in the inputs' type for the tensor-core ones,
-# at K = V = 128 and at the other head sizes the chunked kernels take.
+# Gated DeltaNet with q and k normalised in the call (qk_l2norm, factored:
+# q and k reach the tensor cores as they come, their reciprocal norms in
+# the UT transform's coefficients and on the output's rows), at K = V =
+# 128 and at the other head sizes the chunked kernels take.
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gated_deltanet.mlir \
   > "$specs/gated_deltanet_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_128.mlir"
@@ -78,7 +79,15 @@ for size in 64 192 256; do
     > "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
   grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
 done
-# GLA likewise (per-key gates).
+# The other delta kinds likewise at K = V = 128 (negeig's rank-1 scale 2,
+# KDA's per-key gates).
+for name in deltanet deltanet_negeig kda; do
+  sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' "examples/$name.mlir" \
+    > "$specs/${name}_l2norm_bf16_128.mlir"
+  grep -q qk_l2norm "$specs/${name}_l2norm_bf16_128.mlir"
+done
+# GLA (per-key gates, no rank-1 term: two l2norm kernels write q and k
+# normalised in the inputs' type for the tensor-core ones).
 sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' examples/gla.mlir \
   > "$specs/gla_l2norm_bf16_128.mlir"
 grep -q qk_l2norm "$specs/gla_l2norm_bf16_128.mlir"

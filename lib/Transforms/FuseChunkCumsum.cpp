@@ -45,7 +45,8 @@ bool foldIntoUTTransform(UTTransformOp op, RewriterBase &rewriter) {
       rewriter, op.getLoc(),
       TypeRange{op.getW().getType(), op.getU().getType(),
                 cumsum.getResult().getType()},
-      op.getK(), op.getV(), op.getBeta(), /*gates=*/Value(), cumsum.getGate(),
+      op.getK(), op.getKRnorm(), op.getV(), op.getBeta(), /*gates=*/Value(),
+      cumsum.getGate(),
       op.getChunkSizeAttr(), op.getRank1ScaleAttr());
   fused->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   rewriter.replaceOp(cumsum, fused.getCumulativeGates());

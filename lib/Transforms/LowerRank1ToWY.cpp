@@ -61,12 +61,14 @@ struct Rank1StatePassToWY : OpRewritePattern<ChunkStatePassOp> {
 
     auto ut = UTTransformOp::create(rewriter, op.getLoc(),
                                     TypeRange{wType, newUType}, op.getK(),
-                                    op.getU(), op.getBeta(), op.getGates(),
+                                    op.getKRnorm(), op.getU(), op.getBeta(),
+                                    op.getGates(),
                                     /*raw_gates=*/Value(), op.getChunkSizeAttr(),
                                     op.getRank1ScaleAttr());
     auto wy = ChunkStatePassOp::create(
-        rewriter, op.getLoc(), op.getResultTypes(), op.getK(), ut.getU(),
-        ut.getW(), /*beta=*/Value(), op.getGates(), op.getInitialState(),
+        rewriter, op.getLoc(), op.getResultTypes(), op.getK(),
+        /*k_rnorm=*/Value(), ut.getU(), ut.getW(), /*beta=*/Value(),
+        op.getGates(), op.getInitialState(),
         op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
         /*segment_chunks=*/IntegerAttr(), /*decayed_keys=*/UnitAttr());
     // The recorded strategy decides whether the state pass becomes a scan.

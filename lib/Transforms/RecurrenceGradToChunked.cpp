@@ -48,12 +48,20 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     IntegerAttr chunkAttr = rewriter.getI64IntegerAttr(chunkSize);
     FloatAttr scaleAttr = rewriter.getF32FloatAttr(op.getEffectiveScale());
 
-    // Normalised q and k stay f32 here (the chunk kernels take them split
+    // qk_l2norm of a delta kind factored (LinAttnOps.td): q and k exact in
+    // their own type, their reciprocal norms in the coefficients and on
+    // dO's rows, and qk_grad {factored} adds r's share. Otherwise
+    // normalised q and k stay f32 here (the chunk kernels take them split
     // into hi + lo parts), though the forward rounds them to the inputs'
     // type: rounded, they move the delta rules' dq, dv, dbeta and the row
     // gates' dgate by 1.6-3e-2 on hard inputs (bench/NOTES.md b6, ws1).
     // qk_grad differentiates the normalisation at f32.
-    auto [q, k] = buildQueriesAndKeys(rewriter, op, f32);
+    std::optional<std::pair<Value, Value>> norms =
+        buildFactoredNorms(rewriter, op);
+    auto [q, k] = norms ? std::pair{op.getQ(), op.getK()}
+                        : buildQueriesAndKeys(rewriter, op, f32);
+    Value qRNorm = norms ? norms->first : Value();
+    Value kRNorm = norms ? norms->second : Value();
     Value gates;
     if (Value logGate = buildLogGate(rewriter, op))
       gates = ChunkCumsumOp::create(
@@ -78,7 +86,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
                        : f32Tensor({batch, seqLen, HV, K});
       auto ut = UTTransformOp::create(
           rewriter, loc, wType, f32Tensor({batch, seqLen, HV, V}),
-          /*cumulative_gates=*/Type(), k, op.getV(), beta, gates,
+          /*cumulative_gates=*/Type(), k, kRNorm, op.getV(), beta, gates,
           /*raw_gates=*/Value(), chunkAttr, rank1Scale);
       w = ut.getW();
       u = ut.getU();
@@ -87,8 +95,9 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
     auto statesType = f32Tensor({batch, numChunks, HV, K, V});
     auto valuesType = f32Tensor({batch, seqLen, HV, V});
     auto forward = ChunkStatePassOp::create(
-        rewriter, loc, TypeRange{valuesType, statesType, stateType}, k, u, w,
-        /*beta=*/Value(), gates, op.getInitialState(), chunkAttr,
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, k,
+        /*k_rnorm=*/Value(), u, w, /*beta=*/Value(), gates,
+        op.getInitialState(), chunkAttr,
         /*rank1_scale=*/FloatAttr(), /*segment_chunks=*/IntegerAttr(),
         /*decayed_keys=*/UnitAttr());
 
@@ -99,8 +108,8 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
 
     // The backward.
     auto statePassGrad = ChunkStatePassGradOp::create(
-        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, k, w,
-        gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
+        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, qRNorm,
+        k, w, gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
     // dq and dk per value head in f32 for qk_grad to sum and normalise;
     // with one value head a q/k head and no normalisation, qk_grad would
@@ -117,17 +126,19 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
       betaGradType = op.getGradientOf(op.getInitialStateIndex() - 1).getType();
     auto chunkGrad = ChunkGradOp::create(
         rewriter, loc, dqType, dkType, op.getGradientOf(2).getType(),
-        gateGradType, betaGradType, q, k, op.getV(), beta, gates, w,
+        gateGradType, betaGradType, q, qRNorm, k, kRNorm, op.getV(), beta,
+        gates, w,
         beta ? u : Value(), forward.getNewValues(),
         forward.getChunkStates(), op.getGradOutput(),
         statePassGrad.getGradNewValues(), statePassGrad.getGradChunkStates(),
         chunkAttr, scaleAttr, rank1Scale);
     Value dq = chunkGrad.getGradQ(), dk = chunkGrad.getGradK();
     if (!gradientsDirect) {
+      UnitAttr factored = norms ? rewriter.getUnitAttr() : UnitAttr();
       dq = QKGradOp::create(rewriter, loc, op.getGradientOf(0).getType(),
-                            op.getQ(), dq, l2norm);
+                            op.getQ(), dq, l2norm, factored);
       dk = QKGradOp::create(rewriter, loc, op.getGradientOf(1).getType(),
-                            op.getK(), dk, l2norm);
+                            op.getK(), dk, l2norm, factored);
     }
 
     SmallVector<Value> results = {dq, dk, chunkGrad.getGradV()};

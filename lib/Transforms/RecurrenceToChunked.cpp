@@ -54,12 +54,22 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
                             ? ShapedType::kDynamic
                             : (seqLen + chunkSize - 1) / chunkSize;
 
-    // Normalised q and k in the inputs' type: every chunk op takes them as
-    // tensor-core operands (rounded once, as fla's l2norm_fwd does), and
-    // the keys' type sets W's and the chunk states' (f32 ones doubled the
-    // state pass's traffic and split W; bench/NOTES.md n1).
-    auto [q, k] = buildQueriesAndKeys(
-        rewriter, op, cast<ShapedType>(op.getK().getType()).getElementType());
+    // qk_l2norm of a delta kind factored: q and k stay exact in their own
+    // type, the state pass's coefficients take k's reciprocal norms and the
+    // output q's (LinAttnOps.td). Otherwise normalised q and k in the
+    // inputs' type: every chunk op takes them as tensor-core operands
+    // (rounded once, as fla's l2norm_fwd does), and the keys' type sets W's
+    // and the chunk states' (f32 ones doubled the state pass's traffic and
+    // split W; bench/NOTES.md n1).
+    std::optional<std::pair<Value, Value>> norms =
+        buildFactoredNorms(rewriter, op);
+    auto [q, k] =
+        norms ? std::pair{op.getQ(), op.getK()}
+              : buildQueriesAndKeys(
+                    rewriter, op,
+                    cast<ShapedType>(op.getK().getType()).getElementType());
+    Value qRNorm = norms ? norms->first : Value();
+    Value kRNorm = norms ? norms->second : Value();
     // In-chunk cumulative log gates (constant_decay: log(gamma) per token).
     Value logGate = buildLogGate(rewriter, op);
     Value gates;
@@ -105,14 +115,14 @@ struct RecurrenceToChunked : OpRewritePattern<RecurrenceOp> {
     auto statePass = ChunkStatePassOp::create(
         rewriter, loc,
         TypeRange{newValuesType, statesType, op.getFinalState().getType()},
-        k, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
+        k, kRNorm, op.getV(), /*w=*/Value(), beta, gates, op.getInitialState(),
         rewriter.getI64IntegerAttr(chunkSize), rank1Scale,
         /*segment_chunks=*/IntegerAttr(), /*decayed_keys=*/UnitAttr());
     // The segment-scan choice travels to linattn-state-pass-to-scan.
     if (Attribute strategy = op->getAttr(kStrategyAttrName))
       statePass->setAttr(kStrategyAttrName, strategy);
     Value output = ChunkOutputOp::create(
-        rewriter, loc, op.getOutput().getType(), q, k,
+        rewriter, loc, op.getOutput().getType(), q, qRNorm, k,
         statePass.getNewValues(), statePass.getChunkStates(), gates,
         /*carries=*/Value(), rewriter.getI64IntegerAttr(chunkSize),
         rewriter.getF32FloatAttr(op.getEffectiveScale()),

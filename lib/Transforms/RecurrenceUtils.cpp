@@ -87,8 +87,24 @@ std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op,
   return {normalised(op.getQ()), normalised(op.getK())};
 }
 
+template <typename SpecOp>
+std::optional<std::pair<Value, Value>> buildFactoredNorms(OpBuilder &b,
+                                                         SpecOp op) {
+  if (!op.getQkL2norm() || !op.getKindInfo().hasRank1())
+    return std::nullopt;
+  auto rnorm = [&](Value x) -> Value {
+    auto type = cast<RankedTensorType>(x.getType());
+    return RNormOp::create(
+        b, op.getLoc(),
+        RankedTensorType::get(type.getShape().drop_back(), b.getF32Type()), x);
+  };
+  return std::pair{rnorm(op.getQ()), rnorm(op.getK())};
+}
+
 #define LINATTN_INSTANTIATE_SPEC_HELPERS(SpecOp)                              \
   template SmallVector<Value> batchAndSeqSizes(OpBuilder &, SpecOp);           \
+  template std::optional<std::pair<Value, Value>> buildFactoredNorms(          \
+      OpBuilder &, SpecOp);                                                    \
   template Value buildLogGate(OpBuilder &, SpecOp);                            \
   template Value buildConstantDecays(OpBuilder &, SpecOp);                     \
   template std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &, SpecOp,    \

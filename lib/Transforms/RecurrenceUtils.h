@@ -28,6 +28,16 @@ template <typename SpecOp>
 std::pair<Value, Value> buildQueriesAndKeys(OpBuilder &b, SpecOp op,
                                             Type normalisedElem);
 
+/// The reciprocal row norms of q and k (linattn.rnorm: s, r [B, T, H] f32)
+/// where the chunked forms take `op`'s qk_l2norm factored (LinAttnOps.td,
+/// "Chunked-state algorithm ops"): a kind with a rank-1 term, whose
+/// coefficients take r^2 and r (c = rank1_scale beta r^2, b = beta r) while
+/// q and k stay exact in their own type; none otherwise (no qk_l2norm, or
+/// no rank-1 term: buildQueriesAndKeys normalises q and k then).
+template <typename SpecOp>
+std::optional<std::pair<Value, Value>> buildFactoredNorms(OpBuilder &b,
+                                                         SpecOp op);
+
 /// Dynamic sizes of the [B, T] prefix of q, for building [B, T, ...] tensors.
 template <typename SpecOp>
 SmallVector<Value> batchAndSeqSizes(OpBuilder &b, SpecOp op);

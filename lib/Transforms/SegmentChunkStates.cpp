@@ -112,8 +112,9 @@ void segmentDense(ChunkStatePassOp op, int64_t segmentChunks) {
       b, loc,
       TypeRange{op.getNewValues().getType(), op.getChunkStates().getType(),
                 segmentType(V)},
-      op.getK(), op.getU(), op.getW(), /*beta=*/Value(), op.getGates(),
-      entries.getEntries(), op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
+      op.getK(), /*k_rnorm=*/Value(), op.getU(), op.getW(), /*beta=*/Value(),
+      op.getGates(), entries.getEntries(), op.getChunkSizeAttr(),
+      /*rank1_scale=*/FloatAttr(),
       segmentAttr, op.getDecayedKeysAttr());
   entered->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   op.getNewValues().replaceAllUsesWith(entered.getNewValues());
@@ -137,8 +138,9 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
       b, loc,
       TypeRange{op.getNewValues().getType(), statesType,
                 segmentType(finalType.getElementType())},
-      op.getK(), op.getU(), /*w=*/Value(), /*beta=*/Value(), op.getGates(),
-      op.getInitialState(), op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
+      op.getK(), /*k_rnorm=*/Value(), op.getU(), /*w=*/Value(),
+      /*beta=*/Value(), op.getGates(), op.getInitialState(),
+      op.getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
       segmentAttr, /*decayed_keys=*/UnitAttr());
   local->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   auto carries = SegmentCarriesOp::create(
@@ -149,7 +151,8 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
     OpBuilder ob(output);
     auto segmented = ChunkOutputOp::create(
         ob, output.getLoc(), output.getOutput().getType(), output.getQ(),
-        output.getK(), local.getNewValues(), local.getChunkStates(),
+        output.getQRnorm(), output.getK(), local.getNewValues(),
+        local.getChunkStates(),
         output.getGates(), carries.getCarries(), output.getChunkSizeAttr(),
         output.getScaleAttr(), segmentAttr);
     segmented->setDiscardableAttrs(output->getDiscardableAttrDictionary());

@@ -7,27 +7,32 @@
 // d initial_state, linattn.chunk_grad the rest, linattn.qk_grad sums dq
 // and dk over value heads (through qk_l2norm). With one value head a q/k
 // head and no qk_l2norm, chunk_grad returns dq and dk in q's and k's type
-// and there is no qk_grad.
+// and there is no qk_grad. A delta kind's qk_l2norm is factored: q and k
+// stay exact, their reciprocal norms go to the ops that read them, and
+// qk_grad {factored} adds the norms' share.
 
 // SIZE: linattn-recurrence-grad-to-chunked: chunk-size must be positive, got 0
 
-// Gated DeltaNet with qk_l2norm, grouped value heads, a bf16 gate.
+// Gated DeltaNet with qk_l2norm (factored), grouped value heads, a bf16
+// gate.
 // CHECK-LABEL: func.func @gdn_backward(
 // CHECK-SAME:    %[[Q:[^:]*]]: tensor<?x?x2x16xbf16>, %[[K:[^:]*]]: tensor<?x?x2x16xbf16>, %[[V:[^:]*]]: tensor<?x?x4x32xbf16>, %[[G:[^:]*]]: tensor<?x?x4xbf16>, %[[B:[^:]*]]: tensor<?x?x4xf32>, %[[S0:[^:]*]]: tensor<?x4x16x32xf32>, %[[DO:[^:]*]]: tensor<?x?x4x32xbf16>, %[[DS:[^:]*]]: tensor<?x4x16x32xf32>)
-// CHECK:         %[[QN:.*]] = linattn.l2norm %[[Q]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
-// CHECK:         %[[KN:.*]] = linattn.l2norm %[[K]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK-NOT:     linattn.l2norm
+// CHECK:         %[[RQ:.*]] = linattn.rnorm %[[Q]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+// CHECK:         %[[RK:.*]] = linattn.rnorm %[[K]] : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
 // CHECK:         %[[GF:.*]] = arith.extf %[[G]] : tensor<?x?x4xbf16> to tensor<?x?x4xf32>
 // CHECK:         %[[GC:.*]] = linattn.chunk_cumsum %[[GF]] {chunk_size = 32 : i64}
-// CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%[[KN]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) {chunk_size = 32 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%[[K]]) k_rnorm(%[[RK]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) {chunk_size = 32 : i64, rank1_scale = 1.000000e+00 : f32}
 // CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
-// CHECK:         %[[D:.*]], %[[SN:.*]], %{{.*}} = linattn.chunk_state_pass k(%[[KN]]) u(%[[U]]) w(%[[W]]) gates(%[[GC]]) state(%[[S0]]) {chunk_size = 32 : i64}
+// CHECK:         %[[D:.*]], %[[SN:.*]], %{{.*}} = linattn.chunk_state_pass k(%[[K]]) u(%[[U]]) w(%[[W]]) gates(%[[GC]]) state(%[[S0]]) {chunk_size = 32 : i64}
 // CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
-// CHECK:         %[[DD:.*]], %[[HN:.*]], %[[DS0:.*]] = linattn.chunk_state_pass_grad q(%[[QN]]) k(%[[KN]]) w(%[[W]]) gates(%[[GC]]) grad_output(%[[DO]]) grad_final_state(%[[DS]]) {chunk_size = 32 : i64, scale = 2.500000e-01 : f32}
-// CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]], %[[DG:.*]], %[[DB:.*]] = linattn.chunk_grad q(%[[QN]]) k(%[[KN]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) w(%[[W]]) u(%[[U]]) new_values(%[[D]]) states(%[[SN]]) grad_output(%[[DO]]) grad_new_values(%[[DD]]) grad_states(%[[HN]])
+// CHECK:         %[[DD:.*]], %[[HN:.*]], %[[DS0:.*]] = linattn.chunk_state_pass_grad q(%[[Q]]) q_rnorm(%[[RQ]]) k(%[[K]]) w(%[[W]]) gates(%[[GC]]) grad_output(%[[DO]]) grad_final_state(%[[DS]]) {chunk_size = 32 : i64, scale = 2.500000e-01 : f32}
+// CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]], %[[DG:.*]], %[[DB:.*]] = linattn.chunk_grad q(%[[Q]]) q_rnorm(%[[RQ]]) k(%[[K]])
+// CHECK-SAME:      k_rnorm(%[[RK]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) w(%[[W]]) u(%[[U]]) new_values(%[[D]]) states(%[[SN]]) grad_output(%[[DO]]) grad_new_values(%[[DD]]) grad_states(%[[HN]])
 // CHECK-SAME:      rank1_scale = 1.000000e+00 : f32
 // CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x16xf32>, tensor<?x?x4x32xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
-// CHECK:         %[[DQ:.*]] = linattn.qk_grad %[[Q]] grad(%[[DQH]]) {qk_l2norm} : (tensor<?x?x2x16xbf16>, tensor<?x?x4x16xf32>) -> tensor<?x?x2x16xbf16>
-// CHECK:         %[[DK:.*]] = linattn.qk_grad %[[K]] grad(%[[DKH]]) {qk_l2norm}
+// CHECK:         %[[DQ:.*]] = linattn.qk_grad %[[Q]] grad(%[[DQH]]) {factored, qk_l2norm} : (tensor<?x?x2x16xbf16>, tensor<?x?x4x16xf32>) -> tensor<?x?x2x16xbf16>
+// CHECK:         %[[DK:.*]] = linattn.qk_grad %[[K]] grad(%[[DKH]]) {factored, qk_l2norm}
 // CHECK:         return %[[DQ]], %[[DK]], %[[DV]], %[[DG]], %[[DB]], %[[DS0]]
 func.func @gdn_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>,
     %g: tensor<?x?x4xbf16>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>,

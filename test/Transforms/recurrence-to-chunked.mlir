@@ -28,15 +28,18 @@ func.func @gated_deltanet(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, 
 // -----
 
 // Negative eigenvalues: rank1_scale = 2; no gates. Static T = 100 gives
-// NC = ceil(100 / 32) = 4 chunk states. In-op L2 norm becomes linattn.l2norm.
+// NC = ceil(100 / 32) = 4 chunk states. The in-op L2 norm of a delta kind
+// is factored: q and k stay as they are, the state pass's coefficients
+// take k's reciprocal norms and the output q's (linattn.rnorm).
 
 // CHECK-LABEL: func.func @negeig
-// CHECK:         %[[QN:.*]] = linattn.l2norm %arg0 : tensor<2x100x1x8xf32> -> tensor<2x100x1x8xf32>
-// CHECK:         %[[KN:.*]] = linattn.l2norm %arg1
+// CHECK-NOT:     linattn.l2norm
+// CHECK:         %[[RQ:.*]] = linattn.rnorm %arg0 : tensor<2x100x1x8xf32> -> tensor<2x100x1xf32>
+// CHECK:         %[[RK:.*]] = linattn.rnorm %arg1
 // CHECK-NOT:     linattn.chunk_cumsum
-// CHECK:         linattn.chunk_state_pass k(%[[KN]]) u(%arg2) beta(%arg3) state(%arg4) {chunk_size = 32 : i64, rank1_scale = 2.000000e+00 : f32}
+// CHECK:         linattn.chunk_state_pass k(%arg1) k_rnorm(%[[RK]]) u(%arg2) beta(%arg3) state(%arg4) {chunk_size = 32 : i64, rank1_scale = 2.000000e+00 : f32}
 // CHECK-SAME:      -> (tensor<2x100x1x8xf32>, tensor<2x4x1x8x8xf32>, tensor<2x1x8x8xf32>)
-// CHECK:         linattn.chunk_output q(%[[QN]]) k(%[[KN]])
+// CHECK:         linattn.chunk_output q(%arg0) q_rnorm(%[[RQ]]) k(%arg1)
 func.func @negeig(%q: tensor<2x100x1x8xf32>, %k: tensor<2x100x1x8xf32>, %v: tensor<2x100x1x8xf32>, %beta: tensor<2x100x1xf32>, %s0: tensor<2x1x8x8xf32>) -> (tensor<2x100x1x8xf32>, tensor<2x1x8x8xf32>) {
   %o, %s = linattn.recurrence negeig_delta q(%q) k(%k) v(%v) beta(%beta) state(%s0) {qk_l2norm}
       : (tensor<2x100x1x8xf32>, tensor<2x100x1x8xf32>, tensor<2x100x1x8xf32>, tensor<2x100x1xf32>, tensor<2x1x8x8xf32>) -> (tensor<2x100x1x8xf32>, tensor<2x1x8x8xf32>)
@@ -45,19 +48,37 @@ func.func @negeig(%q: tensor<2x100x1x8xf32>, %k: tensor<2x100x1x8xf32>, %v: tens
 
 // -----
 
-// bf16 DeltaNet with the in-op L2 norm: the norms keep the inputs' type
-// (the chunk ops take q and k as tensor-core operands), the chunk states
-// are bf16 like the keys, but the new values of a delta rule without a
-// decay stay f32 (on nearly parallel keys they telescope; NOTES p1).
+// bf16 DeltaNet with the in-op L2 norm factored: q and k reach the chunk
+// ops exact in bf16 (they take them as tensor-core operands), the chunk
+// states are bf16 like the keys, but the new values of a delta rule
+// without a decay stay f32 (on nearly parallel keys they telescope; NOTES
+// p1).
 
 // CHECK-LABEL: func.func @deltanet_bf16_l2norm
-// CHECK:         %[[QN:.*]] = linattn.l2norm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
-// CHECK:         %[[KN:.*]] = linattn.l2norm %arg1 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
-// CHECK:         linattn.chunk_state_pass k(%[[KN]])
+// CHECK:         %[[RQ:.*]] = linattn.rnorm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+// CHECK:         %[[RK:.*]] = linattn.rnorm %arg1 : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+// CHECK:         linattn.chunk_state_pass k(%arg1) k_rnorm(%[[RK]])
 // CHECK-SAME:      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x16x32xbf16>, tensor<?x2x16x32xf32>)
-// CHECK:         linattn.chunk_output q(%[[QN]]) k(%[[KN]])
+// CHECK:         linattn.chunk_output q(%arg0) q_rnorm(%[[RQ]]) k(%arg1)
 func.func @deltanet_bf16_l2norm(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x32xbf16>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>) {
   %o, %s = linattn.recurrence delta q(%q) k(%k) v(%v) beta(%beta) state(%s0) {qk_l2norm}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
+  return %o, %s : tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>
+}
+
+// -----
+
+// Kinds without a rank-1 term keep the normalisation as a tensor: bf16
+// normalised q and k (rounded once, as fla's l2norm_fwd) feed every op.
+
+// CHECK-LABEL: func.func @simple_gla_bf16_l2norm
+// CHECK-NOT:     linattn.rnorm
+// CHECK:         %[[QN:.*]] = linattn.l2norm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
+// CHECK:         %[[KN:.*]] = linattn.l2norm %arg1 : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xbf16>
+// CHECK:         linattn.chunk_state_pass k(%[[KN]]) u(%arg2)
+// CHECK:         linattn.chunk_output q(%[[QN]]) k(%[[KN]])
+func.func @simple_gla_bf16_l2norm(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x32xbf16>, %g: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>) {
+  %o, %s = linattn.recurrence scalar_gate q(%q) k(%k) v(%v) gate(%g) state(%s0) {qk_l2norm}
       : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) -> (tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
   return %o, %s : tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>
 }

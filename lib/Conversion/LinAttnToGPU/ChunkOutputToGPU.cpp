@@ -114,7 +114,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   int64_t gStride = perKey ? K + 4 : 1;
   int64_t gBytes = chunk * gStride * 4;
   int64_t sBytes, dBytes, sUnitBytes, dUnitBytes;
-  int64_t dOffset, gOffset, outOffset, outBytes;
+  int64_t dOffset, gOffset, outOffset, outBytes, qRNormOffset;
+  // qk_l2norm factored: the rows' output scales s (q_rnorm) after the rest.
+  bool rowScales = static_cast<bool>(op.getQRnorm());
   auto layOut = [&] {
     sBytes = K * (cols + kPad) * 2;
     dBytes = chunk * (cols + kPad) * 2;
@@ -124,7 +126,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     gOffset = dOffset + units * dUnitBytes;
     outOffset = gOffset + gBytes;
     outBytes = units > 1 ? units * dBytes : 0;
-    return outOffset + outBytes;
+    qRNormOffset = outOffset + outBytes;
+    return qRNormOffset + (rowScales ? chunk * 4 : 0);
   };
   int64_t limit = target.maxSharedBytesPerBlock();
   // Blocks of `width` columns with their units (two where they fit): how
@@ -188,6 +191,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       split.push_back("D");
     if (!split.empty())
       os << "; " << llvm::join(split, ", ") << " split (hi + lo)";
+    if (rowScales)
+      os << "; each row times q's reciprocal norm (qk_l2norm factored)";
     os << "; " << sharedBytes << " bytes of shared memory ("
        << limit / sharedBytes << " blocks an SM by it)";
     op.emitRemark() << text;
@@ -197,6 +202,7 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
   Value qBuf = e.toBuffer(op.getQ()), kBuf = e.toBuffer(op.getK());
+  Value qRNorm = rowScales ? e.toBuffer(op.getQRnorm()) : Value();
   Value dBuf = e.toBuffer(op.getNewValues());
   Value states = e.toBuffer(op.getChunkStates());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
@@ -332,6 +338,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     } else {
       fillRowGates(k, gShared, gates, bIdx, rows, hv, chunk);
     }
+    Value sShared = rowScales ? k.vec(qRNormOffset, chunk, f32) : Value();
+    if (rowScales)
+      fillRowGates(k, sShared, qRNorm, bIdx, rows, h, chunk);
     if (async)
       k.waitCopies(k.commitCopies(), 0);
     k.barrier();
@@ -528,9 +537,21 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       }
       o = unflatten(ifOp.getResults());
     }
-    for (SmallVector<Value> &tile : o)
-      for (Value &x : tile)
-        x = e.mul(x, e.f32(scale));
+    if (sShared) {
+      // o_i = scale s_i (...): the factored normalisation's row scale.
+      for (int64_t half = 0; half < 2; ++half) {
+        Value rowScale =
+            e.mul(e.f32(scale),
+                  memref::LoadOp::create(b, sShared, k.accRow(m0, 2 * half)));
+        for (SmallVector<Value> &tile : o)
+          for (int64_t i : {2 * half, 2 * half + 1})
+            tile[i] = e.mul(tile[i], rowScale);
+      }
+    } else {
+      for (SmallVector<Value> &tile : o)
+        for (Value &x : tile)
+          x = e.mul(x, e.f32(scale));
+    }
     if (!target.hasStMatrix() || elementOf(out) != elem) {
       for (int64_t nt = 0; nt < nTiles; ++nt)
         k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {

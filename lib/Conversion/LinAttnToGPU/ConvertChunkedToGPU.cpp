@@ -71,7 +71,7 @@ namespace {
 using namespace kernel;
 
 bool isChunkedOp(Operation *op) {
-  return isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
+  return isa<L2NormOp, RNormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
              SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp, ChunkOutputOp>(
       op);
 }

@@ -23,7 +23,9 @@ static std::string describeQKGradKernel(QKGradOp qk) {
   if (valueHeads != heads)
     text += ", the shares of its " + std::to_string(valueHeads / heads) +
             " value heads summed";
-  if (qk.getQkL2norm())
+  if (qk.getFactored())
+    text += ", back through qk_l2norm factored (the norms' share added)";
+  else if (qk.getQkL2norm())
     text += ", back through qk_l2norm";
   return text;
 }

@@ -1,7 +1,9 @@
-//===- L2NormToGPU.cpp - linattn.l2norm to a kernel -------------------------===//
+//===- L2NormToGPU.cpp - linattn.l2norm and linattn.rnorm to kernels --------===//
 //
-// x / sqrt(sum(x^2) + eps) per row, the rows' keys spread over a warp's
-// lanes in 16-byte vectors, the sum by a butterfly of shuffles.
+// x / sqrt(sum(x^2) + eps) per row (linattn.l2norm), or the row's factor
+// 1 / sqrt(sum(x^2) + eps) alone (linattn.rnorm): the rows' keys spread
+// over a warp's lanes in 16-byte vectors, the sum by a butterfly of
+// shuffles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,29 +51,34 @@ struct L2NormTiling {
   }
 };
 
-/// y = x / sqrt(sum(x^2) + eps) over the last dimension of [B, T, H, K].
-/// The rows (t, h) of a sequence are consecutive in memory: a block takes
-/// kWarps * rowsPerWarp of them in order, so a warp's loads cover one
-/// contiguous stretch; lanes of a row sum their squares, then a butterfly
-/// of shuffles over its lanesPerRow lanes. Rows past T * H are read
-/// clamped (every lane takes part in the shuffles) and not stored.
-LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
+/// y = x / sqrt(sum(x^2) + eps) over the last dimension of [B, T, H, K]
+/// (`scalesOnly`: r = 1 / sqrt(sum(x^2) + eps) [B, T, H], each row's
+/// first lane storing it). The rows (t, h) of a sequence are consecutive
+/// in memory: a block takes kWarps * rowsPerWarp of them in order, so a
+/// warp's loads cover one contiguous stretch; lanes of a row sum their
+/// squares, then a butterfly of shuffles over its lanesPerRow lanes. Rows
+/// past T * H are read clamped (every lane takes part in the shuffles)
+/// and not stored.
+LogicalResult lowerRowNorms(Operation *op, Value input, Value result,
+                            bool scalesOnly, RewriterBase &rewriter) {
   rewriter.setInsertionPoint(op);
-  ImplicitLocOpBuilder b(op.getLoc(), rewriter);
+  ImplicitLocOpBuilder b(op->getLoc(), rewriter);
   LoopEmitter e(b);
-  auto type = cast<RankedTensorType>(op.getInput().getType());
+  auto type = cast<RankedTensorType>(input.getType());
   if (type.getRank() != 4)
-    return op.emitOpError() << "GPU kernel normalises [B, T, H, K] operands";
+    return op->emitOpError() << "GPU kernel normalises [B, T, H, K] operands";
   int64_t n = type.getDimSize(3); // static: the op's verifier
   if (n > kMaxL2NormKeys)
-    return op.emitOpError() << "GPU l2norm kernel takes K of at most "
-                            << kMaxL2NormKeys << " (a warp per row), got " << n;
+    return op->emitOpError() << "GPU " << op->getName().stripDialect()
+                             << " kernel takes K of at most " << kMaxL2NormKeys
+                             << " (a warp per row), got " << n;
   L2NormTiling tiling = L2NormTiling::of(n, type.getElementTypeBitWidth() / 8);
-  Value in = e.toBuffer(op.getInput());
+  Value in = e.toBuffer(input);
   SmallVector<Value> sizes;
   for (int64_t d = 0; d < 4; ++d)
     sizes.push_back(e.dim(in, d));
-  Value out = e.allocFor(op.getResult().getType(), sizes);
+  Value out = e.allocFor(result.getType(),
+                         scalesOnly ? ArrayRef(sizes).drop_back() : ArrayRef(sizes));
   Type outElem = cast<MemRefType>(out.getType()).getElementType();
   int64_t rowsPerBlock = kWarps * tiling.rowsPerWarp();
   Value rows = e.mulIndex(sizes[1], sizes[2]); // T * H of a sequence
@@ -134,6 +141,20 @@ LogicalResult lowerL2Norm(L2NormOp op, RewriterBase &rewriter) {
           b, e.f32(1.0f),
           math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon)))));
     }
+    if (scalesOnly) {
+      for (int64_t g = 0; g < tiling.rowGroups; ++g) {
+        const Piece &first = pieces[g * tiling.vectorsPerLane];
+        Value store = arith::AndIOp::create(
+            b, first.store,
+            arith::CmpIOp::create(b, arith::CmpIPredicate::eq, laneVector,
+                                  e.index(0)));
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(scf::IfOp::create(b, store, false).thenBlock());
+        memref::StoreOp::create(b, inverseNorms[g], out,
+                                ValueRange{bIdx, first.t, first.h});
+      }
+      return;
+    }
     auto narrowType = VectorType::get({tiling.width}, outElem);
     for (auto [i, piece] : llvm::enumerate(pieces)) {
       Value inv = inverseNorms[i / tiling.vectorsPerLane];
@@ -157,7 +178,17 @@ struct L2NormToGPU : OpRewritePattern<L2NormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(L2NormOp op,
                                 PatternRewriter &rewriter) const override {
-    return lowerL2Norm(op, rewriter);
+    return lowerRowNorms(op, op.getInput(), op.getResult(), /*scalesOnly=*/false,
+                         rewriter);
+  }
+};
+
+struct RNormToGPU : OpRewritePattern<RNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(RNormOp op,
+                                PatternRewriter &rewriter) const override {
+    return lowerRowNorms(op, op.getInput(), op.getResult(), /*scalesOnly=*/true,
+                         rewriter);
   }
 };
 
@@ -165,7 +196,7 @@ struct L2NormToGPU : OpRewritePattern<L2NormOp> {
 
 void populateL2NormToGPUPatterns(RewritePatternSet &patterns,
                                  const ChunkedLoweringContext &) {
-  patterns.add<L2NormToGPU>(patterns.getContext());
+  patterns.add<L2NormToGPU, RNormToGPU>(patterns.getContext());
 }
 
 } // namespace mlir::linattn::kernel

@@ -2,8 +2,9 @@
 //
 // A query/key input's gradient, one warp per (b, t, h) row, lane l holding
 // keys l, l + 32, ...: dy = the sum of the row's value heads' shares, then
-// with qk_l2norm dx = r (dy - y (y . dy)), y = x r, r = (|x|^2 + eps)^-1/2,
-// both sums by a butterfly of shuffles. The loop lowering (a thread per
+// with qk_l2norm dx = r (dy - y (y . dy)), y = x r, r = (|x|^2 + eps)^-1/2
+// (dx = dy - y (y . dy) where dy is the factored form's, `factored`), both
+// sums by a butterfly of shuffles. The loop lowering (a thread per
 // row, its keys in sequence) took 1 ms a call at B = 4, T = 16384, H = 8,
 // K = 128 on an H200 (bench/NOTES.md b6).
 //
@@ -28,7 +29,7 @@ LogicalResult lowerQKGrad(QKGradOp op, RewriterBase &rewriter) {
   if (K > kMaxQKGradKeys)
     return rewriter.notifyMatchFailure(op, "more keys than a warp holds");
   int64_t group = HV / H;
-  bool l2norm = bool(op.getQkL2norm());
+  bool l2norm = bool(op.getQkL2norm()), factored = bool(op.getFactored());
   rewriter.setInsertionPoint(op);
   ImplicitLocOpBuilder b(op.getLoc(), rewriter);
   LoopEmitter e(b);
@@ -70,8 +71,11 @@ LogicalResult lowerQKGrad(QKGradOp op, RewriterBase &rewriter) {
       for (size_t j = 0; j < xs.size(); ++j)
         dot = e.add(dot, e.mul(e.mul(r, xs[j]), dy[j]));
       dot = k.warpSum(dot);
-      for (size_t j = 0; j < xs.size(); ++j)
-        dx[j] = e.mul(r, e.sub(dy[j], e.mul(e.mul(r, xs[j]), dot)));
+      for (size_t j = 0; j < xs.size(); ++j) {
+        dx[j] = e.sub(dy[j], e.mul(e.mul(r, xs[j]), dot));
+        if (!factored)
+          dx[j] = e.mul(r, dx[j]);
+      }
     }
     for (size_t j = 0; j < dx.size(); ++j) {
       OpBuilder::InsertionGuard storeGuard(b);

@@ -23,21 +23,21 @@ namespace mlir::linattn::kernel {
 
 namespace {
 
-/// L = StrictLower(diag(c) P) under per-key gates, c = rank1Scale beta and
+/// L = StrictLower(diag(c) P) under per-key gates, c_r = rank1Coeff(r) and
 ///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),
 /// into the fp32 tile `l` ([64][64], zero above the diagonal and past
 /// `valid`) by forEachLowerKeyScore (K' staged in `kd` on the way); ends
 /// with a barrier.
 void lowerTriangleOfPerKeyScores(MmaEmitter &k, const Operand &keys,
                                  const Operand &kd, Value g, Value l,
-                                 Value betaShared, Value m0, Value valid,
-                                 float rank1Scale, int64_t K) {
+                                 function_ref<Value(Value)> rank1Coeff,
+                                 Value m0, Value valid, int64_t K) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   zeroSquareTile(k, l);
   forEachLowerKeyScore(k, keys, kd, g, m0, valid, K,
                        [&](Value r, Value c, Value score, Value keep) {
-    Value cr = e.mul(e.f32(rank1Scale), memref::LoadOp::create(b, betaShared, r));
+    Value cr = rank1Coeff(r);
     memref::StoreOp::create(b, k.select(keep, e.mul(score, cr), e.f32(0.0f)), l,
                             ValueRange{r, c});
   });
@@ -97,6 +97,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   LoopEmitter e(b);
   Value kBuf = e.toBuffer(op.getK()), vBuf = e.toBuffer(op.getV());
   Value beta = e.toBuffer(op.getBeta());
+  // qk_l2norm factored: k's reciprocal row norms r, so that c = rank1Scale
+  // beta r^2 and b = beta r (the op's description).
+  Value kRNorm = op.getKRnorm() ? e.toBuffer(op.getKRnorm()) : Value();
   Value batch = e.dim(kBuf, 0), seqLen = e.dim(kBuf, 1);
   // Raw scalar gates g (linattn-fuse-chunk-cumsum): this kernel sums them
   // itself (warp 0, warpChunkCumsum) and writes G for the state pass and
@@ -152,8 +155,9 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   int64_t loCols = std::max(splitKeys ? K : 0, splitValues ? V : 0);
   int64_t kdLoOffset = loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
   bool splitDecayedKeys = perKey && splitKeys;
-  int64_t sharedBytes =
+  int64_t rNormOffset =
       kdLoOffset + (splitDecayedKeys ? kChunk * (K + kPad) * 2 : 0);
+  int64_t sharedBytes = rNormOffset + (kRNorm ? kChunk * 4 : 0);
   if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
     return failure();
   if (explain)
@@ -171,7 +175,14 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     ChunkRows rows = chunkRows(e, n, seqLen);
     Type elem = *mmaElem, f32 = b.getF32Type();
     Value gShared = k.vec(gOffset, kChunk, f32);
+    // The write coefficients b (beta, or beta r), and r.
     Value betaShared = k.vec(betaOffset, kChunk, f32);
+    Value rShared = kRNorm ? k.vec(rNormOffset, kChunk, f32) : Value();
+    // The rank-1 coefficient of row i: rank1Scale beta_i (r_i^2).
+    auto rank1Coeff = [&](Value i) {
+      Value c = e.mul(e.f32(rank1Scale), memref::LoadOp::create(b, betaShared, i));
+      return rShared ? e.mul(c, memref::LoadOp::create(b, rShared, i)) : c;
+    };
     Value keyTile = k.tile(0, kChunk, K + kPad, elem);
     Value valueTile = k.tile(0, kChunk, V + kPad, elem);
     Value tF32 = k.tile(xOffset, kChunk, fpStride, f32);
@@ -206,14 +217,21 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     } else {
       fillRowGates(k, gShared, gates, bIdx, rows, hv);
     }
-    fillRowGates(k, betaShared, beta, bIdx, rows, hv);
+    if (kRNorm) {
+      fillRowGates(k, rShared, kRNorm, bIdx, rows, h);
+      fillRowScalars(k, betaShared, rows, [&](Value t) {
+        return e.mul(e.loadF32(beta, {bIdx, t, hv}), e.loadF32(kRNorm, {bIdx, t, h}));
+      });
+    } else {
+      fillRowGates(k, betaShared, beta, bIdx, rows, hv);
+    }
     k.barrier();
 
     Value m0 = e.mulIndex(k.warp, e.index(16));
     if (perKey)
       lowerTriangleOfPerKeyScores(k, Operand::of(keyTile, keyLo),
                                   Operand::of(kdTile, kdLo), gKeys, lTile,
-                                  betaShared, m0, rows.valid, rank1Scale, K);
+                                  rank1Coeff, m0, rows.valid, K);
     // 2. A = K K^T; L = StrictLower(c_i A_ij exp(G_i - G_j)) for valid rows.
     SmallVector<SmallVector<Value>> acc = k.zeroAcc(perKey ? 0 : kChunk / 8);
     if (!perKey)
@@ -225,6 +243,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
         Value gc = memref::LoadOp::create(b, gShared, c);
         Value cr = e.mul(e.f32(rank1Scale),
                          memref::LoadOp::create(b, betaShared, r));
+        if (rShared)
+          cr = e.mul(cr, memref::LoadOp::create(b, rShared, r));
         Value l = e.mul(e.mul(acc[nt][i], cr), k.exp(e.sub(gr, gc)));
         Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, rows.valid));
         memref::StoreOp::create(b, k.select(keep, l, e.f32(0.0f)), lTile,
@@ -321,6 +341,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     splitScaledT([&](Value c) {
       Value g = perKey ? Value() : memref::LoadOp::create(b, gShared, c);
       Value betaC = memref::LoadOp::create(b, betaShared, c);
+      if (rShared) // c = rank1Scale (beta r) r
+        betaC = e.mul(betaC, memref::LoadOp::create(b, rShared, c));
       if (perKey)
         return e.mul(e.f32(rank1Scale), betaC);
       return e.mul(e.mul(e.f32(rank1Scale), betaC), k.exp(g));

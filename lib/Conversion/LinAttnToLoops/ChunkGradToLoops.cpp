@@ -63,8 +63,21 @@ private:
   Value stateAt(Value states, Value r, Value c) {
     return e.loadF32(states, {bIdx, n, hv, r, c});
   }
+  /// k_rnorm's r_t (qk_l2norm factored), or null.
+  Value keyRNorm(Value t) {
+    return kRNorm ? e.loadF32(kRNorm, {bIdx, t, h}) : Value();
+  }
+  /// The rank-1 coefficient c_t = rank1_scale beta_t (r_t^2 with k_rnorm).
   Value coeff(Value t) {
-    return e.mul(rank1Scale, e.loadF32(beta, {bIdx, t, hv}));
+    Value c = e.mul(rank1Scale, e.loadF32(beta, {bIdx, t, hv}));
+    if (Value r = keyRNorm(t))
+      c = e.mul(e.mul(c, r), r);
+    return c;
+  }
+  /// What dO_t's products take beside it: scale, times s_t with q_rnorm
+  /// (dO_t enters as s_t dO_t).
+  Value outputScale(Value t) {
+    return qRNorm ? e.mul(scale, e.loadF32(qRNorm, {bIdx, t, h})) : scale;
   }
   Value wide(Value x) { return arith::ExtFOp::create(b, b.getF64Type(), x); }
 
@@ -82,7 +95,7 @@ private:
   int64_t H = 0, K = 0, HV = 0, V = 0, C = 0;
   bool perKey = false;
   Value q, k, v, beta, gates, w, u, newValues, states, gradOut, gradNewValues,
-      gradStates;
+      gradStates, qRNorm, kRNorm;
   Value dq, dk, dv, dgates, dbeta;
   // Scratch, per chunk rows [B, T, HV, *] f32: dP_ij = scale dO_i . D_j (j
   // <= i); with the WY form P_ij = sum_r k_ir k_jr E_ij and c_i dL_ij (j <
@@ -135,9 +148,10 @@ void ChunkGradLowering::emitPairs() {
     ifInChunk(i, [&] {
       if (outputPairs)
         e.forRange(j0, e.minIndex(j1, e.addIndex(i, e.index(1))), [&](Value j) {
-          Value dP = e.mul(scale, l.dot(
-                                      V, [&](Value c) { return at(gradOut, i, c); },
-                                      [&](Value c) { return at(newValues, j, c); }));
+          Value dP = e.mul(outputScale(i),
+                           l.dot(
+                               V, [&](Value c) { return at(gradOut, i, c); },
+                               [&](Value c) { return at(newValues, j, c); }));
           storePair(dP, outputPairs, i, j);
         });
       if (!beta)
@@ -193,7 +207,9 @@ void ChunkGradLowering::emitBackSubstitution() {
 
 // Without the WY form dv = dD. With it, a thread per token i: dv_i =
 // beta_i Z_i, c_i dL_ij = -c_i (Y_i . W_j + Z_i . U_j) for j < i and
-// dbeta_i = rank1_scale (Y_i . (k_i * exp(G_i)) + sum_j dL_ij P_ij) + Z_i . v_i.
+// dbeta_i = rank1_scale (Y_i . (k_i * exp(G_i)) + sum_j dL_ij P_ij) + Z_i . v_i;
+// with k_rnorm r the write coefficient is b_i = beta_i r_i (dv_i = b_i Z_i)
+// and dbeta_i takes r_i^2 and r_i on its two parts.
 void ChunkGradLowering::emitRowScalars() {
   if (!beta) {
     // dv = dD: a thread per value column over the chunk's tokens, so that
@@ -228,13 +244,18 @@ void ChunkGradLowering::emitRowScalars() {
       Value throughU = l.dot(
           V, [&](Value c) { return at(zU, i, c); },
           [&](Value c) { return at(v, i, c); });
-      Value betaI = e.loadF32(beta, {bIdx, i, hv});
+      Value bI = e.loadF32(beta, {bIdx, i, hv});
+      Value throughC = e.mul(rank1Scale, e.add(throughW, throughL));
+      if (Value r = keyRNorm(i)) {
+        bI = e.mul(bI, r);
+        throughC = e.mul(e.mul(throughC, r), r);
+        throughU = e.mul(throughU, r);
+      }
       e.forEach(vDim, [&](Value c) {
-        e.storeFromF32(e.mul(betaI, at(zU, i, c)), dv, idx(i, c));
+        e.storeFromF32(e.mul(bI, at(zU, i, c)), dv, idx(i, c));
       });
-      memref::StoreOp::create(
-          b, e.add(e.mul(rank1Scale, e.add(throughW, throughL)), throughU),
-          dbeta, ValueRange{bIdx, i, hv});
+      memref::StoreOp::create(b, e.add(throughC, throughU), dbeta,
+                              ValueRange{bIdx, i, hv});
     });
   });
 }
@@ -268,9 +289,10 @@ void ChunkGradLowering::emitKeyGradients() {
     auto key = [&](Value t) { return kAt(t, r); };
     Value zero64 = arith::ConstantOp::create(b, b.getF64FloatAttr(0.0));
     e.forRange(i0, i1, [&](Value i) {
-      Value dqg = e.mul(scale, l.dot(
-                                   V, [&](Value c) { return stateAt(states, r, c); },
-                                   [&](Value c) { return at(gradOut, i, c); }));
+      Value dqg = e.mul(outputScale(i),
+                        l.dot(
+                            V, [&](Value c) { return stateAt(states, r, c); },
+                            [&](Value c) { return at(gradOut, i, c); }));
       Value throughState = e.mul(dqg, e.exp(gate(i, r)));
       Value dqIntra = l.sumRange(t0, e.addIndex(i, e.index(1)), [&](Value j) {
         return e.mul(e.mul(pairAt(outputPairs, i, j), key(j)),
@@ -410,6 +432,8 @@ void ChunkGradLowering::run() {
   gradOut = buffer(op.getGradOutput());
   gradNewValues = buffer(op.getGradNewValues());
   gradStates = buffer(op.getGradChunkStates());
+  qRNorm = buffer(op.getQRnorm());
+  kRNorm = buffer(op.getKRnorm());
   H = dimOf(q, 2);
   K = dimOf(q, 3);
   HV = dimOf(v, 2);
@@ -467,7 +491,8 @@ void ChunkGradLowering::run() {
   if (keyKernel) {
     keyKernel(b, ChunkGradKeyInputs{q, k, beta, gates, newValues, states,
                                     gradOut, gradStates, keyPairs, factorPairs,
-                                    yW, dq, dk, dgates, batch, seqLen});
+                                    yW, dq, dk, dgates, batch, seqLen,
+                                    /*wyGateShare=*/Value(), qRNorm, kRNorm});
   } else {
     emitKeyGradients();
     if (dgates && !perKey)

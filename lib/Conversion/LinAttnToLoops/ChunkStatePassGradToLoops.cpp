@@ -22,12 +22,14 @@ namespace mlir::linattn {
 //   grad_chunk_states[n] = H
 //   dD_i = scale sum_{j >= i} A_ji dO_j + Kd_i H,   A_ji = q_j . (k_i * exp(G_j - G_i))
 //   H <- exp(G_C) * H + scale sum_i Qg_i dO_i^T - sum_i w_i dD_i^T
-// with Kd_i = k_i * exp(G_C - G_i) and Qg_i = q_i * exp(G_i) (per key).
+// with Kd_i = k_i * exp(G_C - G_i) and Qg_i = q_i * exp(G_i) (per key);
+// with q_rnorm s every q_j is s_j q_j.
 void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
   ImplicitLocOpBuilder &b = l.b;
   Value q = e.toBuffer(op.getQ()), k = e.toBuffer(op.getK());
+  Value qRNorm = op.getQRnorm() ? e.toBuffer(op.getQRnorm()) : Value();
   Value w = op.getW() ? e.toBuffer(op.getW()) : Value();
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
   Value gradOut = e.toBuffer(op.getGradOutput());
@@ -63,6 +65,11 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
     tLast = e.subIndex(t1, e.index(1));
   };
   auto at = [&](Value t, Value x) { return SmallVector<Value>{bIdx, t, hv, x}; };
+  // q_t's element r as the pass reads it: s_t q_t with q_rnorm.
+  auto queryAt = [&](Value t, Value r) {
+    Value x = e.loadF32(q, {bIdx, t, h, r});
+    return qRNorm ? e.mul(x, e.loadF32(qRNorm, {bIdx, t, h})) : x;
+  };
 
   // Per chunk, a thread per token i: A_ji for j >= i (scores[i][j - t0]),
   // Kd_i and Qg_i.
@@ -79,8 +86,7 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
       Value score = l.dot(
           K,
           [&](Value r) {
-            return e.mul(e.loadF32(q, {bIdx, j, h, r}),
-                         e.exp(e.sub(gate(j, r), gate(i, r))));
+            return e.mul(queryAt(j, r), e.exp(e.sub(gate(j, r), gate(i, r))));
           },
           [&](Value r) { return e.loadF32(k, {bIdx, i, h, r}); });
       memref::StoreOp::create(b, score, scores, at(i, e.subIndex(j, t0)));
@@ -91,8 +97,7 @@ void lowerChunkStatePassGrad(ChunkStatePassGradOp op) {
                                     e.exp(e.sub(gate(tLast, r), gate(i, r)))),
                               decayedKeys, at(i, r));
       memref::StoreOp::create(
-          b, e.mul(e.loadF32(q, {bIdx, i, h, r}), e.exp(gate(i, r))),
-          gatedQueries, at(i, r));
+          b, e.mul(queryAt(i, r), e.exp(gate(i, r))), gatedQueries, at(i, r));
     });
   });
 

@@ -58,6 +58,26 @@ void lowerL2Norm(L2NormOp op) {
   e.replaceWithBuffers(op, {out});
 }
 
+// r[b, t, h] = (sum_d x[b, t, h, d]^2 + eps)^-1/2.
+void lowerRNorm(RNormOp op) {
+  ChunkLowering l(op, 1);
+  LoopEmitter &e = l.e;
+  Value in = e.toBuffer(op.getInput());
+  int64_t n = dimOf(in, 3);
+  SmallVector<Value> sizes = {e.dim(in, 0), e.dim(in, 1), e.dim(in, 2)};
+  Value out = e.allocFor(op.getResult().getType(), sizes);
+  e.forEach(sizes[0], [&](Value bIdx) {
+    e.forEach(sizes[1], [&](Value t) {
+      e.forEach(sizes[2], [&](Value h) {
+        memref::StoreOp::create(e.b, e.inverseL2Norm(in, {bIdx, t, h}, n,
+                                                     L2NormOp::kEpsilon),
+                                out, ValueRange{bIdx, t, h});
+      });
+    });
+  });
+  e.replaceWithBuffers(op, {out});
+}
+
 // G_t = sum of g_s over s in [start of t's chunk, t], into `out` (the
 // gates g [B, T, HV] or [B, T, HV, K] in the buffer `g`). With `keys`
 // (per-key gates), also, per chunk n with last token C,
@@ -132,7 +152,8 @@ void lowerChunkCumsum(ChunkCumsumOp op) {
 
 // Forward substitution for (I + L) [W U] = [diag(c) (K * exp(G)), diag(b) V],
 // L_ij = c_i sum_d k_id k_jd exp(G_id - G_jd) for j < i in the same chunk
-// (G_id = G_i for gates per row):
+// (G_id = G_i for gates per row), c = rank1_scale beta and b = beta, or
+// with k_rnorm r (qk_l2norm factored) c = rank1_scale beta r^2, b = beta r:
 //   W_i = c_i (k_i * exp(G_i)) - sum_{j<i} L_ij W_j
 //   U_i = b_i v_i              - sum_{j<i} L_ij U_j
 void lowerUTTransform(UTTransformOp op) {
@@ -141,6 +162,7 @@ void lowerUTTransform(UTTransformOp op) {
   Value k = e.toBuffer(op.getK()), v = e.toBuffer(op.getV());
   Value beta = e.toBuffer(op.getBeta());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value kRNorm = op.getKRnorm() ? e.toBuffer(op.getKRnorm()) : Value();
   int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
   int64_t numVHeads = dimOf(v, 2), V = dimOf(v, 3);
   Value batch = e.dim(k, 0), seqLen = e.dim(k, 1);
@@ -174,8 +196,14 @@ void lowerUTTransform(UTTransformOp op) {
       Value h = e.qkHead(hv, numVHeads, numQKHeads);
       l.forEachChunk(seqLen, [&](Value, Value t0, Value t1) {
         e.forRange(t0, t1, [&](Value i) {
-          Value betaI = e.loadF32(beta, {bIdx, i, hv});
-          Value cI = e.mul(rank1Scale, betaI);
+          // The write coefficient b_i and the rank-1 one c_i.
+          Value bI = e.loadF32(beta, {bIdx, i, hv});
+          Value rI = kRNorm ? e.loadF32(kRNorm, {bIdx, i, h}) : Value();
+          Value cI = e.mul(rank1Scale, bI);
+          if (rI) {
+            bI = e.mul(bI, rI);
+            cI = e.mul(e.mul(cI, rI), rI);
+          }
           Value gI = perKey ? Value() : l.gateAt(gates, bIdx, i, hv, Value());
           Value wScale = perKey ? cI : e.mul(cI, e.exp(gI));
           e.forEach(e.index(K), [&](Value d) {
@@ -187,7 +215,7 @@ void lowerUTTransform(UTTransformOp op) {
           });
           e.forEach(e.index(V), [&](Value d) {
             memref::StoreOp::create(
-                e.b, e.mul(betaI, e.loadF32(v, {bIdx, i, hv, d})), u,
+                e.b, e.mul(bI, e.loadF32(v, {bIdx, i, hv, d})), u,
                 ValueRange{bIdx, i, hv, d});
           });
           e.forRange(t0, i, [&](Value j) {
@@ -248,6 +276,7 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
   Value w = op.getW() ? e.toBuffer(op.getW()) : Value();
   Value beta = op.getBeta() ? e.toBuffer(op.getBeta()) : Value();
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
+  Value kRNorm = op.getKRnorm() ? e.toBuffer(op.getKRnorm()) : Value();
   Value init = e.toBuffer(op.getInitialState());
   int64_t numQKHeads = dimOf(k, 2), K = dimOf(k, 3);
   int64_t numVHeads = dimOf(u, 2), V = dimOf(u, 3);
@@ -367,9 +396,16 @@ void lowerChunkStatePass(ChunkStatePassOp op) {
                 });
               });
             Value decay = perKey ? e.f32(1.0f) : stepDecay(Value());
+            // The write coefficient b_t = beta_t (r_t beta_t with k_rnorm)
+            // and the rank-1 one, rank1_scale beta_t (r_t^2) times a_t.
             Value betaT = e.loadF32(beta, {bIdx, t, hv});
             Value coeff = e.mul(e.mul(rank1Scale, betaT), decay);
-            // D_t = beta u_t - coeff S^T k_t
+            if (kRNorm) {
+              Value rT = e.loadF32(kRNorm, {bIdx, t, h});
+              betaT = e.mul(betaT, rT);
+              coeff = e.mul(e.mul(coeff, rT), rT);
+            }
+            // D_t = b_t u_t - coeff S^T k_t
             e.forEach(vDim, [&](Value c) {
               Value sk = l.dot(
                   K, [&](Value r) { return e.loadF32(k, {bIdx, t, h, r}); },
@@ -559,7 +595,8 @@ void lowerSegmentMaps(SegmentMapsOp op) {
       {ShapedType::kDynamic, ShapedType::kDynamic, numVHeads, K, K + V}, f32);
   auto pass = ChunkStatePassOp::create(
       e.b, op.getLoc(), TypeRange{uMapsType, statesType, mapsType}, op.getK(),
-      e.toTensor(uMaps, uMapsType), op.getW(), /*beta=*/Value(), op.getGates(),
+      /*k_rnorm=*/Value(), e.toTensor(uMaps, uMapsType), op.getW(),
+      /*beta=*/Value(), op.getGates(),
       e.toTensor(entries, mapsType), op.getChunkSizeAttr(),
       /*rank1_scale=*/FloatAttr(), op.getSegmentChunksAttr(),
       op.getDecayedKeysAttr());
@@ -615,11 +652,13 @@ void lowerSegmentEntries(SegmentEntriesOp op) {
 }
 
 // o_i = scale (S_n^T (q_i * exp(G_i))
-//              + sum_{j <= i in chunk} (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j)
+//              + sum_{j <= i in chunk} (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j),
+// times s_i with q_rnorm s.
 void lowerChunkOutput(ChunkOutputOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
   Value q = e.toBuffer(op.getQ()), k = e.toBuffer(op.getK());
+  Value qRNorm = op.getQRnorm() ? e.toBuffer(op.getQRnorm()) : Value();
   Value delta = e.toBuffer(op.getNewValues());
   Value states = e.toBuffer(op.getChunkStates());
   Value gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
@@ -693,9 +732,11 @@ void lowerChunkOutput(ChunkOutputOp op) {
               memref::StoreOp::create(e.b, e.add(a, e.mul(score, d)), acc, c);
             });
           });
+          Value rowScale =
+              qRNorm ? e.mul(scale, e.loadF32(qRNorm, {bIdx, i, h})) : scale;
           e.forEach(vDim, [&](Value c) {
             Value a = memref::LoadOp::create(e.b, acc, c);
-            e.storeFromF32(e.mul(scale, a), out, {bIdx, i, hv, c});
+            e.storeFromF32(e.mul(rowScale, a), out, {bIdx, i, hv, c});
           });
         });
       });
@@ -829,7 +870,7 @@ void lowerChunkNewValues(ChunkNewValuesOp op) {
 void lowerChunkedOpsToLoops(Operation *root) {
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
-    if (isa<L2NormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
+    if (isa<L2NormOp, RNormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
             SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp,
             ChunkTransitionsOp, ChunkNewValuesOp, ChunkOutputOp>(op))
       ops.push_back(op);
@@ -837,6 +878,7 @@ void lowerChunkedOpsToLoops(Operation *root) {
   for (Operation *op : ops) {
     llvm::TypeSwitch<Operation *>(op)
         .Case([](L2NormOp op) { lowerL2Norm(op); })
+        .Case([](RNormOp op) { lowerRNorm(op); })
         .Case([](ChunkCumsumOp op) { lowerChunkCumsum(op); })
         .Case([](UTTransformOp op) { lowerUTTransform(op); })
         .Case([](ChunkStatePassOp op) { lowerChunkStatePass(op); })

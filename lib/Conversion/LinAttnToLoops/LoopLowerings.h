@@ -37,13 +37,15 @@ void lowerChunkGradOpsToLoops(Operation *root);
 /// beta) and the results to fill (dgates null where the op has none). With
 /// per-key gates only the GPU's WY kernel precedes the key kernel: yW then
 /// holds dk's WY share and wyGateShare dL/dG's ([B, T, HV, K] f32), and P
-/// and F stay null.
+/// and F stay null. qRNorm and kRNorm ([B, T, H] f32, null but with
+/// qk_l2norm factored): dO's rows enter times s, the coefficients take r.
 struct ChunkGradKeyInputs {
   Value q, k, beta, gates, newValues, states, gradOutput, gradStates;
   Value keyPairs, factorPairs, yW;
   Value dq, dk, dgates;
   Value batch, seqLen;
   Value wyGateShare;
+  Value qRNorm, kRNorm;
 };
 using ChunkGradKeyKernel =
     function_ref<void(ImplicitLocOpBuilder &, const ChunkGradKeyInputs &)>;
@@ -58,9 +60,11 @@ void lowerQKGrad(QKGradOp op);
 /// result[b, t, h] = the gradient of the query/key input x [B, T, H, K]
 /// from its value heads' shares perValueHead [B, T, HV, K] f32: summed over
 /// h's value heads, then back through the L2 normalisation with `l2norm`
-/// (dx = r (dy - y (y . dy)), y = x r). Buffers; parallel over (b, t, h).
+/// (dx = r (dy - y (y . dy)), y = x r; `factored`: dy is with respect to x
+/// with r held fixed, dx = dy - y (y . dy)). Buffers; parallel over (b, t,
+/// h).
 void emitQKGradient(LoopEmitter &e, Value x, Value perValueHead, Value result,
-                    bool l2norm);
+                    bool l2norm, bool factored = false);
 
 } // namespace mlir::linattn
 

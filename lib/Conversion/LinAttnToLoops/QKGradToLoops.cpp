@@ -15,9 +15,11 @@ namespace mlir::linattn {
 
 // dy = sum over the value heads of x's head of perValueHead; without
 // l2norm dx = dy, with it (y = x r, r = (|x|^2 + eps)^-1/2)
-// dx = r (dy - y (y . dy)). Parallel over (b, t, h).
+// dx = r (dy - y (y . dy)), or dx = dy - y (y . dy) where dy is the
+// factored form's (`factored`: with respect to x, r held fixed). Parallel
+// over (b, t, h).
 void emitQKGradient(LoopEmitter &e, Value x, Value perValueHead, Value result,
-                    bool l2norm) {
+                    bool l2norm, bool factored) {
   ImplicitLocOpBuilder &b = e.b;
   int64_t H = dimOf(x, 2), K = dimOf(x, 3), HV = dimOf(perValueHead, 2);
   int64_t group = HV / H;
@@ -58,7 +60,9 @@ void emitQKGradient(LoopEmitter &e, Value x, Value perValueHead, Value result,
                       })[0];
   e.forEach(e.index(K), [&](Value i) {
     Value y = e.mul(r, e.loadF32(x, {bi, t, head, i}));
-    Value dx = e.mul(r, e.sub(summed(i), e.mul(y, yDotDy)));
+    Value dx = e.sub(summed(i), e.mul(y, yDotDy));
+    if (!factored)
+      dx = e.mul(r, dx);
     e.storeFromF32(dx, result, {bi, t, head, i});
   });
 }
@@ -70,7 +74,7 @@ void lowerQKGrad(QKGradOp op) {
   Value grad = e.toBuffer(op.getGrad());
   Value result = e.allocFor(op.getResult().getType(),
                             {e.dim(x, 0), e.dim(x, 1), e.dim(x, 2), e.dim(x, 3)});
-  emitQKGradient(e, x, grad, result, op.getQkL2norm());
+  emitQKGradient(e, x, grad, result, op.getQkL2norm(), op.getFactored());
   e.replaceWithBuffers(op, {result});
 }
 

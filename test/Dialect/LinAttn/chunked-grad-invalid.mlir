@@ -138,3 +138,27 @@ func.func @qk_grad_type(%q: tensor<1x8x2x8xbf16>, %g: tensor<1x8x4x8xbf16>) {
   %dq = linattn.qk_grad %q grad(%g) : (tensor<1x8x2x8xbf16>, tensor<1x8x4x8xbf16>) -> tensor<1x8x2x8xbf16>
   return
 }
+
+// -----
+
+// The factored form's norms come in pairs, with the WY form.
+func.func @chunk_grad_one_rnorm(%q: tensor<1x8x1x8xf32>, %rq: tensor<1x8x1xf32>, %k: tensor<1x8x1x8xf32>, %v: tensor<1x8x2x4xf32>,
+    %d: tensor<1x8x2x4xf32>, %s: tensor<1x1x2x8x4xf32>, %do: tensor<1x8x2x4xf32>,
+    %dd: tensor<1x8x2x4xf32>, %hs: tensor<1x1x2x8x4xf32>) {
+  // expected-error @+1 {{'q_rnorm' and 'k_rnorm' (qk_l2norm factored) come together, with the WY form}}
+  %dq, %dk, %dv = linattn.chunk_grad q(%q) q_rnorm(%rq) k(%k) v(%v) new_values(%d) states(%s) grad_output(%do)
+      grad_new_values(%dd) grad_states(%hs) {chunk_size = 8 : i64, scale = 1.0 : f32}
+      : (tensor<1x8x1x8xf32>, tensor<1x8x1xf32>, tensor<1x8x1x8xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x1x2x8x4xf32>,
+         tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x1x2x8x4xf32>)
+      -> (tensor<1x8x2x8xf32>, tensor<1x8x2x8xf32>, tensor<1x8x2x4xf32>)
+  return
+}
+
+// -----
+
+// qk_grad's factored form is a form of qk_l2norm.
+func.func @qk_grad_factored_alone(%q: tensor<?x?x2x64xbf16>, %g: tensor<?x?x8x64xf32>) -> tensor<?x?x2x64xbf16> {
+  // expected-error @+1 {{'factored' is a form of 'qk_l2norm' (the normalisation's gradient) and needs it}}
+  %dq = linattn.qk_grad %q grad(%g) {factored} : (tensor<?x?x2x64xbf16>, tensor<?x?x8x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %dq : tensor<?x?x2x64xbf16>
+}

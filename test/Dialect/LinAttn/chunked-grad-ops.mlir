@@ -62,3 +62,29 @@ func.func @qk_grad(%q: tensor<?x?x2x64xbf16>, %g: tensor<?x?x8x64xf32>) -> tenso
   %dq = linattn.qk_grad %q grad(%g) {qk_l2norm} : (tensor<?x?x2x64xbf16>, tensor<?x?x8x64xf32>) -> tensor<?x?x2x64xbf16>
   return %dq : tensor<?x?x2x64xbf16>
 }
+
+// qk_l2norm factored: the reverse pass and chunk_grad take q's and k's
+// reciprocal row norms beside them; qk_grad {factored} adds the norms'
+// share.
+// CHECK-LABEL: func.func @factored_l2norm
+// CHECK: linattn.chunk_state_pass_grad q(%{{.*}}) q_rnorm(%{{.*}}) k(%{{.*}}) w(%{{.*}}) gates(%{{.*}}) grad_output(%{{.*}}) grad_final_state(%{{.*}})
+// CHECK: linattn.chunk_grad q(%{{.*}}) q_rnorm(%{{.*}}) k(%{{.*}}) k_rnorm(%{{.*}}) v(%{{.*}}) beta(%{{.*}}) gates(%{{.*}}) w(%{{.*}}) u(%{{.*}})
+// CHECK: linattn.qk_grad %{{.*}} grad(%{{.*}}) {factored, qk_l2norm}
+func.func @factored_l2norm(%q: tensor<?x?x2x64xbf16>, %rq: tensor<?x?x2xf32>, %k: tensor<?x?x2x64xbf16>,
+    %rk: tensor<?x?x2xf32>, %v: tensor<?x?x4x32xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>,
+    %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x32xf32>, %d: tensor<?x?x4x32xf32>, %s: tensor<?x?x4x64x32xf32>,
+    %do: tensor<?x?x4x32xbf16>, %ds: tensor<?x4x64x32xf32>) -> tensor<?x?x2x64xbf16> {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) q_rnorm(%rq) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds)
+      {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x32xbf16>, tensor<?x4x64x32xf32>)
+      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x64x32xf32>, tensor<?x4x64x32xf32>)
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) q_rnorm(%rq) k(%k) k_rnorm(%rk) v(%v) beta(%beta) gates(%g) w(%w) u(%u)
+      new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs)
+      {chunk_size = 64 : i64, scale = 0.125 : f32, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x64xbf16>, tensor<?x?x2xf32>, tensor<?x?x4x32xbf16>,
+         tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xf32>,
+         tensor<?x?x4x64x32xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x64x32xf32>)
+      -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x32xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  %dqx = linattn.qk_grad %q grad(%dq) {qk_l2norm, factored} : (tensor<?x?x2x64xbf16>, tensor<?x?x4x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %dqx : tensor<?x?x2x64xbf16>
+}

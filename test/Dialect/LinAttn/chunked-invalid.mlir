@@ -21,6 +21,54 @@ func.func @f(%x: tensor<4x?xf32>) {
 
 // -----
 
+// rnorm of a row that is not [B, T, H, K]
+func.func @f(%x: tensor<4x8xbf16>) {
+  // expected-error @+1 {{input must be [B, T, H, K] with a static K, got 'tensor<4x8xbf16>'}}
+  %r = linattn.rnorm %x : tensor<4x8xbf16> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+// rnorm's result keeps the rows, in f32
+func.func @f(%x: tensor<2x8x4x16xbf16>) {
+  // expected-error @+1 {{result must be the input's rows [B, T, H] in f32, got 'tensor<2x8x4xbf16>' for 'tensor<2x8x4x16xbf16>'}}
+  %r = linattn.rnorm %x : tensor<2x8x4x16xbf16> -> tensor<2x8x4xbf16>
+  return
+}
+
+// -----
+
+// k_rnorm of other rows than k's
+func.func @f(%k: tensor<1x8x2x16xbf16>, %rk: tensor<1x8x4xf32>, %v: tensor<1x8x4x32xbf16>, %beta: tensor<1x8x4xf32>) {
+  // expected-error @+1 {{dimension H of 'k_rnorm' (4) must equal H = 2 (from 'k')}}
+  %w, %u = linattn.ut_transform k(%k) k_rnorm(%rk) v(%v) beta(%beta) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x4xf32>, tensor<1x8x4x32xbf16>, tensor<1x8x4xf32>) -> (tensor<1x8x4x16xf32>, tensor<1x8x4x32xf32>)
+  return
+}
+
+// -----
+
+// k_rnorm on the WY form of the state pass (W and U carry it)
+func.func @f(%k: tensor<1x8x2x16xbf16>, %rk: tensor<1x8x2xf32>, %u: tensor<1x8x2x32xf32>, %w: tensor<1x8x2x16xf32>, %s0: tensor<1x2x16x32xf32>) {
+  // expected-error @+1 {{'k_rnorm' takes the rank-1 product form ('beta'); in the WY form 'w' and 'u' carry it (linattn.ut_transform's 'k_rnorm')}}
+  %d, %states, %final = linattn.chunk_state_pass k(%k) k_rnorm(%rk) u(%u) w(%w) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2xf32>, tensor<1x8x2x32xf32>, tensor<1x8x2x16xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x8x2x32xf32>, tensor<1x1x2x16x32xf32>, tensor<1x2x16x32xf32>)
+  return
+}
+
+// -----
+
+// q_rnorm in another element type
+func.func @f(%q: tensor<1x8x2x16xbf16>, %rq: tensor<1x8x2xbf16>, %k: tensor<1x8x2x16xbf16>, %d: tensor<1x8x2x32xf32>, %s: tensor<1x1x2x16x32xf32>) {
+  // expected-error @+1 {{'q_rnorm' must have element type f32}}
+  %o = linattn.chunk_output q(%q) q_rnorm(%rq) k(%k) new_values(%d) states(%s) {chunk_size = 16 : i64, scale = 0.25 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x32xf32>, tensor<1x1x2x16x32xf32>) -> tensor<1x8x2x32xbf16>
+  return
+}
+
+// -----
+
 // chunk_cumsum of a rank-2 gate
 func.func @f(%g: tensor<8x2xf32>) {
   // expected-error @+1 {{'gate' must be [B, T, HV] or [B, T, HV, K], got 'tensor<8x2xf32>'}}

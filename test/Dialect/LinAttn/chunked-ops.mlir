@@ -21,6 +21,31 @@ func.func @chunked_gated_delta(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf
   return %o, %final : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>
 }
 
+// qk_l2norm factored: the reciprocal row norms of q and k beside them (the
+// UT transform's coefficients take r, the output's rows s; the product
+// form of the state pass takes r too).
+
+// CHECK-LABEL: func.func @chunked_gated_delta_factored_l2norm
+// CHECK:   %[[RQ:.*]] = linattn.rnorm %arg0 : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+// CHECK:   %[[RK:.*]] = linattn.rnorm %arg1 : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+// CHECK:   linattn.chunk_state_pass k(%arg1) k_rnorm(%[[RK]]) u(%arg2) beta(%arg4) gates(%{{.*}}) state(%arg5) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK:   linattn.ut_transform k(%arg1) k_rnorm(%[[RK]]) v(%arg2) beta(%arg4) gates(%{{.*}}) {chunk_size = 16 : i64, rank1_scale = 1.000000e+00 : f32}
+// CHECK:   linattn.chunk_output q(%arg0) q_rnorm(%[[RQ]]) k(%arg1) new_values(%{{.*}}) states(%{{.*}}) gates(%{{.*}})
+func.func @chunked_gated_delta_factored_l2norm(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>, tensor<?x4x16x32xf32>) {
+  %rq = linattn.rnorm %q : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+  %rk = linattn.rnorm %k : tensor<?x?x2x16xbf16> -> tensor<?x?x2xf32>
+  %G = linattn.chunk_cumsum %g {chunk_size = 16 : i64} : tensor<?x?x4xf32> -> tensor<?x?x4xf32>
+  %d0, %states0, %final0 = linattn.chunk_state_pass k(%k) k_rnorm(%rk) u(%v) beta(%beta) gates(%G) state(%s0) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+  %w, %u = linattn.ut_transform k(%k) k_rnorm(%rk) v(%v) beta(%beta) gates(%G) {chunk_size = 16 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) -> (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>)
+  %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 16 : i64}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x16xbf16>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
+  %o = linattn.chunk_output q(%q) q_rnorm(%rq) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 16 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x?x4xf32>) -> tensor<?x?x4x32xbf16>
+  return %o, %final, %final0 : tensor<?x?x4x32xbf16>, tensor<?x4x16x32xf32>, tensor<?x4x16x32xf32>
+}
+
 // KDA: per-key gates in the WY form (the UT transform, the state pass and
 // the chunk transitions take them).
 

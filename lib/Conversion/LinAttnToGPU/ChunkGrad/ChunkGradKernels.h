@@ -80,10 +80,12 @@ private:
 /// factorPairs [B, T, HV, 64] f32, Y = yW [B, T, HV, K] f32, dv, dbeta).
 /// With per-key gates P and F stay null, and yW and gateShare ([B, T, HV,
 /// K] f32; null without a gates' gradient) take dk's and dL/dG's shares.
+/// kRNorm: the op's k_rnorm (qk_l2norm factored), or null.
 struct WYGradBuffers {
   Value k, v, beta, gates, w, u, states, gradValues;
   Value keyPairs, factorPairs, yW, gateShare, dv, dbeta;
   Value batch, seqLen;
+  Value kRNorm;
 };
 
 /// Why the WY kernel does not take `op`, or "" if it does: it takes beta,

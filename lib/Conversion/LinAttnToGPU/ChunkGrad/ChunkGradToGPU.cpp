@@ -156,6 +156,8 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   keys.states = buffer(op.getChunkStates());
   keys.gradOutput = buffer(op.getGradOutput());
   keys.gradStates = buffer(op.getGradChunkStates());
+  keys.qRNorm = buffer(op.getQRnorm());
+  keys.kRNorm = buffer(op.getKRnorm());
   keys.batch = e.dim(keys.q, 0);
   keys.seqLen = e.dim(keys.q, 1);
   int64_t HV = dimOf(op.getV(), 2), K = dimOf(op.getQ(), 3), V = dimOf(op.getV(), 3);
@@ -207,6 +209,7 @@ void lowerChunkGradToGPU(ChunkGradOp op, const GPUTargetInfo &target) {
   results.push_back(wy.dbeta);
   wy.batch = keys.batch;
   wy.seqLen = keys.seqLen;
+  wy.kRNorm = keys.kRNorm;
 
   if (lowering.wySlabs)
     emitWYSlabGradKernel(b, op, target, wy);

@@ -223,6 +223,9 @@ private:
   /// Per thread, f64: the row terms of its rows group and group + 8, and
   /// k . dkState alone.
   Value rowAcc[2], shareAcc[2];
+  /// qk_l2norm factored: s of rows group and group + 8 (dO's rows enter
+  /// times s); empty without.
+  SmallVector<Value> rowScales;
 };
 
 void KeyBlockGradKernel::stageKeysAndGates() {
@@ -244,7 +247,7 @@ void KeyBlockGradKernel::stageKeysAndGates() {
     }
   }
   stageRowScalars(k, rows, bIdx, hv, io.gates, p.gates ? gTile : Value(), io.beta,
-                  p.wy ? cTile : Value(), p.rank1Scale);
+                  p.wy ? cTile : Value(), p.rank1Scale, io.kRNorm, h);
 }
 
 void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) {
@@ -317,6 +320,8 @@ void KeyBlockGradKernel::stagePairs(Acc &dP) {
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, col, row),
           k.ult(row, rows.valid));
       Value x = e.mul(dP[nt][i], e.f32(p.scale));
+      if (!rowScales.empty())
+        x = e.mul(x, rowScales[i / 2]);
       // Selected, not multiplied: exp(G_i - G_j) with i past valid (G
       // staged 0) may overflow.
       if (p.gates)
@@ -427,6 +432,7 @@ void KeyBlockGradKernel::emit() {
   }
 
   stageKeysAndGates();
+  rowScales = outputRowScales(k, io.qRNorm, rows, bIdx, h, m0);
   // Phase 1: dP, A = dO S^T and B = D H^T over the slabs of V, their
   // accumulators (and <S, H>) carried through a run-time loop.
   int64_t tiles = this->tiles();
@@ -494,6 +500,8 @@ void KeyBlockGradKernel::emit() {
       Value factor = e.f32(p.scale);
       if (p.gates)
         factor = e.mul(factor, k.exp(rowGates[i / 2]));
+      if (!rowScales.empty())
+        factor = e.mul(factor, rowScales[i / 2]);
       a[nt][i] = e.mul(a[nt][i], factor);
       if (gateGradient)
         rowAcc[i / 2] = arith::AddFOp::create(

@@ -287,6 +287,9 @@ private:
   /// Per thread, f64: the row terms of its rows group and group + 8 (q .
   /// throughState + fromW . k - k . dkState), and k . dkState alone.
   Value rowAcc[2], shareAcc[2];
+  /// qk_l2norm factored: s of rows group and group + 8 (dO's rows enter
+  /// times s); empty without.
+  SmallVector<Value> rowScales;
   Value shDot;
 };
 
@@ -329,7 +332,8 @@ void KeyGradKernel::stageInputs() {
     }
   // Row gates and c = rank1_scale beta: 0 at or past valid.
   stageRowScalars(k, rows, bIdx, hv, io.gates, p.gates ? gTile : Value(), io.beta,
-                  p.wyFactors() ? cTile : Value(), p.rank1Scale);
+                  p.wyFactors() ? cTile : Value(), p.rank1Scale, io.kRNorm, h);
+  rowScales = outputRowScales(k, io.qRNorm, rows, bIdx, h, m0);
   k.waitCopies(copies, /*pending=*/1); // S's rows may still be on the way
   k.barrier();
   if (!p.perKey)
@@ -363,7 +367,12 @@ void KeyGradKernel::stagePairs() {
       Value row = k.accRow(m0, i), col = tiling->plus(col0, k.accCol(8 * nt, i));
       Value keep;
       Value decay = decayOrZero(row, col, keep);
-      Value x = k.select(keep, e.mul(e.mul(dP[nt][i], e.f32(p.scale)), decay),
+      Value x = k.select(keep,
+                         e.mul(rowScales.empty()
+                                   ? e.mul(dP[nt][i], e.f32(p.scale))
+                                   : e.mul(e.mul(dP[nt][i], e.f32(p.scale)),
+                                           rowScales[i / 2]),
+                               decay),
                          e.f32(0.0f));
       dP[nt][i] = x;
       Value hi = arith::ExtFOp::create(
@@ -493,6 +502,8 @@ void KeyGradKernel::keyBlockGradients(Value blockKey0) {
         factor = e.mul(factor, k.exp(rowGates[i / 2]));
       if (p.perKey)
         factor = e.mul(factor, k.exp(keyGate(k.accRow(m0, i), keyOf(nt, i))));
+      if (!rowScales.empty())
+        factor = e.mul(factor, rowScales[i / 2]);
       dq[nt][i] = e.mul(dq[nt][i], factor);
       if (p.gates)
         rowAcc[i / 2] = arith::AddFOp::create(

@@ -59,7 +59,7 @@ void stageFactorTiles(MmaEmitter &k, const FactorTiles &t) {
 
 void stageRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                      Value gates, Value gTile, Value beta, Value cTile,
-                     float rank1Scale) {
+                     float rank1Scale, Value kRNorm, Value qkHead) {
   if (!gTile && !cTile)
     return;
   ImplicitLocOpBuilder &b = k.b;
@@ -73,12 +73,34 @@ void stageRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
     memref::StoreOp::create(
         b, k.select(in, e.loadF32(gates, {batch, t, head}), e.f32(0.0f)), gTile,
         ValueRange{k.tid, e.index(0)});
-  if (cTile)
+  if (cTile && kRNorm) {
+    // c = rank1Scale beta r^2 (qk_l2norm factored).
+    Value r = e.loadF32(kRNorm, {batch, t, qkHead});
+    Value c = e.mul(e.mul(e.mul(e.f32(rank1Scale), e.loadF32(beta, {batch, t, head})),
+                          r),
+                    r);
+    memref::StoreOp::create(b, k.select(in, c, e.f32(0.0f)), cTile,
+                            ValueRange{k.tid, e.index(0)});
+  } else if (cTile) {
     memref::StoreOp::create(
         b,
         k.select(in, e.mul(e.f32(rank1Scale), e.loadF32(beta, {batch, t, head})),
                  e.f32(0.0f)),
         cTile, ValueRange{k.tid, e.index(0)});
+  }
+}
+
+SmallVector<Value> outputRowScales(MmaEmitter &k, Value qRNorm, ChunkRows rows,
+                                   Value batch, Value qkHead, Value m0) {
+  if (!qRNorm)
+    return {};
+  LoopEmitter &e = k.e;
+  SmallVector<Value> scales;
+  for (int64_t half : {0, 2}) {
+    Value row = e.minIndex(k.accRow(m0, half), e.subIndex(rows.valid, e.index(1)));
+    scales.push_back(e.loadF32(qRNorm, {batch, e.addIndex(rows.t0, row), qkHead}));
+  }
+  return scales;
 }
 
 void storeKeyRows(MmaEmitter &k, ArrayRef<SmallVector<Value>> acc, Value dst,

@@ -39,10 +39,18 @@ void stageFactorTiles(MmaEmitter &k, const FactorTiles &t);
 
 /// A thread per row of the chunk: G[i] = gates[batch, t0 + i, head] into
 /// gTile (where given) and c_i = rank1Scale beta[batch, t0 + i, head] into
-/// cTile (where given), both 0 at or past valid. No barrier.
+/// cTile (where given; times r_i^2 with kRNorm r [B, T, H], read at
+/// qkHead: qk_l2norm factored), both 0 at or past valid. No barrier.
 void stageRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                      Value gates, Value gTile, Value beta, Value cTile,
-                     float rank1Scale);
+                     float rank1Scale, Value kRNorm = Value(),
+                     Value qkHead = Value());
+
+/// qk_l2norm factored (chunk_grad's q_rnorm s, dO's rows entering times
+/// s): s of the warp's rows accRow(m0, 0) and accRow(m0, 2) (clamped into
+/// the chunk), read from qRNorm [B, T, H] at qkHead; empty without qRNorm.
+SmallVector<Value> outputRowScales(MmaEmitter &k, Value qRNorm, ChunkRows rows,
+                                   Value batch, Value qkHead, Value m0);
 
 /// Stores a warp's 16 rows from m0 of an accumulator (tiles of 8 columns)
 /// at dst[batch, t0 + row, head, firstKey + column] for rows below valid,

@@ -65,6 +65,8 @@ struct WYGradPlan : ChunkGradWarps {
   bool splitKeys = false;
   /// W split into hi and lo parts by the UT transform (wLoOff beside wOff).
   bool splitW = false;
+  /// k_rnorm (qk_l2norm factored): the row scalars take r (rNormOff).
+  bool rowNorms = false;
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
@@ -75,6 +77,7 @@ struct WYGradPlan : ChunkGradWarps {
   int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
   int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
   int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
+  int64_t rNormOff = 0;
   // Per-key gates: G [64][K + 4] f32; K' = K exp(G_L - G) for the scores
   // over T's tile (T is written after them). Once the factors are out, F
   // split, K' again and K'' = K exp(G - G_F) for the pair sums over the
@@ -120,6 +123,7 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.perKey = forms->perKeyGates;
   p.gates = op.getGates() && !p.perKey;
+  p.rowNorms = bool(op.getKRnorm());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
@@ -179,6 +183,8 @@ bool WYGradPlan::layOut(std::string *whyNot) {
     gOff = take(kChunk * 4);
   cOff = take(kChunk * 4);
   betaOff = take(kChunk * 4);
+  if (rowNorms)
+    rNormOff = take(kChunk * 4);
   if (perKey) {
     gKeyStride = K + 4;
     gKeyOff = take(kChunk * gKeyStride * 4);
@@ -272,7 +278,8 @@ void WYGradKernel::stage() {
   k.fillTile(dHi, kChunk, p.V, rows.valid, rowLoad(io.gradValues, hv), dLo);
   if (p.splitKeys)
     k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h), kLo);
-  stageWYRowScalars(k, rows, bIdx, hv, io.beta, io.gates, rowTiles, p.rank1Scale);
+  stageWYRowScalars(k, rows, bIdx, hv, io.beta, io.gates, rowTiles, p.rank1Scale,
+                    io.kRNorm, h);
   k.waitCopies(copies, 0);
 }
 
@@ -506,7 +513,8 @@ void WYGradKernel::emit() {
   rowTerms = k.tile(p.rowOff, kChunk, kWYRowTerms * p.termParts(), f32);
   if (p.gates)
     gTile = k.tile(p.gOff, kChunk, 1, f32);
-  rowTiles = WYRowTiles{betaTile, cTile, gTile, rowTerms, p.termParts()};
+  rowTiles = WYRowTiles{betaTile, cTile, gTile, rowTerms, p.termParts(),
+                        p.rowNorms ? k.tile(p.rNormOff, kChunk, 1, f32) : Value()};
   if (p.perKey) {
     gKeyTile = k.tile(p.gKeyOff, kChunk, p.gKeyStride, f32);
     kdTile = tile16(p.kdOff, kChunk, p.keyStride);

@@ -40,7 +40,7 @@ void storeSplitPair(MmaEmitter &k, Value x0, Value x1, Value hi, Value lo,
 
 void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                        Value beta, Value gates, const WYRowTiles &t,
-                       float rank1Scale) {
+                       float rank1Scale, Value kRNorm, Value qkHead) {
   ImplicitLocOpBuilder &b = k.b;
   LoopEmitter &e = k.e;
   OpBuilder::InsertionGuard guard(b);
@@ -50,9 +50,19 @@ void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
   Value in = k.ult(k.tid, rows.valid);
   Value zero = e.f32(0.0f);
   Value x = k.select(in, e.loadF32(beta, {batch, tok, head}), zero);
-  memref::StoreOp::create(b, x, t.beta, ValueRange{k.tid, e.index(0)});
-  memref::StoreOp::create(b, e.mul(e.f32(rank1Scale), x), t.c,
-                          ValueRange{k.tid, e.index(0)});
+  if (t.r) {
+    // qk_l2norm factored: b = beta r, c = rank1_scale beta r^2.
+    Value r = k.select(in, e.loadF32(kRNorm, {batch, tok, qkHead}), zero);
+    memref::StoreOp::create(b, r, t.r, ValueRange{k.tid, e.index(0)});
+    x = e.mul(x, r);
+    memref::StoreOp::create(b, x, t.beta, ValueRange{k.tid, e.index(0)});
+    memref::StoreOp::create(b, e.mul(e.mul(e.f32(rank1Scale), x), r), t.c,
+                            ValueRange{k.tid, e.index(0)});
+  } else {
+    memref::StoreOp::create(b, x, t.beta, ValueRange{k.tid, e.index(0)});
+    memref::StoreOp::create(b, e.mul(e.f32(rank1Scale), x), t.c,
+                            ValueRange{k.tid, e.index(0)});
+  }
   if (t.g)
     memref::StoreOp::create(b, k.select(in, e.loadF32(gates, {batch, tok, head}), zero),
                             t.g, ValueRange{k.tid, e.index(0)});
@@ -145,8 +155,17 @@ void storeBetaGradient(MmaEmitter &k, ChunkRows rows, const WYRowTiles &t,
   Value throughW = term(kThroughW); // per key: exp(G) taken with Y . k
   if (t.g)
     throughW = e.mul(throughW, k.exp(rowScalar(k, t.g, i)));
-  Value x = e.add(e.mul(e.f32(rank1Scale), e.add(throughW, term(kThroughL))),
-                  term(kThroughU));
+  Value x;
+  if (t.r) {
+    // d/dbeta of c = rank1_scale beta r^2 and b = beta r.
+    Value r = rowScalar(k, t.r, i);
+    Value throughC = e.mul(e.f32(rank1Scale), e.add(throughW, term(kThroughL)));
+    Value throughB = term(kThroughU);
+    x = e.add(e.mul(e.mul(throughC, r), r), e.mul(throughB, r));
+  } else {
+    x = e.add(e.mul(e.f32(rank1Scale), e.add(throughW, term(kThroughL))),
+              term(kThroughU));
+  }
   memref::StoreOp::create(b, x, dbeta, ValueRange{batch, e.addIndex(rows.t0, i), head});
 }
 

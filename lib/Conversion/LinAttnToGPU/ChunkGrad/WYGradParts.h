@@ -8,6 +8,9 @@
 //
 //   dbeta_i = rank1_scale (exp(G_i) Y_i . k_i + sum_j dL_ij P_ij) + Z_i . v_i
 //
+// (with k_rnorm r, qk_l2norm factored: c = rank1_scale beta r^2, b = beta
+// r, and dbeta's two parts take r^2 and r).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef LIB_CONVERSION_LINATTNTOGPU_CHUNKGRAD_WYGRADPARTS_H
@@ -40,12 +43,14 @@ enum WYRowTerm : int64_t {
   kWYRowTerms = 3
 };
 
-/// The WY kernels' row tiles in shared memory: beta, c = rank1_scale beta
-/// and the row gates G ([64][1] f32 each; g null without row gates), and
-/// the row terms [64][kWYRowTerms * parts] f32.
+/// The WY kernels' row tiles in shared memory: the write coefficient b
+/// (beta, or beta r), c = rank1_scale beta (r^2) and the row gates G
+/// ([64][1] f32 each; g null without row gates), the row terms [64]
+/// [kWYRowTerms * parts] f32, and with k_rnorm r ([64][1] f32; else null).
 struct WYRowTiles {
   Value beta, c, g, rowTerms;
   int64_t parts = 0;
+  Value r;
 };
 
 /// Stores an accumulator pair (x0, x1) at [row][col] of a split 16-bit
@@ -53,11 +58,13 @@ struct WYRowTiles {
 void storeSplitPair(MmaEmitter &k, Value x0, Value x1, Value hi, Value lo,
                     Value row, Value col);
 
-/// A thread per row: beta, c and (where t.g) the row gate of token t0 + i,
-/// 0 at or past valid. No barrier.
+/// A thread per row: b, c and (where t.g) the row gate of token t0 + i,
+/// 0 at or past valid; where t.r, r = kRNorm[batch, t0 + i, qkHead] too.
+/// No barrier.
 void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                        Value beta, Value gates, const WYRowTiles &t,
-                       float rank1Scale);
+                       float rank1Scale, Value kRNorm = Value(),
+                       Value qkHead = Value());
 
 /// Stores the warp's two row partials of `term` (rows group and group + 8)
 /// in its quad's (and column half's) column of the row terms.

@@ -70,18 +70,31 @@ bool GateReader::inlinable(tensor::GenerateOp op) {
   return true;
 }
 
-void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
-                  ChunkRows rows, Value hv, int64_t numRows) {
+void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
+                    function_ref<Value(Value)> row, int64_t numRows) {
   LoopEmitter &e = k.e;
   auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(numRows)), false);
   OpBuilder::InsertionGuard guard(k.b);
   k.b.setInsertionPointToStart(ifOp.thenBlock());
-  Value g = e.f32(0.0f);
-  if (gates)
-    g = k.loadRowOrZero(k.tid, rows.valid, k.b.getF32Type(), [&](Value r) {
-      return e.loadF32(gates, {bIdx, e.addIndex(rows.t0, r), hv});
-    });
-  memref::StoreOp::create(k.b, g, dst, ValueRange{k.tid});
+  Value x = k.loadRowOrZero(k.tid, rows.valid, k.b.getF32Type(), [&](Value r) {
+    return row(e.addIndex(rows.t0, r));
+  });
+  memref::StoreOp::create(k.b, x, dst, ValueRange{k.tid});
+}
+
+void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
+                  ChunkRows rows, Value hv, int64_t numRows) {
+  LoopEmitter &e = k.e;
+  if (!gates) {
+    auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(numRows)), false);
+    OpBuilder::InsertionGuard guard(k.b);
+    k.b.setInsertionPointToStart(ifOp.thenBlock());
+    memref::StoreOp::create(k.b, e.f32(0.0f), dst, ValueRange{k.tid});
+    return;
+  }
+  fillRowScalars(k, dst, rows, [&](Value t) {
+    return e.loadF32(gates, {bIdx, t, hv});
+  }, numRows);
 }
 
 SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bIdx,

@@ -42,6 +42,11 @@ private:
 /// threads).
 void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
                   ChunkRows rows, Value hv, int64_t numRows = kChunk);
+/// The same for per-row values read by `row(t)` (t a token of the chunk
+/// below `valid`; 0 beyond): thread r writes row r, so that it may read
+/// its own row back without a barrier.
+void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
+                    function_ref<Value(Value)> row, int64_t numRows = kChunk);
 
 /// One chunk's cumulative scalar log gates, summed by the calling warp:
 ///   G_t = sum_{s <= t} g_s   (t within the chunk of `rowsPerChunk`),

@@ -144,7 +144,8 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
 void forEachCausalScoreBlock(
     MmaEmitter &k, const Operand &q, const Operand &keys,
     const Operand &decayedKeys, Value g, Value m0, Value valid, float scale,
-    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use) {
+    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use,
+    ArrayRef<Value> rowScales) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   PerKeyDiagonal diagonal = perKeyDiagonal(k, q, keys, g, m0, valid, K);
@@ -170,7 +171,8 @@ void forEachCausalScoreBlock(
       Value keep = arith::AndIOp::create(
           b, arith::CmpIOp::create(b, arith::CmpIPredicate::ule, i, j),
           k.ult(j, valid));
-      Value y = k.select(keep, e.mul(below.getResult(x), scaleF), e.f32(0.0f));
+      Value factor = rowScales.empty() ? scaleF : rowScales[(x % 4) / 2];
+      Value y = k.select(keep, e.mul(below.getResult(x), factor), e.f32(0.0f));
       Value rounded = arith::ExtFOp::create(
           b, f32, arith::TruncFOp::create(b, k.mmaElem, y).getResult());
       hi.push_back(y);

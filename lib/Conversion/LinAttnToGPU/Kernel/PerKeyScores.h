@@ -82,11 +82,14 @@ SmallVector<Value> perKeyBlockScores(MmaEmitter &k, const Operand &q,
 /// hi[x] = y (the stmatrix operand rounds it), lo[x] = y - round(y), with
 /// element x % 4 of accumulator tile x / 4 (row accRow(m0, x % 4), column
 /// i0 + 8 (x / 4) + accCol(0, x % 4)). K' (`decayedKeys`) staged by the
-/// caller, as for perKeyBlockScores.
+/// caller, as for perKeyBlockScores. With `rowScales` (two values: rows
+/// accRow(m0, 0) and accRow(m0, 2)) each row takes its own in place of
+/// `scale` (qk_l2norm factored: scale s_j).
 void forEachCausalScoreBlock(
     MmaEmitter &k, const Operand &q, const Operand &keys,
     const Operand &decayedKeys, Value g, Value m0, Value valid, float scale,
-    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use);
+    int64_t K, function_ref<void(Value, ArrayRef<Value>, ArrayRef<Value>)> use,
+    ArrayRef<Value> rowScales = {});
 
 /// The keys' own per-key-gate scores below the diagonal,
 ///   P_ij = sum_d k_id k_jd exp(G_id - G_jd),   j < i,

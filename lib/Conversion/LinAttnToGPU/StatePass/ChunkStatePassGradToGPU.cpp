@@ -18,6 +18,9 @@
 //   d. dD leaves (f32)
 //   e. H^T = exp(G_C) H^T + scale dO^T diag(exp(G)) Q - dD^T W
 //
+// With q_rnorm s (qk_l2norm factored) every q_j is s_j q_j: s_j joins the
+// factors of A^T's column j and of dO's row j.
+//
 // With per-key gates (G [64][K], GLA and KDA) the exponentials are per
 // key: A_ji = sum_r q_jr k_ir exp(G_jr - G_ir) comes a 16 x 16 block at a
 // time from PerKeyScores.h (factored around each block's last row, the
@@ -80,6 +83,9 @@ struct ReversePassPlan {
   /// q and k f32: staged split (their lo parts beside them), through
   /// registers rather than cp.async.
   bool splitKeys = false;
+  /// q_rnorm s (qk_l2norm factored): staged [64] f32 with the chunk's
+  /// inputs, a factor of the scores' columns and of dO's rows.
+  bool rowScales = false;
   int64_t keysPerWarp = 0, keyTiles = 0;
   static constexpr int64_t rowTiles = kChunk / 8;
   StateBlock block; ///< the block's columns and warps
@@ -101,6 +107,7 @@ struct ReversePassPlan {
   /// chunk's inputs; no scores, K' or score tiles in the pass.
   bool outputShareAhead = false;
   int64_t xStride = 0, xOffset = 0;
+  int64_t rowScaleOffset = 0;
   int64_t stageBytes = 0, stages = 0;
   int64_t scoreOffset = 0, scoreBytes = 0;
   int64_t blockKeysOffset = 0, blockKeysLoOffset = 0, blockKeysBytes = 0;
@@ -120,6 +127,8 @@ std::string ReversePassPlan::describe() const {
      << (stages == 1 ? " input stage" : " input stages");
   if (splitKeys)
     os << "; q and k f32, staged split";
+  if (rowScales)
+    os << "; q's reciprocal norms on dO's rows (qk_l2norm factored)";
   if (splitW)
     os << "; W split (hi + lo)";
   if (outputShareAhead)
@@ -162,6 +171,13 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
   p.hasGates = bool(op.getGates());
   p.perKeyGates = forms->perKeyGates;
   p.outputShareAhead = whyNoOutputShareKernel(op, target).empty();
+  p.rowScales = static_cast<bool>(op.getQRnorm());
+  if (p.rowScales && p.perKeyGates && !p.outputShareAhead) {
+    if (whyNot)
+      *whyNot = "its per-key scores would be formed in the pass, which does "
+                "not take q_rnorm";
+    return std::nullopt;
+  }
   p.keysPerWarp = p.K / kStateKeySplit;
   p.keyTiles = p.keysPerWarp / 8;
 
@@ -191,6 +207,10 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
     p.stageBytes += kChunk * p.xStride * 4;
     p.scoreBytes = p.blockKeysBytes = 0;
   }
+  if (p.rowScales) {
+    p.rowScaleOffset = p.stageBytes;
+    p.stageBytes += kChunk * 4;
+  }
   int64_t exchangeBytes = keyPartsExchangeBytes(p.block.warps, rowTiles);
   int64_t limit = target.maxSharedBytesPerBlock();
   // Down to one stage (no copies in flight across steps): slower than two,
@@ -214,6 +234,7 @@ ReversePassPlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
 /// The reverse pass's buffers and run-time sizes.
 struct ReversePassOperands {
   Value q, k, w, gates, gradOutput, gradFinalState;  ///< inputs
+  Value qRNorm; ///< q_rnorm, or null
   Value outputShare; ///< X, where the plan has it computed ahead
   Value gradValues, gradStates, gradInitialState;    ///< results (f32)
   Value seqLen, numChunks;
@@ -222,6 +243,7 @@ struct ReversePassOperands {
 /// A chunk's staged inputs.
 struct ReverseStage {
   Value q, k, w, dO, g;
+  Value s; ///< q_rnorm's rows, where the op has it
   Value x; ///< X's block columns, where computed ahead
   Value qLo, kLo; ///< q's and k's lo parts where split
   Value wLo;      ///< W's lo part where split
@@ -270,6 +292,12 @@ private:
                                  ChunkRows rows);
   Value rowGate(const ReverseStage &st, Value t) {
     return memref::LoadOp::create(b, st.g, ValueRange{t, e.index(0)});
+  }
+  /// `factor` times s_t where the op has q_rnorm.
+  Value timesRowScale(const ReverseStage &st, Value factor, Value t) {
+    if (!st.s)
+      return factor;
+    return e.mul(factor, memref::LoadOp::create(b, st.s, ValueRange{t, e.index(0)}));
   }
 
   const ReversePassPlan &p;
@@ -323,6 +351,8 @@ ReverseStage ReversePassKernel::stageAt(Value j) {
     st.g = k.tile(at(p.gOffset), kChunk, p.gateStride, b.getF32Type());
   if (p.outputShareAhead)
     st.x = k.tile(at(p.xOffset), kChunk, p.xStride, b.getF32Type());
+  if (p.rowScales)
+    st.s = k.tile(at(p.rowScaleOffset), kChunk, 1, b.getF32Type());
   return st;
 }
 
@@ -375,6 +405,11 @@ Value ReversePassKernel::prefetch(Value j) {
     k.copyRowsAsync(st.g, zero, 1, t0, valid, io.seqLen, io.gates,
                     [&](Value t, Value) -> SmallVector<Value> {
       return {bIdx, t, hv};
+    }, kChunk, /*narrowRows=*/true);
+  if (p.rowScales)
+    k.copyRowsAsync(st.s, zero, 1, t0, valid, io.seqLen, io.qRNorm,
+                    [&](Value t, Value) -> SmallVector<Value> {
+      return {bIdx, t, h};
     }, kChunk, /*narrowRows=*/true);
   return k.commitCopies();
 }
@@ -447,6 +482,7 @@ void ReversePassKernel::stageScoreTile(const ReverseStage &st, ChunkRows rows,
       Value factor = scaleF;
       if (p.hasGates)
         factor = e.mul(factor, k.exp(e.sub(colGates[i & 1], rowGates[i / 2])));
+      factor = timesRowScale(st, factor, col);
       Value x = k.select(keep, e.mul(acc[nt][i], factor), e.f32(0.0f));
       acc[nt][i] = x;
       Value hi = arith::ExtFOp::create(
@@ -659,9 +695,11 @@ SmallVector<Value> ReversePassKernel::updateState(const ReverseStage &st,
                              e.mulIndex(k.quad, e.index(2)));
         SmallVector<Value> f;
         for (Value r : {t, e.addIndex(t, e.index(1))})
-          f.push_back(p.hasGates && !p.perKeyGates
-                          ? e.mul(scaleF, k.exp(rowGate(st, r)))
-                          : scaleF);
+          f.push_back(timesRowScale(st,
+                                    p.hasGates && !p.perKeyGates
+                                        ? e.mul(scaleF, k.exp(rowGate(st, r)))
+                                        : scaleF,
+                                    r));
         factors = vector::FromElementsOp::create(b, f32x2, f);
       }
       Value wide = arith::MulFOp::create(
@@ -782,9 +820,11 @@ struct ChunkStatePassGradToGPU : OpRewritePattern<ChunkStatePassGradOp> {
     io.gates = op.getGates() ? e.toBuffer(op.getGates()) : Value();
     io.gradOutput = e.toBuffer(op.getGradOutput());
     io.gradFinalState = e.toBuffer(op.getGradFinalState());
+    io.qRNorm = op.getQRnorm() ? e.toBuffer(op.getQRnorm()) : Value();
     if (p.outputShareAhead)
       io.outputShare = emitOutputShareOfGradValues(
-          b, op, context.getTarget(), io.q, io.k, io.gates, io.gradOutput);
+          b, op, context.getTarget(), io.q, io.k, io.gates, io.gradOutput,
+          io.qRNorm);
     Value batch = e.dim(io.q, 0);
     io.seqLen = e.dim(io.q, 1);
     io.numChunks = arith::CeilDivUIOp::create(b, io.seqLen, e.index(kChunk));

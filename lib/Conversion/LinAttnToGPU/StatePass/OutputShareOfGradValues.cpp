@@ -87,10 +87,10 @@ OutputSharePlan::build(ChunkStatePassGradOp op, const GPUTargetInfo &target,
 class OutputShareKernel {
 public:
   OutputShareKernel(const OutputSharePlan &plan, Value q, Value keys,
-                    Value gates, Value gradOutput, Value x, Value seqLen,
-                    MmaEmitter &k)
-      : p(plan), q(q), keys(keys), gates(gates), gradOutput(gradOutput), x(x),
-        seqLen(seqLen), k(k), b(k.b), e(k.e) {}
+                    Value gates, Value gradOutput, Value qRNorm, Value x,
+                    Value seqLen, MmaEmitter &k)
+      : p(plan), q(q), keys(keys), gates(gates), gradOutput(gradOutput),
+        qRNorm(qRNorm), x(x), seqLen(seqLen), k(k), b(k.b), e(k.e) {}
 
   void emit();
 
@@ -103,7 +103,7 @@ private:
   void stageScores();
 
   const OutputSharePlan &p;
-  Value q, keys, gates, gradOutput, x, seqLen;
+  Value q, keys, gates, gradOutput, qRNorm, x, seqLen;
   MmaEmitter &k;
   ImplicitLocOpBuilder &b;
   LoopEmitter &e;
@@ -114,13 +114,21 @@ private:
 };
 
 void OutputShareKernel::stageScores() {
+  // qk_l2norm factored: query row j's scores take scale s_j.
+  SmallVector<Value> rowScales;
+  if (qRNorm)
+    for (int64_t half : {0, 2}) {
+      Value row = e.minIndex(k.accRow(m0, half), e.subIndex(rows.valid, e.index(1)));
+      rowScales.push_back(e.mul(
+          e.f32(p.scale), e.loadF32(qRNorm, {bIdx, e.addIndex(rows.t0, row), h})));
+    }
   forEachCausalScoreBlock(k, Operand::of(qTile, Value()), Operand::of(kTile, Value()),
                           Operand::of(kdTile, Value()), gTile, m0, rows.valid,
                           p.scale, p.K,
                           [&](Value i0, ArrayRef<Value> hi, ArrayRef<Value> lo) {
     k.stmatrix4(pHi, m0, i0, hi.take_front(4), hi.drop_front(4), false);
     k.stmatrix4(pLo, m0, i0, lo.take_front(4), lo.drop_front(4), false);
-  });
+  }, rowScales);
 }
 
 void OutputShareKernel::emit() {
@@ -180,7 +188,7 @@ std::string whyNoOutputShareKernel(ChunkStatePassGradOp op,
 Value emitOutputShareOfGradValues(ImplicitLocOpBuilder &b,
                                   ChunkStatePassGradOp op,
                                   const GPUTargetInfo &target, Value q, Value k,
-                                  Value gates, Value gradOutput) {
+                                  Value gates, Value gradOutput, Value qRNorm) {
   OutputSharePlan p = *OutputSharePlan::build(op, target);
   LoopEmitter e(b);
   Value batch = e.dim(q, 0), seqLen = e.dim(q, 1);
@@ -191,7 +199,7 @@ Value emitOutputShareOfGradValues(ImplicitLocOpBuilder &b,
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
   emitLaunch(b, {numChunks, e.index(p.numVHeads), batch}, p.sharedBytes,
              p.mmaElem, [&](MmaEmitter &mma) {
-    OutputShareKernel(p, q, k, gates, gradOutput, x, seqLen, mma).emit();
+    OutputShareKernel(p, q, k, gates, gradOutput, qRNorm, x, seqLen, mma).emit();
   });
   return x;
 }

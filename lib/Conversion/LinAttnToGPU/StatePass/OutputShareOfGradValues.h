@@ -27,11 +27,13 @@ std::string whyNoOutputShareKernel(ChunkStatePassGradOp op,
 
 /// Launches the kernel, a block of four warps per (chunk, value head,
 /// sequence), and returns X [B, T, HV, V] f32 (rows past T not written).
-/// q, k, gates and dO are the op's operands as buffers.
+/// q, k, gates and dO are the op's operands as buffers, and qRNorm its
+/// q_rnorm (null without: with it every q_j is s_j q_j).
 Value emitOutputShareOfGradValues(ImplicitLocOpBuilder &b,
                                   ChunkStatePassGradOp op,
                                   const GPUTargetInfo &target, Value q, Value k,
-                                  Value gates, Value gradOutput);
+                                  Value gates, Value gradOutput,
+                                  Value qRNorm = Value());
 
 } // namespace mlir::linattn::kernel
 

@@ -611,6 +611,14 @@ const SmallVector<StringRef> kChunkStatesLayout = {"B", "NC", "HV", "K", "V"};
 const SmallVector<StringRef> kSegmentStatesLayout = {"B", "NS", "HV", "K", "V"};
 const SmallVector<StringRef> kSplitWLayout = {"B", "T", "HV", "2", "K"};
 const SmallVector<StringRef> kChunkTotalsLayout = {"B", "NC", "HV", "K"};
+const SmallVector<StringRef> kRNormLayout = {"B", "T", "H"};
+
+/// An optional q_rnorm or k_rnorm operand: [B, T, H] f32.
+LogicalResult checkRNorm(LayoutChecker &checker, Value rnorm, StringRef name) {
+  if (!rnorm)
+    return success();
+  return checker.check(rnorm.getType(), name, kRNormLayout, Elem::F32);
+}
 
 /// W as `linattn.ut_transform` makes it and `linattn.chunk_state_pass` takes
 /// it: [B, T, HV, K] in f32 or rounded once to the keys' 16-bit type, or
@@ -736,6 +744,23 @@ LogicalResult L2NormOp::verify() {
   return success();
 }
 
+LogicalResult RNormOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  if (!isSupportedInputElementType(in.getElementType()))
+    return emitOpError() << "input element type must be bf16, f16 or f32, got "
+                         << in.getElementType();
+  if (in.getRank() != 4 || in.isDynamicDim(3))
+    return emitOpError() << "input must be [B, T, H, K] with a static K, got "
+                         << in;
+  if (!out.getElementType().isF32() || out.getRank() != 3 ||
+      failed(verifyCompatibleShape(in.getShape().drop_back(), out.getShape())))
+    return emitOpError() << "result must be the input's rows [B, T, H] in f32, "
+                            "got "
+                         << out << " for " << in;
+  return success();
+}
+
 LogicalResult ChunkCumsumOp::verify() {
   LayoutChecker checker(*this);
   auto type = cast<RankedTensorType>(getGate().getType());
@@ -789,6 +814,7 @@ LogicalResult UTTransformOp::verify() {
                             kScalarGateLayout, Elem::F32))))
     return failure();
   if (failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checkRNorm(checker, getKRnorm(), "k_rnorm")) ||
       failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
       failed(checker.check(getBeta().getType(), "beta", kScalarGateLayout,
                            Elem::AnyFloat)) ||
@@ -810,6 +836,10 @@ LogicalResult ChunkStatePassOp::verify() {
                             "'rank1_scale'";
   if (!getBeta() && getRank1Scale())
     return emitOpError() << "'rank1_scale' is only meaningful with 'beta'";
+  if (getKRnorm() && !getBeta())
+    return emitOpError() << "'k_rnorm' takes the rank-1 product form "
+                            "('beta'); in the WY form 'w' and 'u' carry it "
+                            "(linattn.ut_transform's 'k_rnorm')";
   bool rank1 = getW() || getBeta();
   // Segments entered from their own states ([B, NS, HV, K, V]): any
   // transitions but the rank-1 product form.
@@ -839,6 +869,7 @@ LogicalResult ChunkStatePassOp::verify() {
       (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
       (getBeta() && failed(checker.check(getBeta().getType(), "beta",
                                          kScalarGateLayout, Elem::AnyFloat))) ||
+      failed(checkRNorm(checker, getKRnorm(), "k_rnorm")) ||
       (!getDecayedKeys() &&
        failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true))) ||
       failed(checker.check(getInitialState().getType(), "initial_state",
@@ -927,6 +958,7 @@ LogicalResult ChunkOutputOp::verify() {
     return emitOpError() << "'scale' must be finite and positive, got "
                          << scale;
   if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checkRNorm(checker, getQRnorm(), "q_rnorm")) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
                            Elem::AnyFloat)) ||
@@ -1127,6 +1159,7 @@ LogicalResult ChunkStatePassGradOp::verify() {
   LayoutChecker checker(*this);
   if (failed(checkPositiveScale(*this, getScale())) ||
       failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checkRNorm(checker, getQRnorm(), "q_rnorm")) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
@@ -1156,9 +1189,15 @@ LogicalResult ChunkGradOp::verify() {
     return emitOpError() << "returns 'grad_beta' exactly when it takes 'beta'";
   if (getGradGates() && !getGates())
     return emitOpError() << "'grad_gates' needs 'gates'";
+  bool factored = getQRnorm() || getKRnorm();
+  if (factored && !(getQRnorm() && getKRnorm() && wy))
+    return emitOpError() << "'q_rnorm' and 'k_rnorm' (qk_l2norm factored) "
+                            "come together, with the WY form";
   if (failed(checkPositiveScale(*this, getScale())) ||
       failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checkRNorm(checker, getQRnorm(), "q_rnorm")) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checkRNorm(checker, getKRnorm(), "k_rnorm")) ||
       failed(checker.check(getV().getType(), "v", kVLayout, Elem::AnyFloat)) ||
       failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/true)) ||
       failed(checker.check(getNewValues().getType(), "new_values", kVLayout,
@@ -1189,6 +1228,11 @@ LogicalResult ChunkGradOp::verify() {
     Type inputElem = getElementTypeOrSelf(input.getType());
     if (elem.isF32())
       continue;
+    if (factored)
+      return emitOpError() << "'" << name
+                           << "' of the factored form (q_rnorm, k_rnorm) is "
+                              "f32 for linattn.qk_grad {factored}, got "
+                           << elem;
     if (checker.get("H") != checker.get("HV"))
       return emitOpError() << "'" << name
                            << "' is per value head in f32 where HV = "
@@ -1230,5 +1274,8 @@ LogicalResult QKGradOp::verify() {
     return emitOpError() << "result must have the input's shape [B, T, H, K] "
                             "and a float element type, got "
                          << out;
+  if (getFactored() && !getQkL2norm())
+    return emitOpError() << "'factored' is a form of 'qk_l2norm' (the "
+                            "normalisation's gradient) and needs it";
   return success();
 }

@@ -345,6 +345,14 @@ def LinAttn_ScanOp : LinAttn_Op<"scan", [Pure, AttrSizedOperandSegments,
 //   O   = scale ((Q * exp(G)) S_n + (Q K^T * exp(G_i - G_j) * causal) D)
 //
 // Kinds without a rank-1 term have A = I, W = 0 and D = V.
+//
+// `qk_l2norm` of a delta kind may be taken factored: with r and s the
+// reciprocal L2 norms of k's and q's rows (`linattn.rnorm`), the
+// normalised keys' recurrence is the one over k itself with c = rank1_scale
+// beta r^2 and b = beta r, its output scaled by s. The ops that read q or
+// k then take r (`k_rnorm`) or s (`q_rnorm`) and q and k stay exact in
+// their own type: their W, U and D are the normalised ones with rows
+// scaled by r, their chunk states the normalised ones.
 //===----------------------------------------------------------------------===//
 
 def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
@@ -368,6 +376,25 @@ def LinAttn_L2NormOp : LinAttn_Op<"l2norm", [Pure]> {
     /// eps of y = x / sqrt(sum(x^2) + eps), also what `qk_l2norm` means.
     static constexpr float kEpsilon = 1e-6f;
   }];
+  let hasVerifier = 1;
+}
+
+def LinAttn_RNormOp : LinAttn_Op<"rnorm", [Pure]> {
+  let summary = "the reciprocal L2 norm of each row";
+  let description = [{
+    `r = (sum(x^2) + 1e-6)^-1/2` over x's last dimension, in fp32: x
+    [B, T, H, K] gives r [B, T, H] f32, the factor by which
+    `linattn.l2norm` scales each row. Emitted for `qk_l2norm` where the
+    chunked ops take the normalisation factored (`q_rnorm`, `k_rnorm`), so
+    that q and k reach them exact in their own type.
+
+    ```mlir
+    %rk = linattn.rnorm %k : tensor<?x?x8x128xbf16> -> tensor<?x?x8xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -447,6 +474,17 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
     `linattn-fuse-chunk-cumsum` folds a `linattn.chunk_cumsum` into its
     first reader.
 
+    With `k_rnorm` r [B, T, H] f32 (`linattn.rnorm` of k: the normalisation
+    of `qk_l2norm` factored), the coefficients are c = rank1_scale beta r^2
+    and b = beta r in place of c and beta, with k itself:
+
+        A = (I + StrictLower(diag(c) P))^-1,  W = A diag(c) (K * exp(G)),
+        U = A diag(b) V
+
+    the factors of the keys k r, with rows scaled by r (W = diag(r) W^, U =
+    diag(r) U^, A = diag(r) A^ diag(r)^-1 for the normalised keys' W^, U^,
+    A^), and so the state pass over k makes the normalised keys' states.
+
     ```mlir
     %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
         {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
@@ -459,7 +497,9 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
         -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>, tensor<?x?x8xf32>)
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$v,
+  let arguments = (ins AnyRankedTensor:$k,
+                       Optional<AnyRankedTensor>:$k_rnorm,
+                       AnyRankedTensor:$v,
                        AnyRankedTensor:$beta,
                        Optional<AnyRankedTensor>:$gates,
                        Optional<AnyRankedTensor>:$raw_gates,
@@ -468,7 +508,7 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
   let results = (outs AnyRankedTensor:$w, AnyRankedTensor:$u,
                       Optional<AnyRankedTensor>:$cumulative_gates);
   let assemblyFormat = [{
-    `k` `(` $k `)` `v` `(` $v `)` `beta` `(` $beta `)`
+    `k` `(` $k `)` (`k_rnorm` `(` $k_rnorm^ `)`)? `v` `(` $v `)` `beta` `(` $beta `)`
     (`gates` `(` $gates^ `)`)? (`raw_gates` `(` $raw_gates^ `)`)? attr-dict
     `:` functional-type(operands, results)
   }];
@@ -495,7 +535,9 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
       chunk's product of rank-1 transitions applied token by token to the
       decayed state `S'_t = diag(exp(g_t)) S_{t-1}`,
       `D_t = beta_t u_t - rank1_scale beta_t S'_t^T k_t`,
-      `S_t = S'_t + k_t D_t^T`.
+      `S_t = S'_t + k_t D_t^T`; with `k_rnorm` r (`qk_l2norm` factored,
+      as `linattn.ut_transform` takes it) the coefficients are r beta_t
+      and rank1_scale r^2 beta_t.
     In every form `S_{n+1} = diag(exp(G_C)) S_n + (K * exp(G_C - G))^T D`,
     with `gates` the in-chunk cumulative log gates, [B, T, HV] or per key
     [B, T, HV, K].
@@ -528,7 +570,9 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
         -> (tensor<?x?x8x128xf32>, tensor<?x?x8x128x128xf32>, tensor<?x8x128x128xf32>)
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$k, AnyRankedTensor:$u,
+  let arguments = (ins AnyRankedTensor:$k,
+                       Optional<AnyRankedTensor>:$k_rnorm,
+                       AnyRankedTensor:$u,
                        Optional<AnyRankedTensor>:$w,
                        Optional<AnyRankedTensor>:$beta,
                        Optional<AnyRankedTensor>:$gates,
@@ -541,7 +585,7 @@ def LinAttn_ChunkStatePassOp : LinAttn_Op<"chunk_state_pass",
                       AnyRankedTensor:$chunk_states,
                       AnyRankedTensor:$final_state);
   let assemblyFormat = [{
-    `k` `(` $k `)` `u` `(` $u `)` (`w` `(` $w^ `)`)? (`beta` `(` $beta^ `)`)?
+    `k` `(` $k `)` (`k_rnorm` `(` $k_rnorm^ `)`)? `u` `(` $u `)` (`w` `(` $w^ `)`)? (`beta` `(` $beta^ `)`)?
     (`gates` `(` $gates^ `)`)? `state` `(` $initial_state `)` attr-dict
     `:` functional-type(operands, results)
   }];
@@ -734,6 +778,10 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
 
     (G_C(m) the gate of chunk m's last token; row gates or none).
 
+    With `q_rnorm` s [B, T, H] f32 (`qk_l2norm` factored: `linattn.rnorm`
+    of q), o_i is the above times s_i, the output of the normalised queries
+    q s.
+
     ```mlir
     %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
         gates(%G) {chunk_size = 64 : i64, scale = 0.0883883 : f32}
@@ -741,7 +789,9 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
            tensor<?x?x8x128x128xf32>, tensor<?x?x8xf32>) -> tensor<?x?x8x128xbf16>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+  let arguments = (ins AnyRankedTensor:$q,
+                       Optional<AnyRankedTensor>:$q_rnorm,
+                       AnyRankedTensor:$k,
                        AnyRankedTensor:$new_values,
                        AnyRankedTensor:$chunk_states,
                        Optional<AnyRankedTensor>:$gates,
@@ -751,7 +801,7 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
                        OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = [{
-    `q` `(` $q `)` `k` `(` $k `)` `new_values` `(` $new_values `)`
+    `q` `(` $q `)` (`q_rnorm` `(` $q_rnorm^ `)`)? `k` `(` $k `)` `new_values` `(` $new_values `)`
     `states` `(` $chunk_states `)` (`gates` `(` $gates^ `)`)?
     (`carries` `(` $carries^ `)`)? attr-dict
     `:` functional-type(operands, results)
@@ -802,6 +852,11 @@ def LinAttn_ChunkStatePassGradOp : LinAttn_Op<"chunk_state_pass_grad",
     Results, all f32: grad_new_values [B, T, HV, V], grad_chunk_states
     [B, NC, HV, K, V] and grad_initial_state [B, HV, K, V].
 
+    With `q_rnorm` s [B, T, H] f32 (`qk_l2norm` factored, as
+    `linattn.chunk_output` takes it), every q_j above is s_j q_j: the pass
+    of the output o = s o' (k and w then come as the factored
+    `linattn.ut_transform` leaves them).
+
     ```mlir
     %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) k(%k) w(%w)
         gates(%G) grad_output(%do) grad_final_state(%ds)
@@ -811,7 +866,9 @@ def LinAttn_ChunkStatePassGradOp : LinAttn_Op<"chunk_state_pass_grad",
         -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xf32>, tensor<?x4x64x64xf32>)
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+  let arguments = (ins AnyRankedTensor:$q,
+                       Optional<AnyRankedTensor>:$q_rnorm,
+                       AnyRankedTensor:$k,
                        Optional<AnyRankedTensor>:$w,
                        Optional<AnyRankedTensor>:$gates,
                        AnyRankedTensor:$grad_output,
@@ -822,7 +879,7 @@ def LinAttn_ChunkStatePassGradOp : LinAttn_Op<"chunk_state_pass_grad",
                       AnyRankedTensor:$grad_chunk_states,
                       AnyRankedTensor:$grad_initial_state);
   let assemblyFormat = [{
-    `q` `(` $q `)` `k` `(` $k `)` (`w` `(` $w^ `)`)? (`gates` `(` $gates^ `)`)?
+    `q` `(` $q `)` (`q_rnorm` `(` $q_rnorm^ `)`)? `k` `(` $k `)` (`w` `(` $w^ `)`)? (`gates` `(` $gates^ `)`)?
     `grad_output` `(` $grad_output `)`
     `grad_final_state` `(` $grad_final_state `)` attr-dict
     `:` functional-type(operands, results)
@@ -876,6 +933,14 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
     grad_gates (the gates' shape, f32) and grad_beta ([B, T, HV] f32) when
     present.
 
+    With `q_rnorm` s and `k_rnorm` r ([B, T, H] f32: `qk_l2norm` factored,
+    after a `linattn.ut_transform` with `k_rnorm`; the WY form only): dO_i
+    enters as s_i dO_i, c = rank1_scale beta r^2 and b = beta r (so dv_i =
+    b_i Z_i and dbeta_i = rank1_scale r_i^2 (Y_i . (k_i * exp(G_i)) + sum_j
+    dL_ij P_ij) + r_i Z_i . v_i), and grad_q, grad_k are the gradients with
+    respect to q and k themselves, s and r held fixed (per value head, f32:
+    `linattn.qk_grad {factored}` takes them back to the spec's q and k).
+
     ```mlir
     %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v)
         beta(%beta) gates(%G) w(%w) u(%u) new_values(%d) states(%s)
@@ -886,7 +951,10 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
           grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
     ```
   }];
-  let arguments = (ins AnyRankedTensor:$q, AnyRankedTensor:$k,
+  let arguments = (ins AnyRankedTensor:$q,
+                       Optional<AnyRankedTensor>:$q_rnorm,
+                       AnyRankedTensor:$k,
+                       Optional<AnyRankedTensor>:$k_rnorm,
                        AnyRankedTensor:$v,
                        Optional<AnyRankedTensor>:$beta,
                        Optional<AnyRankedTensor>:$gates,
@@ -905,7 +973,8 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
                       Optional<AnyRankedTensor>:$grad_gates,
                       Optional<AnyRankedTensor>:$grad_beta);
   let assemblyFormat = [{
-    `q` `(` $q `)` `k` `(` $k `)` `v` `(` $v `)` (`beta` `(` $beta^ `)`)?
+    `q` `(` $q `)` (`q_rnorm` `(` $q_rnorm^ `)`)? `k` `(` $k `)`
+    (`k_rnorm` `(` $k_rnorm^ `)`)? `v` `(` $v `)` (`beta` `(` $beta^ `)`)?
     (`gates` `(` $gates^ `)`)? (`w` `(` $w^ `)`)? (`u` `(` $u^ `)`)?
     `new_values` `(` $new_values `)` `states` `(` $chunk_states `)`
     `grad_output` `(` $grad_output `)`
@@ -925,8 +994,13 @@ def LinAttn_QKGradOp : LinAttn_Op<"qk_grad", [Pure]> {
     hv of query/key head h (heads h * HV / H up to (h + 1) * HV / H - 1),
     then, with `qk_l2norm`, back through the normalisation `y = x r`,
     `r = (|x|^2 + 1e-6)^-1/2`: `dx = r (dy - y (y . dy))`; without it
-    `dx = dy`. input x [B, T, H, K] (the spec's q or k), grad [B, T, HV,
-    K] f32; the result has x's shape in its declared element type.
+    `dx = dy`. With `factored` (and `qk_l2norm`), dy is the gradient of the
+    factored form (`linattn.chunk_grad` with `q_rnorm` and `k_rnorm`), with
+    respect to x itself with r held fixed: `dx = dy - y (y . dy)` (the
+    normalised recurrence does not change under x -> a x, r -> r / a, so
+    r's share is -y (y . dy)). input x [B, T, H, K] (the spec's q or k),
+    grad [B, T, HV, K] f32; the result has x's shape in its declared
+    element type.
 
     ```mlir
     %dq = linattn.qk_grad %q grad(%dq_heads) {qk_l2norm}
@@ -934,7 +1008,7 @@ def LinAttn_QKGradOp : LinAttn_Op<"qk_grad", [Pure]> {
     ```
   }];
   let arguments = (ins AnyRankedTensor:$input, AnyRankedTensor:$grad,
-                       UnitAttr:$qk_l2norm);
+                       UnitAttr:$qk_l2norm, UnitAttr:$factored);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = [{
     $input `grad` `(` $grad `)` attr-dict `:` functional-type(operands, results)
