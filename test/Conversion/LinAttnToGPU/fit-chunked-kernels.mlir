@@ -196,11 +196,11 @@ func.func @kda_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g
 // -----
 
 // KDA with {qk_l2norm}: the normalisation factored, the keys stay bf16, so
-// both chunk_grad kernels take them as they take KDA's without it (the WY
-// kernel stages r beside beta: 256 bytes more), and qk_grad adds the
-// norms' share.
+// both chunk_grad kernels take them as they take KDA's without it, in the
+// same bytes (the WY kernel reads r from global memory with beta), and
+// qk_grad adds the norms' share.
 // CHECK-LABEL: func.func @kda_l2norm_backward
-// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (8 warps, 150528 bytes of shared memory; not by slabs: its gates are per key) and the key kernel (8 warps, 168192 bytes of shared memory; not by key block: its gates are per key); qk_grad: a warp per (b, t, h) row, back through qk_l2norm factored (the norms' share added))
+// EXPLAIN: remark: linattn GPU strategy for the backward of kda: chunked C=64 (reverse chunk pass: tensor-core kernel, after the kernel of its per-key scores' share; chunk_grad: the WY kernel (8 warps, 150272 bytes of shared memory; not by slabs: its gates are per key) and the key kernel (8 warps, 168192 bytes of shared memory; not by key block: its gates are per key); qk_grad: a warp per (b, t, h) row, back through qk_l2norm factored (the norms' share added))
 func.func @kda_l2norm_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>,
     %b: tensor<?x?x2xf32>, %s0: tensor<?x2x64x64xf32>, %do: tensor<?x?x2x64xbf16>, %ds: tensor<?x2x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x2x64x64xf32>) {

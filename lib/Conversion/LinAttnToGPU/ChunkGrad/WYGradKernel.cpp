@@ -65,8 +65,6 @@ struct WYGradPlan : ChunkGradWarps {
   bool splitKeys = false;
   /// W split into hi and lo parts by the UT transform (wLoOff beside wOff).
   bool splitW = false;
-  /// k_rnorm (qk_l2norm factored): the row scalars take r (rNormOff).
-  bool rowNorms = false;
   float rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0;
@@ -77,7 +75,6 @@ struct WYGradPlan : ChunkGradWarps {
   int64_t dHiOff = 0, dLoOff = 0, dwHiOff = 0, dwLoOff = 0;
   int64_t sHiOff = 0, sLoOff = 0, tOff = 0, lOff = 0, tHiOff = 0, tLoOff = 0;
   int64_t pOff = 0, mOff = 0, gOff = 0, cOff = 0, betaOff = 0, rowOff = 0;
-  int64_t rNormOff = 0;
   // Per-key gates: G [64][K + 4] f32; K' = K exp(G_L - G) for the scores
   // over T's tile (T is written after them). Once the factors are out, F
   // split, K' again and K'' = K exp(G - G_F) for the pair sums over the
@@ -123,7 +120,6 @@ std::optional<WYGradPlan> WYGradPlan::build(ChunkGradOp op,
   p.keyBlock = p.K % 64 == 0 ? 64 : 32;
   p.perKey = forms->perKeyGates;
   p.gates = op.getGates() && !p.perKey;
-  p.rowNorms = bool(op.getKRnorm());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.keyStride = p.K + kPad;
   p.valueStride = p.V + kPad;
@@ -183,8 +179,6 @@ bool WYGradPlan::layOut(std::string *whyNot) {
     gOff = take(kChunk * 4);
   cOff = take(kChunk * 4);
   betaOff = take(kChunk * 4);
-  if (rowNorms)
-    rNormOff = take(kChunk * 4);
   if (perKey) {
     gKeyStride = K + 4;
     gKeyOff = take(kChunk * gKeyStride * 4);
@@ -279,7 +273,7 @@ void WYGradKernel::stage() {
   if (p.splitKeys)
     k.fillTile(kTile, kChunk, p.K, rows.valid, rowLoad(io.k, h), kLo);
   stageWYRowScalars(k, rows, bIdx, hv, io.beta, io.gates, rowTiles, p.rank1Scale,
-                    io.kRNorm, h);
+                    WYRowNorms{io.kRNorm, io.kRNorm ? h : Value()});
   k.waitCopies(copies, 0);
 }
 
@@ -513,8 +507,7 @@ void WYGradKernel::emit() {
   rowTerms = k.tile(p.rowOff, kChunk, kWYRowTerms * p.termParts(), f32);
   if (p.gates)
     gTile = k.tile(p.gOff, kChunk, 1, f32);
-  rowTiles = WYRowTiles{betaTile, cTile, gTile, rowTerms, p.termParts(),
-                        p.rowNorms ? k.tile(p.rNormOff, kChunk, 1, f32) : Value()};
+  rowTiles = WYRowTiles{betaTile, cTile, gTile, rowTerms, p.termParts()};
   if (p.perKey) {
     gKeyTile = k.tile(p.gKeyOff, kChunk, p.gKeyStride, f32);
     kdTile = tile16(p.kdOff, kChunk, p.keyStride);
@@ -536,7 +529,8 @@ void WYGradKernel::emit() {
   solve(/*keys=*/false);
   k.barrier();
   SmallVector<SmallVector<Value>> f = factors();
-  storeBetaGradient(k, rows, rowTiles, io.dbeta, bIdx, hv, p.rank1Scale);
+  storeBetaGradient(k, rows, rowTiles, io.dbeta, bIdx, hv, p.rank1Scale,
+                    WYRowNorms{io.kRNorm, io.kRNorm ? h : Value()});
   if (p.perKey)
     perKeyShares(f);
 }

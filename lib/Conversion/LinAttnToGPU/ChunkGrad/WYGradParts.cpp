@@ -40,7 +40,7 @@ void storeSplitPair(MmaEmitter &k, Value x0, Value x1, Value hi, Value lo,
 
 void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                        Value beta, Value gates, const WYRowTiles &t,
-                       float rank1Scale, Value kRNorm, Value qkHead) {
+                       float rank1Scale, const WYRowNorms &norms) {
   ImplicitLocOpBuilder &b = k.b;
   LoopEmitter &e = k.e;
   OpBuilder::InsertionGuard guard(b);
@@ -50,10 +50,9 @@ void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
   Value in = k.ult(k.tid, rows.valid);
   Value zero = e.f32(0.0f);
   Value x = k.select(in, e.loadF32(beta, {batch, tok, head}), zero);
-  if (t.r) {
+  if (norms.kRNorm) {
     // qk_l2norm factored: b = beta r, c = rank1_scale beta r^2.
-    Value r = k.select(in, e.loadF32(kRNorm, {batch, tok, qkHead}), zero);
-    memref::StoreOp::create(b, r, t.r, ValueRange{k.tid, e.index(0)});
+    Value r = e.loadF32(norms.kRNorm, {batch, tok, norms.qkHead});
     x = e.mul(x, r);
     memref::StoreOp::create(b, x, t.beta, ValueRange{k.tid, e.index(0)});
     memref::StoreOp::create(b, e.mul(e.mul(e.f32(rank1Scale), x), r), t.c,
@@ -138,7 +137,8 @@ storeFactors(MmaEmitter &k, WarpTiling &tiling, SmallVector<SmallVector<Value>> 
 }
 
 void storeBetaGradient(MmaEmitter &k, ChunkRows rows, const WYRowTiles &t,
-                       Value dbeta, Value batch, Value head, float rank1Scale) {
+                       Value dbeta, Value batch, Value head, float rank1Scale,
+                       const WYRowNorms &norms) {
   ImplicitLocOpBuilder &b = k.b;
   LoopEmitter &e = k.e;
   OpBuilder::InsertionGuard guard(b);
@@ -156,9 +156,9 @@ void storeBetaGradient(MmaEmitter &k, ChunkRows rows, const WYRowTiles &t,
   if (t.g)
     throughW = e.mul(throughW, k.exp(rowScalar(k, t.g, i)));
   Value x;
-  if (t.r) {
+  if (norms.kRNorm) {
     // d/dbeta of c = rank1_scale beta r^2 and b = beta r.
-    Value r = rowScalar(k, t.r, i);
+    Value r = e.loadF32(norms.kRNorm, {batch, e.addIndex(rows.t0, i), norms.qkHead});
     Value throughC = e.mul(e.f32(rank1Scale), e.add(throughW, term(kThroughL)));
     Value throughB = term(kThroughU);
     x = e.add(e.mul(e.mul(throughC, r), r), e.mul(throughB, r));

@@ -44,13 +44,20 @@ enum WYRowTerm : int64_t {
 };
 
 /// The WY kernels' row tiles in shared memory: the write coefficient b
-/// (beta, or beta r), c = rank1_scale beta (r^2) and the row gates G
-/// ([64][1] f32 each; g null without row gates), the row terms [64]
-/// [kWYRowTerms * parts] f32, and with k_rnorm r ([64][1] f32; else null).
+/// (beta, or beta r with k_rnorm r), c = rank1_scale beta (r^2) and the
+/// row gates G ([64][1] f32 each; g null without row gates), and the row
+/// terms [64][kWYRowTerms * parts] f32.
 struct WYRowTiles {
   Value beta, c, g, rowTerms;
   int64_t parts = 0;
-  Value r;
+};
+
+/// k_rnorm r [B, T, H] f32 (qk_l2norm factored) and the value head's q/k
+/// head, read from global memory where the row scalars are formed (no tile
+/// of its own: KDA's WY kernel at eight warps has 240 bytes to spare);
+/// null without.
+struct WYRowNorms {
+  Value kRNorm, qkHead;
 };
 
 /// Stores an accumulator pair (x0, x1) at [row][col] of a split 16-bit
@@ -59,12 +66,10 @@ void storeSplitPair(MmaEmitter &k, Value x0, Value x1, Value hi, Value lo,
                     Value row, Value col);
 
 /// A thread per row: b, c and (where t.g) the row gate of token t0 + i,
-/// 0 at or past valid; where t.r, r = kRNorm[batch, t0 + i, qkHead] too.
-/// No barrier.
+/// 0 at or past valid (b and c with `norms`' r). No barrier.
 void stageWYRowScalars(MmaEmitter &k, ChunkRows rows, Value batch, Value head,
                        Value beta, Value gates, const WYRowTiles &t,
-                       float rank1Scale, Value kRNorm = Value(),
-                       Value qkHead = Value());
+                       float rank1Scale, const WYRowNorms &norms = {});
 
 /// Stores the warp's two row partials of `term` (rows group and group + 8)
 /// in its quad's (and column half's) column of the row terms.
@@ -89,10 +94,11 @@ storeFactors(MmaEmitter &k, WarpTiling &tiling, SmallVector<SmallVector<Value>> 
              Value factorPairs, Value batch, Value head);
 
 /// A thread per row: dbeta_i from the row terms' parts (the file's
-/// header; with row gates Y_i . k_i taken times exp(G_i) here). No
-/// barrier.
+/// header; with row gates Y_i . k_i taken times exp(G_i) here; with
+/// `norms`' r the parts times r^2 and r). No barrier.
 void storeBetaGradient(MmaEmitter &k, ChunkRows rows, const WYRowTiles &t,
-                       Value dbeta, Value batch, Value head, float rank1Scale);
+                       Value dbeta, Value batch, Value head, float rank1Scale,
+                       const WYRowNorms &norms = {});
 
 } // namespace mlir::linattn::kernel
 

@@ -54,9 +54,8 @@ struct WYSlabGradPlan : ChunkGradWarps {
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
-  /// Row gates; k f32 (split); W split into hi and lo parts (negeig's);
-  /// k_rnorm (qk_l2norm factored: the row scalars take r).
-  bool gates = false, splitKeys = false, splitW = false, rowNorms = false;
+  /// Row gates; k f32 (split); W split into hi and lo parts (negeig's).
+  bool gates = false, splitKeys = false, splitW = false;
   float rank1Scale = 0.0f;
   int64_t keySlabs() const { return K / kSlab; }
   int64_t valueSlabs() const { return V / kSlab; }
@@ -69,7 +68,7 @@ struct WYSlabGradPlan : ChunkGradWarps {
   // scratch) and the row scalars.
   int64_t aHiOff = 0, aLoOff = 0, bHiOff = 0, bLoOff = 0, tOff = 0, lOff = 0;
   int64_t xHiOff = 0, xLoOff = 0, tHiOff = 0, tLoOff = 0, pOff = 0;
-  int64_t rowOff = 0, gOff = 0, cOff = 0, betaOff = 0, rNormOff = 0;
+  int64_t rowOff = 0, gOff = 0, cOff = 0, betaOff = 0;
   int64_t sharedBytes = 0;
 };
 
@@ -100,7 +99,6 @@ WYSlabGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   p.splitKeys = forms->splitKeys;
   p.splitW = forms->splitW;
   p.gates = bool(op.getGates());
-  p.rowNorms = bool(op.getKRnorm());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.warps = 8;
 
@@ -128,8 +126,6 @@ WYSlabGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
     p.gOff = take(kChunk * 4);
   p.cOff = take(kChunk * 4);
   p.betaOff = take(kChunk * 4);
-  if (p.rowNorms)
-    p.rNormOff = take(kChunk * 4);
   p.sharedBytes = layout.size();
   if (p.sharedBytes > target.maxSharedBytesPerBlock()) {
     if (whyNot)
@@ -383,11 +379,11 @@ void WYSlabGradKernel::emit() {
                         k.tile(p.cOff, kChunk, 1, f32),
                         p.gates ? k.tile(p.gOff, kChunk, 1, f32) : Value(),
                         k.tile(p.rowOff, kChunk, kWYRowTerms * p.termParts(), f32),
-                        p.termParts(),
-                        p.rowNorms ? k.tile(p.rNormOff, kChunk, 1, f32) : Value()};
+                        p.termParts()};
+  WYRowNorms norms{io.kRNorm, io.kRNorm ? h : Value()};
 
   stageWYRowScalars(k, rows, bIdx, hv, io.beta, io.gates, rowTiles, p.rank1Scale,
-                    io.kRNorm, h);
+                    norms);
   keyPairs(); // its slab loop's barriers publish the row scalars
   k.barrier();
   invertUnitLowerTriangular(k, lTile, tF32, mTile);
@@ -401,7 +397,7 @@ void WYSlabGradKernel::emit() {
   valueSlabs(dL);
   storeFactors(k, *tiling, std::move(dL), colBase, rows, rowTiles, pTile,
                io.factorPairs, bIdx, hv);
-  storeBetaGradient(k, rows, rowTiles, io.dbeta, bIdx, hv, p.rank1Scale);
+  storeBetaGradient(k, rows, rowTiles, io.dbeta, bIdx, hv, p.rank1Scale, norms);
 }
 
 } // namespace
