@@ -109,3 +109,25 @@ func.func @recorded_recurrent(%q: tensor<1x8x1x8xf32>, %k: tensor<1x8x1x8xf32>, 
       -> (tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>)
   return %dq, %dk, %dv, %ds0 : tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x8x1x8xf32>, tensor<1x1x8x8xf32>
 }
+
+// -----
+
+// A kind without a rank-1 term keeps qk_l2norm as a tensor: q and k
+// normalised in f32 (linattn.l2norm) feed the chunk ops, and qk_grad goes
+// back through the normalisation without `factored`.
+// CHECK-LABEL: func.func @gla_l2norm_backward(
+// CHECK-NOT:     linattn.rnorm
+// CHECK:         %[[QN:.*]] = linattn.l2norm %{{.*}} : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK:         %[[KN:.*]] = linattn.l2norm %{{.*}} : tensor<?x?x2x16xbf16> -> tensor<?x?x2x16xf32>
+// CHECK:         linattn.chunk_state_pass_grad q(%[[QN]]) k(%[[KN]])
+// CHECK:         linattn.chunk_grad q(%[[QN]]) k(%[[KN]]) v(
+// CHECK:         linattn.qk_grad %{{.*}} grad(%{{.*}}) {qk_l2norm} :
+func.func @gla_l2norm_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x2x32xbf16>,
+    %g: tensor<?x?x2x16xf32>, %s0: tensor<?x2x16x32xf32>, %do: tensor<?x?x2x32xbf16>, %ds: tensor<?x2x16x32xf32>)
+    -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>) {
+  %dq, %dk, %dv, %dg, %ds0 = linattn.recurrence_grad key_gate q(%q) k(%k) v(%v) gate(%g) state(%s0)
+      grad_output(%do) grad_final_state(%ds) {qk_l2norm}
+      : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>, tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
+      -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>)
+  return %dq, %dk, %dv, %dg, %ds0 : tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>
+}

@@ -292,3 +292,46 @@ func.func @gated_delta_k96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>,
       -> (tensor<?x?x4x96xf32>, tensor<?x?x4x96xf32>, tensor<?x?x4x64xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
   return %dq, %dk, %dv, %dg, %db : tensor<?x?x4x96xf32>, tensor<?x?x4x96xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
 }
+
+// -----
+
+// qk_l2norm factored (q_rnorm s, k_rnorm r), Gated DeltaNet at K = V = 128
+// with two value heads a q/k head: both kernels in the bytes the plain
+// kind takes (the WY kernel reads r from global memory where it forms b =
+// beta r and c = beta r^2 and where dbeta takes r^2 and r; the key kernel
+// r for c, and s for the two rows of dO a thread's products take), the
+// keys bf16 as they come.
+// CHECK-LABEL: func.func @factored_l2norm(
+// MMA-LABEL:   func.func @factored_l2norm(
+// CHECK-SAME:      %{{[^:]+}}: tensor<?x?x2x128xbf16>, %[[RQ:[^:]+]]: tensor<?x?x2xf32>, %{{[^:]+}}: tensor<?x?x2x128xbf16>, %[[RK:[^:]+]]: tensor<?x?x2xf32>
+// CHECK-DAG:     %[[RQB:.*]] = bufferization.to_buffer %[[RQ]] read_only
+// CHECK-DAG:     %[[RKB:.*]] = bufferization.to_buffer %[[RK]] read_only
+// CHECK:         %[[WYSMEM:.*]] = arith.constant 97280 : i32
+// CHECK:         gpu.launch {{.*}} threads({{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, {{.*}} dynamic_shared_memory_size %[[WYSMEM]] {
+// CHECK-NOT:       memref.load %[[RQB]]
+// CHECK:           memref.load %[[RKB]]
+// CHECK-NOT:       memref.load %[[RQB]]
+// CHECK:           memref.load %[[RKB]]
+// CHECK-NOT:       memref.load %[[RQB]]
+// CHECK:         %[[KEYSMEM:.*]] = arith.constant 93696 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[KEYSMEM]] {
+// CHECK:           memref.load %[[RKB]]
+// CHECK:           memref.load %[[RQB]]
+// CHECK:           memref.load %[[RQB]]
+// CHECK-NOT:       memref.load %[[RKB]]
+// CHECK-NOT:       memref.load %[[RQB]]
+// CHECK:         gpu.launch
+func.func @factored_l2norm(%q: tensor<?x?x2x128xbf16>, %rq: tensor<?x?x2xf32>, %k: tensor<?x?x2x128xbf16>,
+    %rk: tensor<?x?x2xf32>, %v: tensor<?x?x4x128xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>,
+    %w: tensor<?x?x4x128xbf16>, %u: tensor<?x?x4x128xf32>, %d: tensor<?x?x4x128xf32>, %s: tensor<?x?x4x128x128xf32>,
+    %do: tensor<?x?x4x128xbf16>, %dd: tensor<?x?x4x128xf32>, %hs: tensor<?x?x4x128x128xf32>)
+    -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) q_rnorm(%rq) k(%k) k_rnorm(%rk) v(%v) beta(%beta) gates(%g) w(%w) u(%u)
+      new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs)
+      {chunk_size = 64 : i64, scale = 0.125 : f32, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x4x128xbf16>,
+         tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>,
+         tensor<?x?x4x128x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x4x128xf32>, tensor<?x?x4x128xf32>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}

@@ -314,3 +314,32 @@ func.func @carries(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: t
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128x128xbf16>) -> tensor<?x?x2x128xbf16>
   return %o : tensor<?x?x2x128xbf16>
 }
+
+// -----
+
+// qk_l2norm factored (q_rnorm s): the rows' s staged after the gates (62720
+// + 256 bytes) from the q/k head's [B, T, H] f32, and each output row
+// scaled by scale s_i (rows group and group + 8 of the warp: one product
+// each) before it leaves; q and k are the bf16 inputs as they come.
+// CHECK-LABEL: func.func @factored_l2norm(
+// CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[RQ:[^:]+]]: tensor<?x?x2xf32>
+// CHECK:         %[[RB:.*]] = bufferization.to_buffer %[[RQ]]
+// CHECK:         %[[SMEM:.*]] = arith.constant 62976 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           %[[SS:.*]] = memref.view %{{.*}}[%c62720{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.load %[[RB]][
+// CHECK:           memref.store %{{.*}}, %[[SS]][
+// CHECK:           %[[S0:.*]] = memref.load %[[SS]][
+// CHECK-NEXT:      %[[SC0:.*]] = arith.constant 8.838800e-02 : f32
+// CHECK-NEXT:      %[[F0:.*]] = arith.mulf %[[SC0]], %[[S0]] : f32
+// CHECK-COUNT-16:  arith.mulf %{{.*}}, %[[F0]] : f32
+// CHECK:           %[[S1:.*]] = memref.load %[[SS]][
+// CHECK-NEXT:      %[[SC1:.*]] = arith.constant 8.838800e-02 : f32
+// CHECK-NEXT:      %[[F1:.*]] = arith.mulf %[[SC1]], %[[S1]] : f32
+// CHECK-COUNT-16:  arith.mulf %{{.*}}, %[[F1]] : f32
+// CHECK:           nvvm.stmatrix
+func.func @factored_l2norm(%q: tensor<?x?x2x128xbf16>, %rq: tensor<?x?x2xf32>, %k: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xbf16>, %states: tensor<?x?x2x128x128xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16> {
+  %o = linattn.chunk_output q(%q) q_rnorm(%rq) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}

@@ -203,3 +203,27 @@ func.func @split_w(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %w: ten
       -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>)
   return %dd, %hs, %ds0 : tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x2x64x64xf32>
 }
+
+// -----
+
+// qk_l2norm factored (q_rnorm s): each stage takes the chunk's s too, a
+// 4-byte cp.async a row from the q/k head's [B, T, H] f32 (three stages:
+// 207616 + 3 x 256 bytes), for the scores' columns and dO's rows; q and
+// k are the bf16 inputs as they come.
+// CHECK-LABEL: func.func @factored_l2norm(
+// MMA-LABEL:   func.func @factored_l2norm(
+// CHECK-SAME:      %{{[^:]+}}: tensor<?x?x2x128xbf16>, %[[RQ:[^:]+]]: tensor<?x?x2xf32>
+// CHECK:         %[[RQB:.*]] = bufferization.to_buffer %[[RQ]] read_only
+// CHECK:         %[[SMEM:.*]] = arith.constant 208384 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK-COUNT-2:   nvgpu.device_async_copy %[[RQB]][{{.*}}], %{{.*}}, 1, %{{.*}} : memref<?x?x2xf32> to memref<64x1xf32, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK:             nvgpu.device_async_copy %[[RQB]][
+func.func @factored_l2norm(%q: tensor<?x?x2x128xbf16>, %rq: tensor<?x?x2xf32>, %k: tensor<?x?x2x128xbf16>, %w: tensor<?x?x4x128xbf16>,
+    %g: tensor<?x?x4xf32>, %do: tensor<?x?x4x128xbf16>, %ds: tensor<?x4x128x128xf32>) -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>) {
+  %dd, %hs, %ds0 = linattn.chunk_state_pass_grad q(%q) q_rnorm(%rq) k(%k) w(%w) gates(%g) grad_output(%do) grad_final_state(%ds)
+      {chunk_size = 64 : i64, scale = 0.125 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x4x128xbf16>, tensor<?x?x4xf32>, tensor<?x?x4x128xbf16>, tensor<?x4x128x128xf32>)
+      -> (tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>)
+  return %dd, %hs, %ds0 : tensor<?x?x4x128xf32>, tensor<?x?x4x128x128xf32>, tensor<?x4x128x128xf32>
+}

@@ -65,3 +65,25 @@ func.func @wide_row(%q: tensor<?x?x2x256xbf16>) -> tensor<?x?x2x256xbf16> {
   %y = linattn.l2norm %q : tensor<?x?x2x256xbf16> -> tensor<?x?x2x256xbf16>
   return %y : tensor<?x?x2x256xbf16>
 }
+
+// linattn.rnorm: the same rows and sums, only the factor stored: a row's
+// first lane writes 1 / sqrt(sum(x^2) + eps) to [B, T, H] f32, nothing of
+// the row itself.
+// CHECK-LABEL: func.func @reciprocal_norms(
+// CHECK:         %[[IN:.*]] = bufferization.to_buffer
+// CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
+// CHECK:         gpu.launch
+// CHECK-COUNT-2:   vector.load %[[IN]]{{.*}} : memref<?x?x2x128xbf16>, vector<8xbf16>
+// CHECK:           math.sqrt
+// CHECK:           math.sqrt
+// CHECK-NOT:       vector.store
+// CHECK:           scf.if
+// CHECK-NEXT:        memref.store %{{.*}}, %[[OUT]][{{.*}}] : memref<?x?x2xf32>
+// CHECK:           scf.if
+// CHECK-NEXT:        memref.store %{{.*}}, %[[OUT]][{{.*}}] : memref<?x?x2xf32>
+// CHECK-NOT:       memref.store
+// CHECK:           gpu.terminator
+func.func @reciprocal_norms(%q: tensor<?x?x2x128xbf16>) -> tensor<?x?x2xf32> {
+  %r = linattn.rnorm %q : tensor<?x?x2x128xbf16> -> tensor<?x?x2xf32>
+  return %r : tensor<?x?x2xf32>
+}

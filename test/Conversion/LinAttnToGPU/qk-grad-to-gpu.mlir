@@ -32,3 +32,22 @@ func.func @plain_tail(%x: tensor<?x?x2x40xbf16>, %g: tensor<?x?x2x40xf32>) -> te
   %dx = linattn.qk_grad %x grad(%g) : (tensor<?x?x2x40xbf16>, tensor<?x?x2x40xf32>) -> tensor<?x?x2x40xbf16>
   return %dx : tensor<?x?x2x40xbf16>
 }
+
+// -----
+
+// The factored form's gradient (chunk_grad with q_rnorm and k_rnorm): dx =
+// dy - y (y . dy), the same sums and no multiply by r after them.
+// CHECK-LABEL: func.func @factored(
+// CHECK:         gpu.launch
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK:         %[[R:.*]] = arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK-COUNT-5: gpu.shuffle xor
+// CHECK:         %[[Y:.*]] = arith.mulf %[[R]], %{{.*}} : f32
+// CHECK-NEXT:    %[[YD:.*]] = arith.mulf %[[Y]], %{{.*}} : f32
+// CHECK-NEXT:    %[[DX:.*]] = arith.subf %{{.*}}, %[[YD]] : f32
+// CHECK-NOT:     arith.mulf %[[R]], %[[DX]]
+// CHECK:         memref.store
+func.func @factored(%x: tensor<?x?x2x64xbf16>, %g: tensor<?x?x4x64xf32>) -> tensor<?x?x2x64xbf16> {
+  %dx = linattn.qk_grad %x grad(%g) {qk_l2norm, factored} : (tensor<?x?x2x64xbf16>, tensor<?x?x4x64xf32>) -> tensor<?x?x2x64xbf16>
+  return %dx : tensor<?x?x2x64xbf16>
+}

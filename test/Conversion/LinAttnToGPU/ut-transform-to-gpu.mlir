@@ -295,3 +295,32 @@ func.func @head_dim_192_pieces(%k: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192x
       : (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2xf32>)
   return %w, %u, %G : tensor<?x?x2x192xbf16>, tensor<?x?x2x192xf32>, tensor<?x?x2xf32>
 }
+
+// -----
+
+// qk_l2norm factored (k_rnorm r): r staged after the inverse's scratch
+// (56832 + 256 bytes), the betas' vector holds the write coefficients b =
+// beta r, and the rank-1 coefficient c = rank1_scale b r is formed from
+// both where L and W's column scale take it; the keys stay bf16.
+// CHECK-LABEL: func.func @factored_l2norm(
+// CHECK-SAME:      %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[RK:[^:]+]]: tensor<?x?x2xf32>, %[[V:[^:]+]]: tensor<?x?x2x128xbf16>, %[[BETA:[^:]+]]: tensor<?x?x2xf32>
+// CHECK:         %[[BB:.*]] = bufferization.to_buffer %[[BETA]]
+// CHECK:         %[[RB:.*]] = bufferization.to_buffer %[[RK]]
+// CHECK:         %[[SMEM:.*]] = arith.constant 57088 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           %[[BETAS:.*]] = memref.view %{{.*}}[%c53504{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[RS:.*]] = memref.view %{{.*}}[%c56832{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.load %[[RB]][
+// CHECK:           memref.store %{{.*}}, %[[RS]][
+// CHECK:           %[[R:.*]] = memref.load %[[RB]][
+// CHECK-NEXT:      %[[B:.*]] = memref.load %[[BB]][
+// CHECK-NEXT:      arith.mulf %[[B]], %[[R]] : f32
+// CHECK:           memref.store %{{.*}}, %[[BETAS]][
+// CHECK:           gpu.barrier
+// CHECK:           memref.load %[[BETAS]][
+// CHECK:           memref.load %[[RS]][
+func.func @factored_l2norm(%k: tensor<?x?x2x128xbf16>, %rk: tensor<?x?x2xf32>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %G: tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>) {
+  %w, %u = linattn.ut_transform k(%k) k_rnorm(%rk) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>)
+  return %w, %u : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>
+}
