@@ -241,10 +241,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
         Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
         Value gr = memref::LoadOp::create(b, gShared, r);
         Value gc = memref::LoadOp::create(b, gShared, c);
-        Value cr = e.mul(e.f32(rank1Scale),
-                         memref::LoadOp::create(b, betaShared, r));
-        if (rShared)
-          cr = e.mul(cr, memref::LoadOp::create(b, rShared, r));
+        Value cr = rank1Coeff(r);
         Value l = e.mul(e.mul(acc[nt][i], cr), k.exp(e.sub(gr, gc)));
         Value keep = arith::AndIOp::create(b, k.ult(c, r), k.ult(r, rows.valid));
         memref::StoreOp::create(b, k.select(keep, l, e.f32(0.0f)), lTile,
