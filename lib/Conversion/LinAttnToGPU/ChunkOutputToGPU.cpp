@@ -79,8 +79,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // Measured -2% (GLA's output kernel at T = 1024; bench/NOTES.md c36):
   // it waits on its tiles' loads more than on the busiest sub-partition.
   // Two units where their tiles fit one block's shared memory (K = 256
-  // does not: one unit then).
-  bool pairsUnits = perKey && numSegments == 1 && !op.getCarries();
+  // does not: one unit then). Scalar gates (or none) pair units too, so
+  // that a chunk's Q and K are read once for both tiles, but only where
+  // that leaves fewer blocks a chunk per resident block (pairedWaves
+  // below; bench/NOTES.md ut1).
+  bool mayPairUnits = numSegments == 1 && !op.getCarries();
   int64_t units = 1;
 
   if (op.getCarries() && elementOf(op.getCarries()) != elementOf(op.getChunkStates()))
@@ -132,11 +135,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   int64_t limit = target.maxSharedBytesPerBlock();
   // Blocks of `width` columns with their units (two where they fit): how
   // many an SM's shared memory holds (0: none fits).
-  auto useColumns = [&](int64_t width) {
+  auto useColumns = [&](int64_t width, bool pairUnits) {
     cols = width;
     columnTiles = V / cols;
     nTiles = cols / 8;
-    units = pairsUnits && columnTiles % 2 == 0 ? 2 : 1;
+    units = pairUnits && columnTiles % 2 == 0 ? 2 : 1;
     if (units > 1 && layOut() > limit)
       units = 1;
     int64_t bytes = layOut();
@@ -150,17 +153,37 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // columns (3 an SM) 0.045 ms against 3 of 32 (5) 0.062; V = 224, 2 of
   // 112 (1) 0.222 against 7 of 32 (2) 0.277; negeig V = 192 (D split), 2
   // of 96 (1) 0.202 against 3 of 64 (2) 0.160.
+  // (Two 256-thread blocks of paired units hold 128 registers a thread.)
   constexpr int64_t kResidentByRegisters = 2;
-  auto chunkWaves = [&](int64_t width) {
-    int64_t resident = std::min(useColumns(width), kResidentByRegisters);
+  auto residentBlocks = [&](int64_t width, bool pairUnits) {
+    return std::min(useColumns(width, pairUnits), kResidentByRegisters);
+  };
+  auto chunkWaves = [&](int64_t width, bool pairUnits) {
+    int64_t resident = residentBlocks(width, pairUnits);
     return resident ? double(columnTiles / units) / double(resident)
                     : std::numeric_limits<double>::infinity();
   };
-  double defaultWaves = chunkWaves(outputColumnsFor(V));
+  // Per-key gates pair their units wherever they fit. Scalar gates take
+  // the width by the waves of one unit, then pair that width's units where
+  // that lowers the waves without lowering the resident blocks. Measured
+  // (NOTES ut1, B 4 T 4096, forwards from graphs): gated delta K = V =
+  // 128 0.237 -> 0.235 ms, in f32 0.643 -> 0.571 (its output kernel one
+  // block an SM either way, 0.270 -> 0.199); where the units halved the
+  // resident blocks they lost: DeltaNet's split D 0.254 -> 0.272, K = V =
+  // 192 (96-column tiles) 0.477 -> 0.508.
+  bool pairsPerKey = perKey && mayPairUnits;
+  double defaultWaves = chunkWaves(outputColumnsFor(V), pairsPerKey);
   std::optional<int64_t> wide = wideOutputColumnsFor(V);
-  bool wideTaken = wide && chunkWaves(*wide) <= defaultWaves;
-  if (wide && !wideTaken)
-    useColumns(outputColumnsFor(V));
+  bool wideTaken = wide && chunkWaves(*wide, pairsPerKey) <= defaultWaves;
+  int64_t width = wideTaken ? *wide : outputColumnsFor(V);
+  bool pairUnits = pairsPerKey;
+  if (!perKey && mayPairUnits) {
+    int64_t singleResident = residentBlocks(width, false);
+    double single = chunkWaves(width, false);
+    pairUnits = residentBlocks(width, true) >= singleResident &&
+                chunkWaves(width, true) < single;
+  }
+  useColumns(width, pairUnits);
   int64_t sharedBytes = layOut();
   if (failed(checkSharedBytes(op, "output", sharedBytes, target)))
     return failure();
@@ -179,7 +202,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
     os << ", " << units << (units == 1 ? " unit" : " units") << " of "
        << numWarps << " warps (" << units * numWarps * 32 << " threads)";
     if (units > 1)
-      os << " sharing the chunk's per-key scores";
+      os << (perKey ? " sharing the chunk's per-key scores"
+                    : " sharing the chunk's Q and K tiles");
     os << "; each block recomputes Q K^T"
        << (perKey ? " by per-key score blocks" : "");
     SmallVector<StringRef> split;

@@ -197,34 +197,62 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value kdLo = splitDecayedKeys ? k.tile(kdLoOffset, kChunk, K + kPad, elem)
                                   : Value();
 
-    // 1. Keys, gates and betas of the chunk.
-    k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
-      return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
-    }, keyLo);
+    // 1. Keys, gates and betas of the chunk. Every global read is issued
+    //    before any is waited on: 16-bit keys by cp.async, then each row's
+    //    scalars into registers, then their sums and stores, so that the
+    //    block meets one memory latency here, not one for the keys, one
+    //    for warp 0's gates and one for the betas after them
+    //    (bench/NOTES.md ut1).
+    Value zero = e.index(0);
+    bool asyncKeys = elementOf(op.getK()) == elem;
+    auto tokenRow = [&](Value head) {
+      return [&, head](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, head, c};
+      };
+    };
+    if (asyncKeys)
+      k.copyRowsAsync(keyTile, zero, K, rows.t0, rows.valid, seqLen, kBuf,
+                      tokenRow(h));
+    else
+      k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
+        return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
+      }, keyLo);
+    if (perKey)
+      k.copyRowsAsync(gKeys, zero, K, rows.t0, rows.valid, seqLen, gates,
+                      tokenRow(hv));
+    Value rRow = kRNorm ? readRowScalar(k, rows, [&](Value t) {
+      return e.loadF32(kRNorm, {bIdx, t, h});
+    }) : Value();
+    Value betaRow = readRowScalar(k, rows, [&](Value t) {
+      return e.loadF32(beta, {bIdx, t, hv});
+    });
+    if (rRow) // b = beta r
+      betaRow = e.mul(betaRow, rRow);
+    // Raw gates: every warp reads the chunk's (the same addresses), warp 0
+    // sums and stores them.
+    SmallVector<Value> rawGateRows;
+    Value gateRow;
+    if (rawGates)
+      rawGateRows = readChunkGates(k, *rawGates, bIdx, rows, hv);
+    else if (!perKey)
+      gateRow = gates ? readRowScalar(k, rows, [&](Value t) {
+        return e.loadF32(gates, {bIdx, t, hv});
+      }) : e.f32(0.0f);
     if (rawGates) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, k.ult(k.warp, e.index(1)), false).thenBlock());
-      storeChunkCumsum(k, warpChunkCumsum(k, *rawGates, bIdx, rows, hv),
-                       cumulative, gShared, bIdx, rows, hv);
-    } else if (perKey) {
-      Value zero = e.index(0);
-      k.copyRowsAsync(gKeys, zero, K, rows.t0, rows.valid, seqLen, gates,
-                      [&](Value t, Value c) -> SmallVector<Value> {
-        return {bIdx, t, hv, c};
-      });
+      storeChunkCumsum(k, sumChunkGates(k, rawGateRows), cumulative, gShared,
+                       bIdx, rows, hv);
+    }
+    SmallVector<std::pair<Value, Value>> rowScalars = {{betaRow, betaShared}};
+    if (gateRow)
+      rowScalars.push_back({gateRow, gShared});
+    if (rShared)
+      rowScalars.push_back({rRow, rShared});
+    storeRowScalars(k, rowScalars);
+    if (asyncKeys || perKey)
       k.waitCopies(k.commitCopies(), 0);
-    } else {
-      fillRowGates(k, gShared, gates, bIdx, rows, hv);
-    }
-    if (kRNorm) {
-      fillRowGates(k, rShared, kRNorm, bIdx, rows, h);
-      fillRowScalars(k, betaShared, rows, [&](Value t) {
-        return e.mul(e.loadF32(beta, {bIdx, t, hv}), e.loadF32(kRNorm, {bIdx, t, h}));
-      });
-    } else {
-      fillRowGates(k, betaShared, beta, bIdx, rows, hv);
-    }
     k.barrier();
 
     Value m0 = e.mulIndex(k.warp, e.index(16));
@@ -347,8 +375,17 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Operand keys = perKey ? Operand::of(kdTile, kdLo, /*transposed=*/true)
                           : Operand::of(keyTile, keyLo, /*transposed=*/true);
     int64_t wPiece = productPieceColumns(K);
+    // 16-bit values arrive by cp.async into the key tile once every warp
+    // is past W's last product (the keys' last reader), landing while W
+    // leaves.
+    bool asyncValues = elementOf(op.getV()) == elem;
     for (int64_t c0 = 0; c0 < K; c0 += wPiece) {
       SmallVector<SmallVector<Value>> wOut = productPiece(wPiece, keys, c0);
+      if (asyncValues && c0 + wPiece >= K) {
+        k.barrier();
+        k.copyRowsAsync(valueTile, zero, V, rows.t0, rows.valid, seqLen, vBuf,
+                        tokenRow(hv));
+      }
       int64_t stage = wPiece == K ? wStage : -1;
       if (splitW) {
         // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
@@ -363,9 +400,13 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
         storeResult(wOut, wPiece, w, stage, std::nullopt, c0);
       }
     }
-    k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
-      return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
-    }, valueLo);
+    // (splitScaledT's barrier makes the copied values visible.)
+    if (asyncValues)
+      k.waitCopies(k.commitCopies(), 0);
+    else
+      k.fillTile(valueTile, kChunk, V, rows.valid, [&](Value r, Value c) {
+        return k.load8(vBuf, {bIdx, e.addIndex(rows.t0, r), hv, c});
+      }, valueLo);
     splitScaledT([&](Value c) {
       return memref::LoadOp::create(b, betaShared, c).getResult();
     });

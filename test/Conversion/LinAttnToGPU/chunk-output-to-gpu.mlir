@@ -4,13 +4,15 @@
 // value columns, value head, sequence).
 //
 // Row gates (gated delta's), K = V = 128, bf16 chunk states and new values:
-// Q and K 2 C (K + 8) 2 = 34816, S (no split) K (64 + 8) 2 = 18432, D (no
-// split) C (64 + 8) 2 = 9216, 64 gates: 62720 bytes.
+// one block a chunk, two units of 4 warps (64 value columns each) sharing
+// the chunk's Q and K. Q and K 2 C (K + 8) 2 = 34816, each unit's S (no
+// split) K (64 + 8) 2 = 18432 and D (no split) C (64 + 8) 2 = 9216, 64
+// gates, then each unit's output tile C (64 + 8) 2: 108800 bytes.
 
-// Blocks (NC * V / 64, HV, B), 128 threads. Q K^T (8 x 8),
-//    Q S (8 k-steps x 8 n-tiles, the bf16 chunk states as they are) and
-//    P D (4 x 8 x 2: P split, the bf16 new values as they are): 64 + 64 +
-//    64 = 192 products; o is stored in bf16.
+// Blocks (NC, HV, B), 256 threads. Per warp Q K^T (8 x 8), Q S (8 k-steps
+//    x 8 n-tiles, the bf16 chunk states as they are) and P D (4 x 8 x 2: P
+//    split, the bf16 new values as they are): 64 + 64 + 64 = 192 products;
+//    o is stored in bf16.
 // CHECK-LABEL: func.func @row_gates(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[K:[^:]+]]: tensor<?x?x2x128xbf16>, %[[DT:[^:]+]]: tensor<?x?x2x128xbf16>, %[[STATEST:[^:]+]]: tensor<?x?x2x128x128xbf16>, %[[GT:[^:]+]]: tensor<?x?x2xf32>)
 // CHECK:         bufferization.to_buffer %[[Q]] read_only
@@ -20,19 +22,22 @@
 // CHECK:         bufferization.to_buffer %[[GT]] read_only
 // CHECK:         %[[O:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2x128xbf16>
 // CHECK:         %[[NC3:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c2{{[_0-9]*}} : index
-// CHECK:         %[[OUTSMEM:.*]] = arith.constant 62720 : i32
-// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
+// CHECK:         %[[BLOCKS:.*]] = arith.muli %[[NC3]], %c1{{[_0-9]*}} : index
+// CHECK:         %[[OUTSMEM:.*]] = arith.constant 108800 : i32
+// CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[BLOCKS]], %{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%{{.*}}) in (%{{.*}} = %c256{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}) dynamic_shared_memory_size %[[OUTSMEM]] {
 // CHECK-NEXT:      %[[SM3:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
-// Q, K, S, D by cp.async (16 bytes each), row gates, all waited for
-// before the one barrier; P = Q K^T stays in registers and is the A
-// operand of P D.
-// CHECK:           %[[QTILE:.*]] = memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// Q, K, then each unit's S and D by cp.async (16 bytes each, spread over
+// the 256 threads), row gates, all waited for before the one barrier; P =
+// Q K^T stays in registers and is the A operand of P D.
+// CHECK:           memref.view %[[SM3]][%c0{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM3]][%c17408{{[_0-9]*}}][] : {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c53248{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
-// CHECK:           memref.view %[[SM3]][%c62464{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%{{.*}}][] : {{.*}} to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%{{.*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           memref.view %[[SM3]][%c90112{{[_0-9]*}}][] : {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           arith.muli %{{.*}}, %c256{{[_0-9]*}} : index
 // CHECK-COUNT-2:   nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128x128xbf16> to memref<128x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128x128xbf16> to memref<128x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_copy %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1} : memref<?x?x2x128xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
@@ -40,13 +45,15 @@
 // CHECK-NOT:       gpu.barrier
 // CHECK-COUNT-192: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}
 // CHECK-NOT:       nvvm.mma.sync
-// O goes through the warp's own Q rows: stmatrix (4 per warp), then 16-byte
-// pieces of the rows below T.
+// O goes through the unit's own output tile (the other unit still reads
+// Q): stmatrix (4 per warp) into the warp's rows, then 16-byte pieces of
+// the rows below T.
+// CHECK:           %[[OUTTILE:.*]] = memref.view %[[SM3]][%{{.*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           nvvm.bar.warp.sync
 // CHECK-COUNT-4:   nvvm.stmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
 // CHECK-NEXT:      nvvm.bar.warp.sync
 // CHECK:           scf.if
-// CHECK-NEXT:        vector.load %[[QTILE]]
+// CHECK-NEXT:        vector.load %[[OUTTILE]]
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        arith.addi
 // CHECK-NEXT:        vector.store %{{.*}}, %[[O]][{{.*}}] {alignment = 16 : i64} : memref<?x?x2x128xbf16>, vector<8xbf16>
@@ -120,12 +127,14 @@ func.func @head_dim_192_split_values(%q: tensor<?x?x2x192xbf16>, %k: tensor<?x?x
 
 // -----
 
-// V = 224: 112 columns (two blocks a chunk, 128768 bytes: one an SM)
-// against 32 (seven, 82688: two an SM; 3.5 per resident block).
+// V = 224: 112 columns (two tiles a chunk, 128768 bytes: one block an SM)
+// against 32 (seven, 82688: two an SM; 3.5 per resident block); its two
+// tiles then as one block's units (228608 bytes: still one an SM, half the
+// blocks).
 // CHECK-LABEL: func.func @head_dim_224(
 // CHECK:         %[[NC224:.*]] = arith.ceildivui %{{.*}}, %c64{{[_0-9]*}} : index
-// CHECK:         %[[B224:.*]] = arith.muli %[[NC224]], %c2{{[_0-9]*}} : index
-// CHECK:         %[[S224:.*]] = arith.constant 128768 : i32
+// CHECK:         %[[B224:.*]] = arith.muli %[[NC224]], %c1{{[_0-9]*}} : index
+// CHECK:         %[[S224:.*]] = arith.constant 228608 : i32
 // CHECK:         gpu.launch blocks(%{{.*}}) in (%{{.*}} = %[[B224]], {{.*}} dynamic_shared_memory_size %[[S224]] {
 func.func @head_dim_224(%q: tensor<?x?x2x224xbf16>, %k: tensor<?x?x2x224xbf16>, %d: tensor<?x?x2x224xbf16>, %states: tensor<?x?x2x224x224xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x224xbf16> {
   %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
@@ -317,16 +326,16 @@ func.func @carries(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: t
 
 // -----
 
-// qk_l2norm factored (q_rnorm s): the rows' s staged after the gates (62720
-// + 256 bytes) from the q/k head's [B, T, H] f32, and each output row
+// qk_l2norm factored (q_rnorm s): the rows' s staged after the units'
+// output tiles (108800 + 256 bytes) from the q/k head's [B, T, H] f32, and each output row
 // scaled by scale s_i (rows group and group + 8 of the warp: one product
 // each) before it leaves; q and k are the bf16 inputs as they come.
 // CHECK-LABEL: func.func @factored_l2norm(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[RQ:[^:]+]]: tensor<?x?x2xf32>
 // CHECK:         %[[RB:.*]] = bufferization.to_buffer %[[RQ]]
-// CHECK:         %[[SMEM:.*]] = arith.constant 62976 : i32
+// CHECK:         %[[SMEM:.*]] = arith.constant 109056 : i32
 // CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
-// CHECK:           %[[SS:.*]] = memref.view %{{.*}}[%c62720{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[SS:.*]] = memref.view %{{.*}}[%c108800{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           memref.load %[[RB]][
 // CHECK:           memref.store %{{.*}}, %[[SS]][
 // CHECK:           %[[S0:.*]] = memref.load %[[SS]][

@@ -6,11 +6,25 @@
 // recomputes, which tiles are split, its shared memory and the blocks an
 // SM that allows.
 
-// K = V = 128, row gates: two 64-column blocks a chunk.
+// K = V = 128, row gates: one block a chunk, its two 64-column units
+// sharing Q and K (two such blocks an SM, as many as the registers allow
+// single ones).
 func.func @row_gates(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xbf16>, %states: tensor<?x?x2x128x128xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16> {
-  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_output: 2 blocks a chunk of 64 value columns, 1 unit of 4 warps (128 threads); each block recomputes Q K^T; 62720 bytes of shared memory (3 blocks an SM by it)}}
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_output: 1 block a chunk of 128 value columns, 2 units of 4 warps (256 threads) sharing the chunk's Q and K tiles; each block recomputes Q K^T; 108800 bytes of shared memory (2 blocks an SM by it)}}
   %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 0.0883883461 : f32}
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}
+
+// -----
+
+// The same with f32 new values (split, the delta rule's): paired units
+// would hold one block an SM where single ones hold two, so two 64-column
+// blocks a chunk.
+func.func @row_gates_split_values(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xf32>, %states: tensor<?x?x2x128x128xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16> {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_output: 2 blocks a chunk of 64 value columns, 1 unit of 4 warps (128 threads); each block recomputes Q K^T; D split (hi + lo); 71936 bytes of shared memory (3 blocks an SM by it)}}
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 0.0883883461 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
   return %o : tensor<?x?x2x128xbf16>
 }
 

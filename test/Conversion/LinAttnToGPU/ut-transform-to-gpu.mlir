@@ -41,9 +41,14 @@
 // CHECK:           memref.view %[[SM1]][%c34816{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           memref.view %[[SM1]][%c44032{{[_0-9]*}}][] : {{.*}} to memref<64x72xbf16, #gpu.address_space<workgroup>>
 // CHECK:           %[[MTILE:.*]] = memref.view %[[SM1]][%c53760{{[_0-9]*}}][] : {{.*}} to memref<16x48xf32, #gpu.address_space<workgroup>>
-// CHECK:           vector.load %[[KB]]
+// Every read of the chunk is issued before any is waited on: the keys by
+// cp.async, then each row's beta and (every warp) two raw gates a lane;
+// warp 0 sums the gates, threads below 64 store the betas, and the copies
+// are waited for before the barrier.
+// CHECK:           nvgpu.device_async_copy %[[KB]]
+// CHECK:           memref.load %[[BB]]
+// CHECK-COUNT-2:   memref.load %[[GB]]
 // CHECK:           scf.if
-// CHECK-COUNT-2:     memref.load %[[GB]]
 // CHECK:             gpu.shuffle up %{{.*}}, %c1_i32{{[_0-9]*}}, %c32_i32
 // CHECK:             gpu.shuffle up %{{.*}}, %c2_i32{{[_0-9]*}}, %c32_i32
 // CHECK:             gpu.shuffle up %{{.*}}, %c4_i32{{[_0-9]*}}, %c32_i32
@@ -56,7 +61,10 @@
 // CHECK:             memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:             scf.if
 // CHECK:               memref.store %{{.*}}, %[[GCUM]]
-// CHECK:           gpu.barrier
+// CHECK:           scf.if
+// CHECK-NEXT:        memref.store %{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           nvgpu.device_async_wait %{{.*}} {numGroups = 0 : i32}
+// CHECK-NEXT:      gpu.barrier
 // Fragments by ldmatrix: four 8x8 tiles (an A fragment, or the B fragments
 // of two n-tiles) per instruction.
 // CHECK:           nvgpu.ldmatrix %[[KTILE:.*]][%{{.*}}, %{{.*}}] {numTiles = 4 : i32, transpose = false} : memref<64x136xbf16, #gpu.address_space<workgroup>> -> vector<4x2xbf16>
@@ -153,15 +161,18 @@ func.func @raw_gates(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %be
 // -----
 
 // With cumulative gates, the kernel reads them as row gates (a thread per
-// row); no shuffles.
+// row, the read issued beside the betas', stored with them); no shuffles.
 
 // CHECK-LABEL: func.func @cumulative_gates(
 // CHECK-SAME:      %[[CG:[^:]+]]: tensor<?x?x2xf32>)
 // CHECK:         %[[CGB:.*]] = bufferization.to_buffer %[[CG]] read_only
 // CHECK-NOT:     memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x2xf32>
 // CHECK:         gpu.launch
+// CHECK:           %[[GR:.*]] = memref.load %[[CGB]]
+// CHECK:           %[[GS:.*]] = arith.select %{{.*}}, %[[GR]], %{{.*}} : f32
 // CHECK:           scf.if
-// CHECK:             memref.load %[[CGB]]
+// CHECK-NEXT:        memref.store
+// CHECK-NEXT:        memref.store %[[GS]]
 // CHECK-NOT:       gpu.shuffle
 // CHECK:           gpu.terminator
 // CHECK:         return
@@ -310,12 +321,15 @@ func.func @head_dim_192_pieces(%k: tensor<?x?x2x192xbf16>, %v: tensor<?x?x2x192x
 // CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
 // CHECK:           %[[BETAS:.*]] = memref.view %{{.*}}[%c53504{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[RS:.*]] = memref.view %{{.*}}[%c56832{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
-// CHECK:           memref.load %[[RB]][
-// CHECK:           memref.store %{{.*}}, %[[RS]][
 // CHECK:           %[[R:.*]] = memref.load %[[RB]][
-// CHECK-NEXT:      %[[B:.*]] = memref.load %[[BB]][
-// CHECK-NEXT:      arith.mulf %[[B]], %[[R]] : f32
-// CHECK:           memref.store %{{.*}}, %[[BETAS]][
+// CHECK:           %[[RR:.*]] = arith.select %{{.*}}, %[[R]], %{{.*}} : f32
+// CHECK:           %[[B:.*]] = memref.load %[[BB]][
+// CHECK:           %[[BR:.*]] = arith.select %{{.*}}, %[[B]], %{{.*}} : f32
+// CHECK-NEXT:      %[[WB:.*]] = arith.mulf %[[BR]], %[[RR]] : f32
+// CHECK:           scf.if
+// CHECK-NEXT:        memref.store %[[WB]], %[[BETAS]][
+// CHECK-NEXT:        memref.store
+// CHECK-NEXT:        memref.store %[[RR]], %[[RS]][
 // CHECK:           gpu.barrier
 // CHECK:           memref.load %[[BETAS]][
 // CHECK:           memref.load %[[RS]][

@@ -82,6 +82,23 @@ void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
   memref::StoreOp::create(k.b, x, dst, ValueRange{k.tid});
 }
 
+Value readRowScalar(KernelEmitter &k, ChunkRows rows,
+                    function_ref<Value(Value)> row) {
+  return k.loadRowOrZero(k.tid, rows.valid, k.b.getF32Type(), [&](Value r) {
+    return row(k.e.addIndex(rows.t0, r));
+  });
+}
+
+void storeRowScalars(KernelEmitter &k,
+                     ArrayRef<std::pair<Value, Value>> valuesAndDsts,
+                     int64_t numRows) {
+  auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, k.e.index(numRows)), false);
+  OpBuilder::InsertionGuard guard(k.b);
+  k.b.setInsertionPointToStart(ifOp.thenBlock());
+  for (auto [x, dst] : valuesAndDsts)
+    memref::StoreOp::create(k.b, x, dst, ValueRange{k.tid});
+}
+
 void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
                   ChunkRows rows, Value hv, int64_t numRows) {
   LoopEmitter &e = k.e;
@@ -100,6 +117,12 @@ void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
 SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bIdx,
                                    ChunkRows rows, Value hv,
                                    int64_t rowsPerChunk) {
+  return sumChunkGates(k, readChunkGates(k, gate, bIdx, rows, hv, rowsPerChunk));
+}
+
+SmallVector<Value> readChunkGates(KernelEmitter &k, GateReader &gate, Value bIdx,
+                                  ChunkRows rows, Value hv,
+                                  int64_t rowsPerChunk) {
   LoopEmitter &e = k.e;
   ImplicitLocOpBuilder &b = k.b;
   int64_t perLane = rowsPerChunk / 32;
@@ -110,6 +133,13 @@ SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bId
                                 b.getF32Type(), [&](Value row) {
       return gate.read(b, {bIdx, e.addIndex(rows.t0, row), hv});
     }));
+  return g;
+}
+
+SmallVector<Value> sumChunkGates(KernelEmitter &k, ArrayRef<Value> g) {
+  LoopEmitter &e = k.e;
+  ImplicitLocOpBuilder &b = k.b;
+  int64_t perLane = g.size();
   Value laneI32 = arith::IndexCastOp::create(b, b.getI32Type(), k.lane);
   // x from lane - offset, 0 for the first `offset` lanes.
   auto up = [&](Value x, int32_t offset) {

@@ -48,6 +48,18 @@ void fillRowGates(KernelEmitter &k, Value dst, Value gates, Value bIdx,
 void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
                     function_ref<Value(Value)> row, int64_t numRows = kChunk);
 
+/// fillRowScalars in two halves, so that a kernel can issue the read ahead
+/// of its tiles' loads and store it once they are in flight: the calling
+/// thread's value of row tid (0 at or past `valid`; threads at or past
+/// `numRows` read the last valid row, in bounds, and store nothing)...
+Value readRowScalar(KernelEmitter &k, ChunkRows rows,
+                    function_ref<Value(Value)> row);
+/// ... and their stores, each (x, dst) as dst[tid] = x by the threads
+/// below `numRows` (one branch for them all).
+void storeRowScalars(KernelEmitter &k,
+                     ArrayRef<std::pair<Value, Value>> valuesAndDsts,
+                     int64_t numRows = kChunk);
+
 /// One chunk's cumulative scalar log gates, summed by the calling warp:
 ///   G_t = sum_{s <= t} g_s   (t within the chunk of `rowsPerChunk`),
 /// lane l gets G_{jl}, ..., G_{jl + j - 1} for j = rowsPerChunk / 32 (2
@@ -59,6 +71,12 @@ void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
 SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bIdx,
                                    ChunkRows rows, Value hv,
                                    int64_t rowsPerChunk = kChunk);
+/// warpChunkCumsum in two halves (as readRowScalar and storeRowScalar):
+/// the lane's raw gates, then their sums.
+SmallVector<Value> readChunkGates(KernelEmitter &k, GateReader &gate, Value bIdx,
+                                  ChunkRows rows, Value hv,
+                                  int64_t rowsPerChunk = kChunk);
+SmallVector<Value> sumChunkGates(KernelEmitter &k, ArrayRef<Value> raw);
 
 /// Stores the calling warp's G_{jl}, ..., G_{jl + j - 1} of a chunk (j =
 /// sums.size()): into `dst` at G[b, t0 + r, hv] for rows r below
