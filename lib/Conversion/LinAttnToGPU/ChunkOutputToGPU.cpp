@@ -217,8 +217,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       os << "; " << llvm::join(split, ", ") << " split (hi + lo)";
     if (rowScales)
       os << "; each row times q's reciprocal norm (qk_l2norm factored)";
-    os << "; " << sharedBytes << " bytes of shared memory ("
-       << limit / sharedBytes << " blocks an SM by it)";
+    int64_t perSM = limit / sharedBytes;
+    os << "; " << sharedBytes << " bytes of shared memory (" << perSM
+       << (perSM == 1 ? " block" : " blocks") << " an SM by it)";
     op.emitRemark() << text;
   }
 

@@ -40,6 +40,17 @@ func.func @head_dim_96(%q: tensor<?x?x2x96xbf16>, %k: tensor<?x?x2x96xbf16>, %d:
 
 // -----
 
+// V = 224: the wider 112-column tiles (one block an SM), then both as one
+// block's units: still one an SM, half the blocks.
+func.func @head_dim_224(%q: tensor<?x?x2x224xbf16>, %k: tensor<?x?x2x224xbf16>, %d: tensor<?x?x2x224xbf16>, %states: tensor<?x?x2x224x224xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x224xbf16> {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_output: 1 block a chunk of 224 value columns (the wider tile: fewer blocks recomputing Q K^T), 2 units of 4 warps (256 threads) sharing the chunk's Q and K tiles; each block recomputes Q K^T; 228608 bytes of shared memory (1 block an SM by it)}}
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x224xbf16>, tensor<?x?x2x224xbf16>, tensor<?x?x2x224xbf16>, tensor<?x?x2x224x224xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x224xbf16>
+  return %o : tensor<?x?x2x224xbf16>
+}
+
+// -----
+
 // V = 192 with f32 new values (split): the wider 96-column tiles would
 // hold one block an SM; three of 64 at two an SM win.
 func.func @head_dim_192_split_values(%q: tensor<?x?x2x192xbf16>, %k: tensor<?x?x2x192xbf16>, %d: tensor<?x?x2x192xf32>, %states: tensor<?x?x2x192x192xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x192xbf16> {
