@@ -81,8 +81,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // Two units where their tiles fit one block's shared memory (K = 256
   // does not: one unit then). Scalar gates (or none) pair units too, so
   // that a chunk's Q and K are read once for both tiles, but only where
-  // that leaves fewer blocks a chunk per resident block (pairedWaves
-  // below; bench/NOTES.md ut1).
+  // that leaves fewer blocks a chunk per resident block and no fewer
+  // resident blocks (the choice below; bench/NOTES.md ut1).
   bool mayPairUnits = numSegments == 1 && !op.getCarries();
   int64_t units = 1;
 
@@ -152,8 +152,8 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   // chunk win unless they halve the resident ones. Measured (NOTES o1): gated delta V = 96, 1 block of 96
   // columns (3 an SM) 0.045 ms against 3 of 32 (5) 0.062; V = 224, 2 of
   // 112 (1) 0.222 against 7 of 32 (2) 0.277; negeig V = 192 (D split), 2
-  // of 96 (1) 0.202 against 3 of 64 (2) 0.160.
-  // (Two 256-thread blocks of paired units hold 128 registers a thread.)
+  // of 96 (1) 0.202 against 3 of 64 (2) 0.160. (Two 256-thread blocks of
+  // paired units allow 128 registers a thread: the same cap.)
   constexpr int64_t kResidentByRegisters = 2;
   auto residentBlocks = [&](int64_t width, bool pairUnits) {
     return std::min(useColumns(width, pairUnits), kResidentByRegisters);

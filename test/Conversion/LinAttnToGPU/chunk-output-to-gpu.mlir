@@ -327,9 +327,10 @@ func.func @carries(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: t
 // -----
 
 // qk_l2norm factored (q_rnorm s): the rows' s staged after the units'
-// output tiles (108800 + 256 bytes) from the q/k head's [B, T, H] f32, and each output row
-// scaled by scale s_i (rows group and group + 8 of the warp: one product
-// each) before it leaves; q and k are the bf16 inputs as they come.
+// output tiles (108800 + 256 bytes) from the q/k head's [B, T, H] f32,
+// and each output row scaled by scale s_i (rows group and group + 8 of the
+// warp: one product each) before it leaves; q and k are the bf16 inputs
+// as they come.
 // CHECK-LABEL: func.func @factored_l2norm(
 // CHECK-SAME:      %[[Q:[^:]+]]: tensor<?x?x2x128xbf16>, %[[RQ:[^:]+]]: tensor<?x?x2xf32>
 // CHECK:         %[[RB:.*]] = bufferization.to_buffer %[[RQ]]

@@ -50,8 +50,8 @@ void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
 
 /// fillRowScalars in two halves, so that a kernel can issue the read ahead
 /// of its tiles' loads and store it once they are in flight: the calling
-/// thread's value of row tid (0 at or past `valid`; threads at or past
-/// `numRows` read the last valid row, in bounds, and store nothing)...
+/// thread's value of row tid (0 at or past `valid`; the threads past the
+/// chunk's rows read its last valid row, in bounds, and get 0)...
 Value readRowScalar(KernelEmitter &k, ChunkRows rows,
                     function_ref<Value(Value)> row);
 /// ... and their stores, each (x, dst) as dst[tid] = x by the threads
@@ -71,7 +71,7 @@ void storeRowScalars(KernelEmitter &k,
 SmallVector<Value> warpChunkCumsum(KernelEmitter &k, GateReader &gate, Value bIdx,
                                    ChunkRows rows, Value hv,
                                    int64_t rowsPerChunk = kChunk);
-/// warpChunkCumsum in two halves (as readRowScalar and storeRowScalar):
+/// warpChunkCumsum in two halves (as readRowScalar and storeRowScalars):
 /// the lane's raw gates, then their sums.
 SmallVector<Value> readChunkGates(KernelEmitter &k, GateReader &gate, Value bIdx,
                                   ChunkRows rows, Value hv,
