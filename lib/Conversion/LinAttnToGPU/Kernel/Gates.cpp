@@ -76,10 +76,8 @@ void fillRowScalars(KernelEmitter &k, Value dst, ChunkRows rows,
   auto ifOp = scf::IfOp::create(k.b, k.ult(k.tid, e.index(numRows)), false);
   OpBuilder::InsertionGuard guard(k.b);
   k.b.setInsertionPointToStart(ifOp.thenBlock());
-  Value x = k.loadRowOrZero(k.tid, rows.valid, k.b.getF32Type(), [&](Value r) {
-    return row(e.addIndex(rows.t0, r));
-  });
-  memref::StoreOp::create(k.b, x, dst, ValueRange{k.tid});
+  memref::StoreOp::create(k.b, readRowScalar(k, rows, row), dst,
+                          ValueRange{k.tid});
 }
 
 Value readRowScalar(KernelEmitter &k, ChunkRows rows,

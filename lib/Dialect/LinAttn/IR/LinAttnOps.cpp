@@ -725,12 +725,20 @@ LogicalResult checkRank1Scale(Operation *op, std::optional<APFloat> scale) {
 
 } // namespace
 
+/// The row norms' input (linattn.l2norm, linattn.rnorm): bf16, f16 or f32.
+static LogicalResult verifyNormInput(Operation *op, RankedTensorType in) {
+  if (!isSupportedInputElementType(in.getElementType()))
+    return op->emitOpError() << "input element type must be bf16, f16 or f32, "
+                                "got "
+                             << in.getElementType();
+  return success();
+}
+
 LogicalResult L2NormOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
-  if (!isSupportedInputElementType(in.getElementType()))
-    return emitOpError() << "input element type must be bf16, f16 or f32, got "
-                         << in.getElementType();
+  if (failed(verifyNormInput(*this, in)))
+    return failure();
   if (in.getRank() < 1 || in.isDynamicDim(in.getRank() - 1))
     return emitOpError() << "the normalised (last) dimension must be static, "
                             "got "
@@ -747,9 +755,8 @@ LogicalResult L2NormOp::verify() {
 LogicalResult RNormOp::verify() {
   auto in = cast<RankedTensorType>(getInput().getType());
   auto out = cast<RankedTensorType>(getResult().getType());
-  if (!isSupportedInputElementType(in.getElementType()))
-    return emitOpError() << "input element type must be bf16, f16 or f32, got "
-                         << in.getElementType();
+  if (failed(verifyNormInput(*this, in)))
+    return failure();
   if (in.getRank() != 4 || in.isDynamicDim(3))
     return emitOpError() << "input must be [B, T, H, K] with a static K, got "
                          << in;
