@@ -52,42 +52,113 @@ static int64_t productPieceColumns(int64_t cols) {
   return cols > 128 ? cols / 2 : cols;
 }
 
-/// The UT transform's kernel in one line, for --linattn-explain.
-static std::string describeUTKernel(int64_t K, int64_t V, bool perKey,
-                                    bool splitKeys, bool splitValues,
-                                    bool splitW, Type wElem, bool sumsGates,
-                                    int64_t sharedBytes) {
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  auto pieces = [&](int64_t cols) {
-    int64_t n = cols / productPieceColumns(cols);
-    return std::to_string(n) + (n == 1 ? " piece" : " pieces");
-  };
-  os << "a block per (chunk, value head, sequence), " << kWarps
-     << " warps (" << kThreads << " threads); "
-     << (sumsGates ? "the chunk's gate sums formed in the kernel (no cumsum "
-                     "kernel); "
-                   : "")
-     << (perKey ? "per-key scores from keys decayed by 16-row blocks; "
-                : "")
-     << "T = (I + L)^-1 by 16-row blocks in fp32; W in " << pieces(K)
-     << ", U in " << pieces(V);
-  if (splitKeys || splitValues)
-    os << "; f32 " << (splitKeys && splitValues ? "keys and values"
-                       : splitKeys              ? "keys"
-                                                : "values")
-       << " split (hi + lo)";
-  os << "; W stored as " << wElem << (splitW ? " hi + lo" : "") << "; "
-     << sharedBytes << " bytes of shared memory";
-  return text;
-}
+/// One linattn.ut_transform's kernel, decided from the op before any IR is
+/// made: the operands' forms and the shared-memory layout.
+///
+/// Shared memory: Y holds the key tile, later the value tile (16-bit,
+/// exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
+/// split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
+/// inverse's [16][48] fp32 scratch M; T's and L's rows are
+/// kInverseStride long (Kernel/TriangularInverse.h). Per-key gates add the
+/// chunk's [64][K] gates and a 16-bit [64][K] tile: the keys decayed to
+/// their 16-row block's end for the scores, later K * exp(G) for W. f32
+/// keys (an f32 spec's, or the backward's normalised ones) are held split:
+/// their lo part in a tile of its own, so that W is the keys' own (the
+/// state pass and the gradients take them split too). So are f32 values
+/// (an f32 spec's), in the same tile once W is out. Per key, the decayed
+/// keys' lo part has a tile of its own after it; `{qk_l2norm}` factored,
+/// the rows' r last.
+struct UTTransformPlan {
+  int64_t K = 0, V = 0;
+  /// Per-key gates G [B, T, HV, K] (kda), else scalar gates or none.
+  bool perKey = false;
+  /// The kernel sums raw scalar gates itself (linattn-fuse-chunk-cumsum).
+  bool sumsGates = false;
+  /// k's reciprocal row norms r are an operand (`{qk_l2norm}` factored).
+  bool hasRNorm = false;
+  /// f32 keys / values, held split (hi + lo) in shared memory.
+  bool splitKeys = false, splitValues = false;
+  bool splitDecayedKeys() const { return perKey && splitKeys; }
+  /// W stored split [B, T, HV, 2, K] (hi, lo).
+  bool splitW = false;
+  Type wElem;
+  /// Byte offsets into shared memory (the layout above).
+  int64_t xOffset = 0, rOffset = 0, tileBytes = 0, gOffset = 0,
+          betaOffset = 0, mOffset = 0, gKeyOffset = 0, kdOffset = 0,
+          loOffset = 0, kdLoOffset = 0, rNormOffset = 0, sharedBytes = 0;
+
+  static UTTransformPlan of(UTTransformOp op) {
+    UTTransformPlan plan;
+    plan.K = dimOf(op.getK(), 3);
+    plan.V = dimOf(op.getV(), 3);
+    int64_t K = plan.K, V = plan.V;
+    plan.sumsGates = bool(op.getRawGates());
+    plan.perKey = !op.getRawGates() && op.getGates() &&
+                  cast<ShapedType>(op.getGates().getType()).getRank() == 4;
+    plan.hasRNorm = bool(op.getKRnorm());
+    plan.splitKeys = elementOf(op.getK()).isF32();
+    plan.splitValues = elementOf(op.getV()).isF32();
+    plan.splitW = isSplitW(op.getW().getType());
+    plan.wElem = elementOf(op.getW());
+    int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
+    plan.xOffset = yBytes;
+    plan.rOffset = plan.xOffset + kChunk * kInverseStride * 4;
+    plan.tileBytes = kChunk * (kChunk + kPad) * 2;
+    plan.gOffset = plan.rOffset +
+                   std::max(kChunk * kInverseStride * 4, 2 * plan.tileBytes);
+    plan.betaOffset = plan.gOffset + kChunk * 4;
+    plan.mOffset = plan.betaOffset + kChunk * 4;
+    plan.gKeyOffset = plan.mOffset + kInverseScratchBytes;
+    plan.kdOffset =
+        plan.gKeyOffset + (plan.perKey ? kChunk * plan.gateKeyStride() * 4 : 0);
+    plan.loOffset = plan.kdOffset + (plan.perKey ? kChunk * (K + kPad) * 2 : 0);
+    int64_t loCols = std::max(plan.splitKeys ? K : 0, plan.splitValues ? V : 0);
+    plan.kdLoOffset =
+        plan.loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
+    plan.rNormOffset = plan.kdLoOffset +
+                       (plan.splitDecayedKeys() ? kChunk * (K + kPad) * 2 : 0);
+    plan.sharedBytes = plan.rNormOffset + (plan.hasRNorm ? kChunk * 4 : 0);
+    return plan;
+  }
+
+  /// Row stride of the per-key gates' fp32 tile.
+  int64_t gateKeyStride() const { return K + 4; }
+
+  /// The kernel in one line, for --linattn-explain.
+  std::string describe() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    auto pieces = [&](int64_t cols) {
+      int64_t n = cols / productPieceColumns(cols);
+      return std::to_string(n) + (n == 1 ? " piece" : " pieces");
+    };
+    os << "a block per (chunk, value head, sequence), " << kWarps
+       << " warps (" << kThreads << " threads); "
+       << (sumsGates ? "the chunk's gate sums formed in the kernel (no cumsum "
+                       "kernel); "
+                     : "")
+       << (perKey ? "per-key scores from keys decayed by 16-row blocks; "
+                  : "")
+       << "T = (I + L)^-1 by 16-row blocks in fp32; W in " << pieces(K)
+       << ", U in " << pieces(V);
+    if (splitKeys || splitValues)
+      os << "; f32 " << (splitKeys && splitValues ? "keys and values"
+                         : splitKeys              ? "keys"
+                                                  : "values")
+         << " split (hi + lo)";
+    os << "; W stored as " << wElem << (splitW ? " hi + lo" : "") << "; "
+       << sharedBytes << " bytes of shared memory";
+    return text;
+  }
+};
 
 LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
                                const GPUTargetInfo &target, bool explain,
                                RewriterBase &rewriter) {
   std::optional<Type> mmaElem = mmaType;
-  int64_t numQKHeads = dimOf(op.getK(), 2), K = dimOf(op.getK(), 3);
-  int64_t numVHeads = dimOf(op.getV(), 2), V = dimOf(op.getV(), 3);
+  const UTTransformPlan plan = UTTransformPlan::of(op);
+  int64_t numQKHeads = dimOf(op.getK(), 2), K = plan.K;
+  int64_t numVHeads = dimOf(op.getV(), 2), V = plan.V;
   if (failed(checkChunkGeometry(op, op.getChunkSize(), {{"K", K}, {"V", V}},
                                 "the UT transform")))
     return failure();
@@ -114,12 +185,10 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
   } else if (op.getGates()) {
     gates = e.toBuffer(op.getGates());
   }
-  // Per-key gates G [B, T, HV, K] (kda).
-  bool perKey = gates && cast<MemRefType>(gates.getType()).getRank() == 4;
+  bool perKey = plan.perKey;
   // W [B, T, HV, K], or split [B, T, HV, 2, K] (hi, lo).
-  bool splitW = isSplitW(op.getW().getType());
   SmallVector<Value> wSizes = {batch, seqLen, e.index(numVHeads)};
-  if (splitW)
+  if (plan.splitW)
     wSizes.push_back(e.index(2));
   wSizes.push_back(e.index(K));
   Value w = e.allocFor(op.getW().getType(), wSizes);
@@ -127,75 +196,47 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
                        {batch, seqLen, e.index(numVHeads), e.index(V)});
   float rank1Scale = op.getRank1Scale().convertToFloat();
 
-  // Shared memory: Y holds the key tile, later the value tile (16-bit,
-  // exact inputs); X holds T in fp32; R holds L in fp32, later the scaled T
-  // split in hi/lo 16-bit tiles; then 64 row gates, 64 betas and the
-  // inverse's [16][48] fp32 scratch M; T's and L's rows are
-  // kInverseStride long (Kernel/TriangularInverse.h). Per-key gates add the
-  // chunk's [64][K] gates and a 16-bit [64][K] tile: the keys decayed to
-  // their 16-row block's end for the scores, later K * exp(G) for W.
-  int64_t fpStride = kInverseStride;
-  int64_t yBytes = kChunk * (std::max(K, V) + kPad) * 2;
-  int64_t xOffset = yBytes, rOffset = xOffset + kChunk * fpStride * 4;
-  int64_t tileBytes = kChunk * (kChunk + kPad) * 2;
-  int64_t gOffset = rOffset + std::max(kChunk * fpStride * 4, 2 * tileBytes);
-  int64_t betaOffset = gOffset + kChunk * 4;
-  int64_t mOffset = betaOffset + kChunk * 4;
-  int64_t gKeyStride = K + 4;
-  int64_t gKeyOffset = mOffset + kInverseScratchBytes;
-  int64_t kdOffset = gKeyOffset + (perKey ? kChunk * gKeyStride * 4 : 0);
-  // f32 keys (an f32 spec's, or the backward's normalised ones) are held
-  // split: their lo part in a tile of its own, so that W is the keys' own
-  // (the state pass and the gradients take them split too). So are f32
-  // values (an f32 spec's), in the same tile once W is out. Per key, the
-  // decayed keys' lo part has a tile of its own after it.
-  bool splitKeys = elementOf(op.getK()).isF32();
-  bool splitValues = elementOf(op.getV()).isF32();
-  int64_t loOffset = kdOffset + (perKey ? kChunk * (K + kPad) * 2 : 0);
-  int64_t loCols = std::max(splitKeys ? K : 0, splitValues ? V : 0);
-  int64_t kdLoOffset = loOffset + (loCols ? kChunk * (loCols + kPad) * 2 : 0);
-  bool splitDecayedKeys = perKey && splitKeys;
-  int64_t rNormOffset =
-      kdLoOffset + (splitDecayedKeys ? kChunk * (K + kPad) * 2 : 0);
-  int64_t sharedBytes = rNormOffset + (kRNorm ? kChunk * 4 : 0);
-  if (failed(checkSharedBytes(op, "UT transform", sharedBytes, target)))
+  if (failed(checkSharedBytes(op, "UT transform", plan.sharedBytes, target)))
     return failure();
   if (explain)
     op.emitRemark() << "linattn GPU kernel for " << op->getName() << ": "
-                    << describeUTKernel(K, V, perKey, splitKeys, splitValues,
-                                        splitW, elementOf(op.getW()),
-                                        rawGates.has_value(), sharedBytes);
+                    << plan.describe();
   Value numChunks = arith::CeilDivUIOp::create(b, seqLen, e.index(kChunk));
-  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, sharedBytes, *mmaElem,
-             [&](MmaEmitter &k) {
+  emitLaunch(b, {numChunks, e.index(numVHeads), batch}, plan.sharedBytes,
+             *mmaElem, [&](MmaEmitter &k) {
     Block *body = b.getInsertionBlock();
     Value n = body->getArgument(0), hv = body->getArgument(1);
     Value bIdx = body->getArgument(2);
     Value h = e.qkHead(hv, numVHeads, numQKHeads);
     ChunkRows rows = chunkRows(e, n, seqLen);
     Type elem = *mmaElem, f32 = b.getF32Type();
-    Value gShared = k.vec(gOffset, kChunk, f32);
+    Value gShared = k.vec(plan.gOffset, kChunk, f32);
     // The write coefficients b (beta, or beta r), and r.
-    Value betaShared = k.vec(betaOffset, kChunk, f32);
-    Value rShared = kRNorm ? k.vec(rNormOffset, kChunk, f32) : Value();
+    Value betaShared = k.vec(plan.betaOffset, kChunk, f32);
+    Value rShared = kRNorm ? k.vec(plan.rNormOffset, kChunk, f32) : Value();
     // The rank-1 coefficient of row i: rank1Scale beta_i (r_i^2).
     auto rank1Coeff = [&](Value i) {
       Value c = e.mul(e.f32(rank1Scale), memref::LoadOp::create(b, betaShared, i));
       return rShared ? e.mul(c, memref::LoadOp::create(b, rShared, i)) : c;
     };
-    Value keyTile = k.tile(0, kChunk, K + kPad, elem);
-    Value valueTile = k.tile(0, kChunk, V + kPad, elem);
-    Value tF32 = k.tile(xOffset, kChunk, fpStride, f32);
-    Value lTile = k.tile(rOffset, kChunk, fpStride, f32);
-    Value tHi = k.tile(rOffset, kChunk, kChunk + kPad, elem);
-    Value tLo = k.tile(rOffset + tileBytes, kChunk, kChunk + kPad, elem);
-    Value mTile = k.tile(mOffset, 16, kChunk - 16, f32);
-    Value gKeys = perKey ? k.tile(gKeyOffset, kChunk, gKeyStride, f32) : Value();
-    Value kdTile = perKey ? k.tile(kdOffset, kChunk, K + kPad, elem) : Value();
-    Value keyLo = splitKeys ? k.tile(loOffset, kChunk, K + kPad, elem) : Value();
-    Value valueLo = splitValues ? k.tile(loOffset, kChunk, V + kPad, elem) : Value();
-    Value kdLo = splitDecayedKeys ? k.tile(kdLoOffset, kChunk, K + kPad, elem)
-                                  : Value();
+    // A [64][cols + kPad] 16-bit tile at `offset`, where `present`.
+    auto rowTile = [&](bool present, int64_t offset, int64_t cols) {
+      return present ? k.tile(offset, kChunk, cols + kPad, elem) : Value();
+    };
+    Value keyTile = rowTile(true, 0, K);
+    Value valueTile = rowTile(true, 0, V);
+    Value tF32 = k.tile(plan.xOffset, kChunk, kInverseStride, f32);
+    Value lTile = k.tile(plan.rOffset, kChunk, kInverseStride, f32);
+    Value tHi = rowTile(true, plan.rOffset, kChunk);
+    Value tLo = rowTile(true, plan.rOffset + plan.tileBytes, kChunk);
+    Value mTile = k.tile(plan.mOffset, 16, kChunk - 16, f32);
+    Value gKeys = perKey ? k.tile(plan.gKeyOffset, kChunk,
+                                  plan.gateKeyStride(), f32)
+                         : Value();
+    Value kdTile = rowTile(perKey, plan.kdOffset, K);
+    Value keyLo = rowTile(plan.splitKeys, plan.loOffset, K);
+    Value valueLo = rowTile(plan.splitValues, plan.loOffset, V);
+    Value kdLo = rowTile(plan.splitDecayedKeys(), plan.kdLoOffset, K);
 
     // 1. Keys, gates and betas of the chunk. Every global read is issued
     //    before any is waited on: 16-bit keys by cp.async, then each row's
@@ -355,9 +396,10 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       return kChunk * (cols + kPad) *
              int64_t(cast<MemRefType>(dst.getType()).getElementTypeBitWidth() / 8);
     };
-    int64_t rBytes = gOffset - rOffset;
-    int64_t wStage = stageBytes(K, w) <= rBytes ? rOffset : -1;
-    int64_t uStage = stageBytes(V, u) <= gOffset - xOffset ? xOffset : -1;
+    int64_t rBytes = plan.gOffset - plan.rOffset;
+    int64_t wStage = stageBytes(K, w) <= rBytes ? plan.rOffset : -1;
+    int64_t uStage =
+        stageBytes(V, u) <= plan.gOffset - plan.xOffset ? plan.xOffset : -1;
     if (perKey) {
       decayRows(k, keyTile, kdTile, gKeys, rows.valid, /*ref=*/nullptr, K,
                 keyLo, kdLo);
@@ -387,7 +429,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
                         tokenRow(hv));
       }
       int64_t stage = wPiece == K ? wStage : -1;
-      if (splitW) {
+      if (plan.splitW) {
         // hi = W rounded (storePair rounds), lo = W - hi, rounded in turn:
         // the state pass reads both by ldmatrix (NOTES c28).
         storeResult(wOut, wPiece, w, stage, /*part=*/0, c0);
