@@ -20,7 +20,9 @@ loop of check.py. fla's op per kind is below; where fla has no grouped value
 heads (simple_gla) q and k are expanded to HV heads before the timed call;
 decode rows (T <= 8) time both fla's chunked and fused recurrent op and keep
 the faster. Writes one JSON report and prints a table; ratio = fla ms /
-LinAttn ms (> 1: LinAttn faster). fla is carried in .carry/fla.
+LinAttn ms (> 1: LinAttn faster); each row also records the wall seconds
+of its phases (`seconds`: the fp64 reference, LinAttn's runner, fla's
+worker with its JIT). fla is carried in .carry/fla.
 """
 import argparse
 import json
@@ -29,6 +31,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -200,6 +203,11 @@ def main():
             row = {"spec": spec_id, "what": what, "kind": kind, "B": B, "T": T, "H": H, "HV": HV,
                    "K": K, "V": V, "dtype": spec["dtype"], "qk_l2norm": spec["qk_l2norm"],
                    "bytes": io_bytes(spec, B, T)}
+            # Where a row's seconds go (the fp64 reference loop, LinAttn's
+            # runner, fla's worker with its JIT), so that a call's rows can be
+            # planned: row["seconds"].
+            started = time.monotonic()
+            seconds = row["seconds"] = {}
             gen = torch.Generator(device="cuda").manual_seed(seed + i)
             ins = make_inputs(kind, B, T, K, V, spec["dtype"], False, gen, spec["qk_l2norm"],
                               H=H, HV=HV)
@@ -210,6 +218,7 @@ def main():
             ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"), d.get("beta"),
                                d["initial_state"], K ** -0.5, gammas)
             del d
+            seconds["reference"] = round(time.monotonic() - started, 1)
             lib = os.path.join(args.libdir, library_name(spec_id) + ".so")
             cmd, outs = runner_command(args.runner, lib, spec["family"], ins, work)
             res_json = os.path.join(work, "bench.json")
@@ -225,6 +234,7 @@ def main():
                 row.update(linattn_ms=bench["median_ms"], linattn_tb_per_s=bench["tb_per_s"],
                            linattn_rel_err_o=rel_err(o, ro), linattn_rel_err_state=rel_err(s, rs))
                 del o, s
+            seconds["linattn"] = round(time.monotonic() - started - sum(seconds.values()), 1)
             row["floor_ms"] = row["bytes"] / (copy_tbs * 1e12) * 1e3
             if T <= DECODE_MAX_T and "linattn_ms" in row:
                 # State bytes read + written over the time, against the copy.
@@ -240,6 +250,7 @@ def main():
                 torch.save({"o": ro.float().cpu(), "s": rs.float().cpu()}, ref_pt)
                 row["fla"] = [worker.run({"inputs": inputs_pt, "reference": ref_pt,
                                           "spec": spec_id, "op": op}) for op in ops]
+                seconds["fla"] = round(time.monotonic() - started - sum(seconds.values()), 1)
                 timed = [r for r in row["fla"] if "median_ms_graph" in r]
                 if timed:
                     best = min(timed, key=lambda r: r["median_ms_graph"])
@@ -257,6 +268,7 @@ def main():
                   f"(err o {fmt('linattn_rel_err_o', '.1e')} s {fmt('linattn_rel_err_state', '.1e')})"
                   f"  fla {fmt('fla_ms', '8.3f')} ms (err o {fmt('fla_rel_err_o', '.1e')})"
                   f"  fla/linattn {fmt('ratio_fla_over_linattn', '.2f')}"
+                  f"  ({', '.join(f'{k} {v:.0f} s' for k, v in seconds.items())})"
                   + (f"  LINATTN ERROR {row['linattn_error'][:150]}" if "linattn_error" in row
                      else "")
                   + "".join(f"  fla {r['op']} ERROR {r['error'][:120]}"
