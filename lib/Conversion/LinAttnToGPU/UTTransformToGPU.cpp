@@ -244,23 +244,15 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     //    block meets one memory latency here, not one for the keys, one
     //    for warp 0's gates and one for the betas after them
     //    (bench/NOTES.md ut1).
-    Value zero = e.index(0);
     bool asyncKeys = elementOf(op.getK()) == elem;
-    auto tokenRow = [&](Value head) {
-      return [&, head](Value t, Value c) -> SmallVector<Value> {
-        return {bIdx, t, head, c};
-      };
-    };
     if (asyncKeys)
-      k.copyRowsAsync(keyTile, zero, K, rows.t0, rows.valid, seqLen, kBuf,
-                      tokenRow(h));
+      k.copyTokenRowsAsync(keyTile, K, rows, seqLen, kBuf, bIdx, h);
     else
       k.fillTile(keyTile, kChunk, K, rows.valid, [&](Value r, Value c) {
         return k.load8(kBuf, {bIdx, e.addIndex(rows.t0, r), h, c});
       }, keyLo);
     if (perKey)
-      k.copyRowsAsync(gKeys, zero, K, rows.t0, rows.valid, seqLen, gates,
-                      tokenRow(hv));
+      k.copyTokenRowsAsync(gKeys, K, rows, seqLen, gates, bIdx, hv);
     Value rRow = kRNorm ? readRowScalar(k, rows, [&](Value t) {
       return e.loadF32(kRNorm, {bIdx, t, h});
     }) : Value();
@@ -425,8 +417,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
       SmallVector<SmallVector<Value>> wOut = productPiece(wPiece, keys, c0);
       if (asyncValues && c0 + wPiece >= K) {
         k.barrier();
-        k.copyRowsAsync(valueTile, zero, V, rows.t0, rows.valid, seqLen, vBuf,
-                        tokenRow(hv));
+        k.copyTokenRowsAsync(valueTile, V, rows, seqLen, vBuf, bIdx, hv);
       }
       int64_t stage = wPiece == K ? wStage : -1;
       if (plan.splitW) {
