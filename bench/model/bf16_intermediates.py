@@ -50,7 +50,9 @@ def recurrence(q, k, v, g, beta, s0, scale, c):
     return o, S
 
 
-def chunked(q, k, v, g, beta, s0, scale, c, rounded, C=64):
+def chunked(q, k, v, g, beta, s0, scale, c, rounded, C=64, inverse=None):
+    """inverse(L): (I + L)^-1 of a chunk's strictly lower L (default: fp64;
+    bench/model/inverse_precision.py passes the kernels' forms)."""
     r = lambda name, x: bf16(x) if name in rounded else x
     S, o = s0.copy(), np.zeros_like(v)
     for c0 in range(0, q.shape[0], C):
@@ -58,7 +60,7 @@ def chunked(q, k, v, g, beta, s0, scale, c, rounded, C=64):
         qc, kc, vc, bc, cc = q[sl], k[sl], v[sl], beta[sl], c[sl]
         G = np.cumsum(g[sl])
         L = np.tril((cc[:, None] * (kc @ kc.T)) * np.exp(G[:, None] - G[None, :]), -1)
-        T = np.linalg.inv(np.eye(len(G)) + L)
+        T = inverse(L) if inverse else np.linalg.inv(np.eye(len(G)) + L)
         W = r("W", T @ (cc[:, None] * np.exp(G)[:, None] * kc))
         U = r("U", T @ (bc[:, None] * vc))
         D = U - W @ r("Sw", S)

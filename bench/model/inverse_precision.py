@@ -13,10 +13,10 @@ are ~860 of a thread's ~3100 instructions, the diagonal blocks ~270 more.
 On tensor cores the block products would be a few dozen mma.sync a warp,
 but their operands are 16-bit: this model computes the block products
 (both M_IJ and T_II M_IJ) in the precisions such a kernel could use and
-measures what each costs downstream, everything else of the chunked
-algorithm exact in fp64 (bench/model/bf16_intermediates.py's `chunked`,
-whose inputs and recurrence it shares), or with the kernels' bf16
-intermediates (its SWDo; SWDoSwDk for the gated kinds):
+measures what each costs downstream through bench/model/
+bf16_intermediates.py's `chunked` (its inputs and recurrence too),
+everything else exact in fp64 or with the kernels' bf16 intermediates
+(its SWDo; SWDoSwDk for the gated kinds):
 
     fp32    the kernels' today (fp32 products and sums)
     bf16x3  each operand split in bf16 hi + lo, hi hi + hi lo + lo hi
@@ -37,6 +37,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bf16_intermediates  # noqa: E402
 from bf16_intermediates import bf16, inputs, recurrence  # noqa: E402
 
 
@@ -87,31 +88,27 @@ def blocked_inverse(L, precision, block=16):
     return T
 
 
-def chunked(q, k, v, g, beta, s0, scale, c, precision, kernels, C=64):
-    """The chunked forward with T from blocked_inverse; with `kernels` the
-    bf16 intermediates of today's kernels (bf16_intermediates' SWDo, and
-    SWDoSwDk for the gated kinds: NOTES s2; negeig's W stays f32)."""
-    r = (lambda x: bf16(x)) if kernels else (lambda x: x)
-    gated = bool(np.any(g != 0))
-    rg = r if gated else (lambda x: x)
-    S, o = s0.copy(), np.zeros_like(v)
+def chunked(q, k, v, g, beta, s0, scale, c, precision, kernels):
+    """bf16_intermediates.chunked with T from blocked_inverse of the fp32 L
+    the kernels form; with `kernels` today's bf16 intermediates (SWDo, and
+    SWDoSwDk for the gated kinds: NOTES s2; negeig's W stays f32). Also
+    returns T's worst chunk error against the fp64 inverse of that L."""
+    rounded = ()
+    if kernels:
+        rounded = ("S", "Do") + (() if np.any(c > 1.5 * beta) else ("W",))
+        if np.any(g != 0):
+            rounded += ("Sw", "Dk")
     terr = []
-    for c0 in range(0, q.shape[0], C):
-        sl = slice(c0, min(q.shape[0], c0 + C))
-        qc, kc, vc, bc, cc = q[sl], k[sl], v[sl], beta[sl], c[sl]
-        G = np.cumsum(g[sl])
-        L = f32(np.tril((cc[:, None] * (kc @ kc.T)) * np.exp(G[:, None] - G[None, :]), -1))
-        exact = np.linalg.inv(np.eye(len(G)) + L)
+
+    def inverse(L):
+        L = f32(L)
         T = blocked_inverse(L, precision)
+        exact = np.linalg.inv(np.eye(len(L)) + L)
         terr.append(np.linalg.norm(T - exact) / np.linalg.norm(exact))
-        W = T @ (cc[:, None] * np.exp(G)[:, None] * kc)
-        if kernels and not np.any(c > 1.5 * beta):  # negeig keeps an f32 W
-            W = bf16(W)
-        U = T @ (bc[:, None] * vc)
-        D = U - W @ rg(S)
-        P = np.tril((qc @ kc.T) * np.exp(G[:, None] - G[None, :]))
-        o[sl] = scale * (np.exp(G)[:, None] * (qc @ r(S)) + P @ r(D))
-        S = np.exp(G[-1]) * S + kc.T @ rg(np.exp(G[-1] - G)[:, None] * D)
+        return T
+
+    o, S = bf16_intermediates.chunked(q, k, v, g, beta, s0, scale, c, rounded,
+                                      inverse=inverse)
     return o, S, max(terr)
 
 
