@@ -18,7 +18,7 @@ bf16_intermediates.py's `chunked` (its inputs and recurrence too),
 everything else exact in fp64 or with the kernels' bf16 intermediates
 (its SWDo; SWDoSwDk for the gated kinds):
 
-    fp32    the kernels' today (fp32 products and sums)
+    fp32    the kernels' form today (fp32 products and sums)
     bf16x3  each operand split in bf16 hi + lo, hi hi + hi lo + lo hi
             accumulated in fp32 (MmaEmitter::mmaSplit's products)
     tf32    both operands rounded to TF32 (10-bit mantissa), fp32 sums
