@@ -27,8 +27,9 @@ namespace {
 
 struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
   RecurrenceGradToChunked(MLIRContext *ctx, int64_t chunkSize,
-                          bool forwardWForm)
-      : OpRewritePattern(ctx), chunkSize(chunkSize), forwardWForm(forwardWForm) {}
+                          bool forwardWForm, bool narrowStates)
+      : OpRewritePattern(ctx), chunkSize(chunkSize), forwardWForm(forwardWForm),
+        narrowStates(narrowStates) {}
 
   LogicalResult matchAndRewrite(RecurrenceGradOp op,
                                 PatternRewriter &rewriter) const override {
@@ -71,9 +72,14 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
 
     // The forward, recomputed: W and U (delta kinds), then D and S_n. W in
     // f32, or as the forward's chunked form stores it (in the inputs' type,
-    // normalised keys too); D and S_n in f32 (the gradients multiply them:
-    // bf16 copies gave dq 7e-3 and dgate 2e-2 relative error on hard inputs
-    // at T = 1000, bench/NOTES.md b1).
+    // normalised keys too); D in f32 (the gradients multiply it: its bf16
+    // copy gave dq 7e-3 and dgate 2e-2 relative error on hard inputs at T =
+    // 1000, bench/NOTES.md b1, b16). With narrow-states, S_n is stored in
+    // bf16 where the keys are bf16 (f16 keeps f32: the states' range): the
+    // pass carries it in f32 and only the stored copy, read by chunk_grad's
+    // products, is rounded. Its gradient H_n stays f32: with both rounded,
+    // dgate at T = 1 (one dot product <S_0, H>) reached 6.8e-3 on the CPU,
+    // with S alone 3.4e-3 at worst over ten seeds (bench/NOTES.md b22).
     auto keyType = cast<RankedTensorType>(op.getK().getType());
     Value beta, w, u = op.getV();
     FloatAttr rank1Scale;
@@ -92,7 +98,11 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
       u = ut.getU();
     }
     Type stateType = op.getInitialState().getType();
-    auto statesType = f32Tensor({batch, numChunks, HV, K, V});
+    Type storedStateElem =
+        narrowStates && keyType.getElementType().isBF16() ? keyType.getElementType()
+                                                          : f32;
+    auto statesType =
+        RankedTensorType::get({batch, numChunks, HV, K, V}, storedStateElem);
     auto valuesType = f32Tensor({batch, seqLen, HV, V});
     auto forward = ChunkStatePassOp::create(
         rewriter, loc, TypeRange{valuesType, statesType, stateType}, k,
@@ -108,7 +118,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
 
     // The backward.
     auto statePassGrad = ChunkStatePassGradOp::create(
-        rewriter, loc, TypeRange{valuesType, statesType, stateType}, q, qRNorm,
+        rewriter, loc, TypeRange{valuesType, f32Tensor({batch, numChunks, HV, K, V}), stateType}, q, qRNorm,
         k, w, gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
     // dq and dk per value head in f32 for qk_grad to sum and normalise;
@@ -152,7 +162,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
   }
 
   int64_t chunkSize;
-  bool forwardWForm;
+  bool forwardWForm, narrowStates;
 };
 
 struct LinAttnRecurrenceGradToChunked
@@ -173,7 +183,7 @@ struct LinAttnRecurrenceGradToChunked
     });
     RewritePatternSet patterns(&getContext());
     patterns.add<RecurrenceGradToChunked>(&getContext(), chunkSize,
-                                          forwardWForm);
+                                          forwardWForm, narrowStates);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
     numRewritten += count;

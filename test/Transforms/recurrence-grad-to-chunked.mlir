@@ -1,9 +1,12 @@
 // RUN: linattn-opt %s -split-input-file --linattn-recurrence-grad-to-chunked=chunk-size=32 | FileCheck %s
 // RUN: not linattn-opt %s --linattn-recurrence-grad-to-chunked=chunk-size=0 2>&1 | FileCheck %s --check-prefix=SIZE
+// RUN: linattn-opt %s -split-input-file --linattn-recurrence-grad-to-chunked="chunk-size=32 narrow-states=false" | FileCheck %s --check-prefix=WIDE
 //
 // linattn-recurrence-grad-to-chunked rewrites the adjoint into the chunked
-// backward: the forward's chunk ops recompute W, U, D and the chunk states
-// in f32, the reverse chunk pass gives dD, the state gradients and
+// backward: the forward's chunk ops recompute W, U, D in f32 and the chunk
+// states S_n (bf16 where the keys are bf16, under narrow-states, the
+// default; f32 otherwise), the reverse chunk pass gives dD, the state
+// gradients H_n (f32) and
 // d initial_state, linattn.chunk_grad the rest, linattn.qk_grad sums dq
 // and dk over value heads (through qk_l2norm). With one value head a q/k
 // head and no qk_l2norm, chunk_grad returns dq and dk in q's and k's type
@@ -25,8 +28,9 @@
 // CHECK:         %[[W:.*]], %[[U:.*]] = linattn.ut_transform k(%[[K]]) k_rnorm(%[[RK]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) {chunk_size = 32 : i64, rank1_scale = 1.000000e+00 : f32}
 // CHECK-SAME:      -> (tensor<?x?x4x16xf32>, tensor<?x?x4x32xf32>)
 // CHECK:         %[[D:.*]], %[[SN:.*]], %{{.*}} = linattn.chunk_state_pass k(%[[K]]) u(%[[U]]) w(%[[W]]) gates(%[[GC]]) state(%[[S0]]) {chunk_size = 32 : i64}
-// CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+// CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
 // CHECK:         %[[DD:.*]], %[[HN:.*]], %[[DS0:.*]] = linattn.chunk_state_pass_grad q(%[[Q]]) q_rnorm(%[[RQ]]) k(%[[K]]) w(%[[W]]) gates(%[[GC]]) grad_output(%[[DO]]) grad_final_state(%[[DS]]) {chunk_size = 32 : i64, scale = 2.500000e-01 : f32}
+// CHECK-SAME:      -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
 // CHECK:         %[[DQH:.*]], %[[DKH:.*]], %[[DV:.*]], %[[DG:.*]], %[[DB:.*]] = linattn.chunk_grad q(%[[Q]]) q_rnorm(%[[RQ]]) k(%[[K]])
 // CHECK-SAME:      k_rnorm(%[[RK]]) v(%[[V]]) beta(%[[B]]) gates(%[[GC]]) w(%[[W]]) u(%[[U]]) new_values(%[[D]]) states(%[[SN]]) grad_output(%[[DO]]) grad_new_values(%[[DD]]) grad_states(%[[HN]])
 // CHECK-SAME:      rank1_scale = 1.000000e+00 : f32
@@ -34,6 +38,12 @@
 // CHECK:         %[[DQ:.*]] = linattn.qk_grad %[[Q]] grad(%[[DQH]]) {factored, qk_l2norm} : (tensor<?x?x2x16xbf16>, tensor<?x?x4x16xf32>) -> tensor<?x?x2x16xbf16>
 // CHECK:         %[[DK:.*]] = linattn.qk_grad %[[K]] grad(%[[DKH]]) {factored, qk_l2norm}
 // CHECK:         return %[[DQ]], %[[DK]], %[[DV]], %[[DG]], %[[DB]], %[[DS0]]
+// Without narrow-states S_n stays f32 too.
+// WIDE-LABEL:    func.func @gdn_backward(
+// WIDE:          linattn.chunk_state_pass
+// WIDE-SAME:       -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
+// WIDE:          linattn.chunk_state_pass_grad
+// WIDE-SAME:       -> (tensor<?x?x4x32xf32>, tensor<?x?x4x16x32xf32>, tensor<?x4x16x32xf32>)
 func.func @gdn_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>,
     %g: tensor<?x?x4xbf16>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x32xf32>,
     %do: tensor<?x?x4x32xbf16>, %ds: tensor<?x4x16x32xf32>)
@@ -130,4 +140,23 @@ func.func @gla_l2norm_backward(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf
       : (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>, tensor<?x?x2x32xbf16>, tensor<?x2x16x32xf32>)
       -> (tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>)
   return %dq, %dk, %dv, %dg, %ds0 : tensor<?x?x2x16xbf16>, tensor<?x?x2x16xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x2x16xf32>, tensor<?x2x16x32xf32>
+}
+
+// -----
+
+// f16 keys: S_n stays f32 under narrow-states too (the states' range).
+// CHECK-LABEL: func.func @gdn_f16_backward(
+// CHECK:         linattn.chunk_state_pass
+// CHECK-SAME:      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x16x32xf32>, tensor<?x2x16x32xf32>)
+// CHECK:         linattn.chunk_state_pass_grad
+// CHECK-SAME:      -> (tensor<?x?x2x32xf32>, tensor<?x?x2x16x32xf32>, tensor<?x2x16x32xf32>)
+func.func @gdn_f16_backward(%q: tensor<?x?x2x16xf16>, %k: tensor<?x?x2x16xf16>, %v: tensor<?x?x2x32xf16>,
+    %g: tensor<?x?x2xf32>, %beta: tensor<?x?x2xf32>, %s0: tensor<?x2x16x32xf32>,
+    %do: tensor<?x?x2x32xf16>, %ds: tensor<?x2x16x32xf32>)
+    -> (tensor<?x?x2x16xf16>, tensor<?x?x2x16xf16>, tensor<?x?x2x32xf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>) {
+  %dq, %dk, %dv, %dg, %db, %ds0 = linattn.recurrence_grad gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0)
+      grad_output(%do) grad_final_state(%ds)
+      : (tensor<?x?x2x16xf16>, tensor<?x?x2x16xf16>, tensor<?x?x2x32xf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>, tensor<?x?x2x32xf16>, tensor<?x2x16x32xf32>)
+      -> (tensor<?x?x2x16xf16>, tensor<?x?x2x16xf16>, tensor<?x?x2x32xf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>)
+  return %dq, %dk, %dv, %dg, %db, %ds0 : tensor<?x?x2x16xf16>, tensor<?x?x2x16xf16>, tensor<?x?x2x32xf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>, tensor<?x2x16x32xf32>
 }

@@ -295,7 +295,7 @@ def LinAttnRecurrenceGradToChunked
         [linattn.chunk_cumsum]          G         (gated kinds; constant_decay
                                                    gets g = log(gamma))
         [linattn.ut_transform]          W, U      (delta kinds)
-        linattn.chunk_state_pass        D, S_n    (f32)
+        linattn.chunk_state_pass        D (f32), S_n
         linattn.chunk_state_pass_grad   dD, H_n, d initial_state
         linattn.chunk_grad              dq, dk per value head, dv,
                                         [dgate], [dbeta]
@@ -311,7 +311,7 @@ def LinAttnRecurrenceGradToChunked
     over the state's value columns); everything else is parallel over
     (b, hv, chunk). The memory beyond inputs and outputs is the chunk
     states and their gradients (2 ceil(T / chunk-size) K V floats per (b,
-    hv)), the [B, T, HV, K or V] f32 tensors D, dD, W, U and (HV > H or
+    hv), S_n in bf16 with narrow-states where the keys are bf16), the [B, T, HV, K or V] f32 tensors D, dD, W, U and (HV > H or
     qk_l2norm) the per-value-head dq, dk, and the scratch of the new ops'
     loop lowerings (chunk-wide pair matrices, C floats per token and value
     head each: docs/backward.md has the measured peak). The rewrite applies to every adjoint whose
@@ -322,6 +322,12 @@ def LinAttnRecurrenceGradToChunked
     `linattn-lower-rank1-to-wy` makes it), so that the forward's kernels
     compute it; the chunk states and new values stay f32 (the gradients
     multiply them), and the backward's own ops read W as it is stored.
+
+    With `narrow-states` (the default), S_n is stored in bf16 where the
+    keys are bf16 (f32 otherwise): chunk_grad's products take it without
+    splitting it into hi + lo parts, and the state pass carries the state
+    in f32, so the rounding does not accumulate over chunks. H_n stays
+    f32 (rounding it too took dgate past 5e-3 at T = 1).
   }];
   let options = [
     Option<"chunkSize", "chunk-size", "int64_t", /*default=*/"64",
@@ -330,6 +336,9 @@ def LinAttnRecurrenceGradToChunked
            /*default=*/"false",
            "Recompute W as the forward's chunked form stores it (16-bit "
            "or split where the input keys are 16-bit, normalised or not)">,
+    Option<"narrowStates", "narrow-states", "bool", /*default=*/"true",
+           "Store the chunk states S_n in bf16 where the keys are bf16 "
+           "(the state pass carries them in f32)">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

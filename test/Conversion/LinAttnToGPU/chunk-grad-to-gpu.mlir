@@ -63,6 +63,36 @@ func.func @gated_delta(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v:
 
 // -----
 
+// S_n stored bf16 (linattn-recurrence-grad-to-chunked's narrow-states):
+// both kernels copy it in by cp.async as it is, with no lo tile. The WY
+// kernel takes dD S^T in two products (32, from 48: 224 a warp); the
+// key-block kernel dO S^T in one (16: 240 a warp), and its slab tiles
+// shrink to dO, D split, S, H split (6 x 9216 = 55296): 84480 bytes.
+// CHECK-LABEL: func.func @narrow_states(
+// CHECK:         arith.constant 97280 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x4x64x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK:         arith.constant 84480 : i32
+// CHECK:         gpu.launch
+// CHECK:           nvgpu.device_async_copy {{.*}} : memref<?x?x4x64x64xbf16> to memref<64x72xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT:     vector.load {{.*}} : memref<?x?x4x64x64xbf16>
+// CHECK:         gpu.launch
+// CHECK-NOT:     scf.parallel
+// MMA-LABEL: func.func @narrow_states(
+// MMA-COUNT-224: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+// MMA:           gpu.launch
+// MMA-COUNT-240: nvvm.mma.sync
+// MMA-NOT:       nvvm.mma.sync
+func.func @narrow_states(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %beta: tensor<?x?x4xf32>, %g: tensor<?x?x4xf32>, %w: tensor<?x?x4x64xbf16>, %u: tensor<?x?x4x64xf32>, %d: tensor<?x?x4x64xf32>, %s: tensor<?x?x4x64x64xbf16>, %do: tensor<?x?x4x64xbf16>, %dd: tensor<?x?x4x64xf32>, %hs: tensor<?x?x4x64x64xf32>) -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>) {
+  %dq, %dk, %dv, %dg, %db = linattn.chunk_grad q(%q) k(%k) v(%v) beta(%beta) gates(%g) w(%w) u(%u) new_values(%d) states(%s) grad_output(%do) grad_new_values(%dd) grad_states(%hs) {chunk_size = 64 : i64, rank1_scale = 1.000000e+00 : f32, scale = 0.125 : f32}
+      : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64x64xf32>)
+      -> (tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>) grad_gates tensor<?x?x4xf32> grad_beta tensor<?x?x4xf32>
+  return %dq, %dk, %dv, %dg, %db : tensor<?x?x4x64xf32>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>
+}
+
+// -----
+
 // A split W (negeig's, [B, T, HV, 2, K]: the UT transform's hi and lo
 // parts): the slab kernel copies both parts of a key slab by cp.async
 // into the slab tiles S's leave (no more bytes than gated_delta's 97280)

@@ -72,7 +72,7 @@ func.func @gated_delta_l2norm_k256(%q: tensor<?x?x2x256xbf16>, %v: tensor<?x?x2x
 // 64 for the WY kernel's pair sums, 32 keys a half).
 // CHECK-LABEL: func.func @gated_delta_backward
 // CHECK: linattn.recurrence_grad gated_delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97280 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 93696 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
+// EXPLAIN: remark: linattn GPU strategy for the backward of gated_delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97280 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 84480 bytes of shared memory, 1 a chunk); qk_grad: a warp per (b, t, h) row, the shares of its 2 value heads summed)
 func.func @gated_delta_backward(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x4x64xbf16>, %g: tensor<?x?x4xf32>,
     %b: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %do: tensor<?x?x4x64xbf16>, %ds: tensor<?x4x64x64xf32>)
     -> (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) {
@@ -147,7 +147,7 @@ func.func @negeig_backward_f32(%q: tensor<?x?x2x32xf32>, %v: tensor<?x?x2x32xf32
 // silent adjoint's loop.
 // CHECK-LABEL: func.func @delta_backward_k128
 // CHECK: linattn.recurrence_grad delta {{.*}} {linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97024 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 83200 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
+// EXPLAIN: remark: linattn GPU strategy for the backward of delta: chunked C=64 (reverse chunk pass: tensor-core kernel; chunk_grad: the WY kernel by slabs (8 warps, 97024 bytes of shared memory, 2 blocks an SM) and the key kernel by key block (8 warps, 73984 bytes of shared memory, 2 a chunk); dq, dk: chunk_grad's own (one value head a q/k head, no qk_l2norm: no qk_grad))
 func.func @delta_backward_k128(%q: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
     %b: tensor<?x?x8xf32>, %s0: tensor<?x8x128x128xf32>, %do: tensor<?x?x8x128xbf16>, %ds: tensor<?x8x128x128xf32>)
     -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>) {

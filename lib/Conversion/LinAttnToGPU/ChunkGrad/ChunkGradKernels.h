@@ -47,6 +47,13 @@ struct ChunkGradWarps {
   int64_t termParts() const { return 4 * halves(); }
 };
 
+/// Whether chunk_grad's S_n (chunk_states) come in `mmaElem`, the tensor
+/// cores' 16-bit type (linattn-recurrence-grad-to-chunked's
+/// narrow-states): the kernels then copy them in as they are and multiply
+/// them once, where f32 ones are split into hi + lo parts on the way in.
+/// The kernels read any other float type widened, as f32.
+bool hasNarrowStates(ChunkGradOp op, Type mmaElem);
+
 /// Which part of a chunk's [64 x n] product a warp holds: with four warps
 /// (one column half), rows [16 w, + 16) and every column; with eight (two
 /// halves), rows [16 (w % 4), + 16) and half w / 4 of the columns, so that

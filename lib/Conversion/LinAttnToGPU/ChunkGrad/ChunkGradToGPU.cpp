@@ -36,6 +36,10 @@ void emitChunkGridLaunch(ImplicitLocOpBuilder &b, Value seqLen,
              threads);
 }
 
+bool hasNarrowStates(ChunkGradOp op, Type mmaElem) {
+  return cast<ShapedType>(op.getChunkStates().getType()).getElementType() == mmaElem;
+}
+
 std::string describeChunkGradBlock(int64_t warps, int64_t sharedBytes) {
   return std::to_string(warps) + " warps, " + std::to_string(sharedBytes) +
          " bytes of shared memory";

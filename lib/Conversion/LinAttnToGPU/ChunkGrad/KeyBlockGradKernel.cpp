@@ -25,7 +25,8 @@
 // pairs and a key block of S and H at once, ~214 KB at K = V = 128: one
 // block an SM, whose every input wait and barrier is the SM's (bench/
 // NOTES.md pr1, pr2). Here a slab's dO, D, S and H (64 x 64 each, the
-// f32 ones split into hi + lo through registers) are 63 KB, the pairs
+// f32 ones split into hi + lo through registers; S stored 16-bit comes
+// by cp.async as dO does, one tile) are 63 KB, the pairs
 // stage over them once the slabs are done, and the key block's q and k
 // land by cp.async meanwhile: ~90 KB. dP and D's loads are repeated by
 // each of the chunk's K / 64 blocks (adjacent in the grid, so the second
@@ -63,8 +64,9 @@ struct KeyBlockGradPlan : ChunkGradWarps {
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
-  /// `gates`: per row; `wy`: WY factors (beta); q and k f32 (split).
-  bool wy = false, gates = false, splitKeys = false;
+  /// `gates`: per row; `wy`: WY factors (beta); q and k f32 (split); S
+  /// in mmaElem (hasNarrowStates: copied in, no lo tile).
+  bool wy = false, gates = false, splitKeys = false, narrowStates = false;
   float scale = 0.0f, rank1Scale = 0.0f;
   int64_t keyBlocks() const { return K / kKeyBlock; }
   int64_t slabs() const { return V / kSlab; }
@@ -106,6 +108,7 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   }
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
+  p.narrowStates = hasNarrowStates(op, p.mmaElem);
   p.wy = bool(op.getBeta());
   p.gates = bool(op.getGates());
   p.scale = op.getScale().convertToFloat();
@@ -121,9 +124,11 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
   int64_t tile = kChunk * kStride * 2;
   int64_t slabStart = layout.current();
-  for (int64_t *off : {&p.dOOff, &p.dHiOff, &p.dLoOff, &p.sHiOff, &p.sLoOff,
-                       &p.hHiOff, &p.hLoOff})
+  for (int64_t *off : {&p.dOOff, &p.dHiOff, &p.dLoOff, &p.sHiOff, &p.hHiOff,
+                       &p.hLoOff})
     *off = take(tile);
+  if (!p.narrowStates)
+    p.sLoOff = take(tile);
   int64_t slabEnd = layout.current();
   layout.rewind(slabStart);
   p.pHiOff = take(tile);
@@ -194,8 +199,9 @@ private:
   /// The block's q and k (cp.async, or split through registers where f32);
   /// row gates and c = rank1_scale beta (0 at or past valid).
   void stageKeysAndGates();
-  /// One slab: dO by cp.async, D, S and H split through registers (each
-  /// thread adds its S . H to `dot`), then dP, A and B accumulate.
+  /// One slab: dO by cp.async, D and H split through registers, S split
+  /// through registers or (narrow) by cp.async; each thread adds its S . H
+  /// to `dot`; then dP, A and B accumulate.
   void slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot);
   /// dP~ (hi, lo) over the slab tiles and, with gates, M = dP~ * (Q K^T).
   void stagePairs(Acc &dP);
@@ -257,46 +263,76 @@ void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) 
                   io.gradOutput, [&](Value t, Value c) -> SmallVector<Value> {
                     return {bIdx, t, hv, e.addIndex(s0, c)};
                   });
+  // S's and H's rows of the block's keys (all K rows are valid).
+  auto stateRow = [&](Value r, Value c) -> SmallVector<Value> {
+    return {bIdx, n, hv, r, e.addIndex(s0, c)};
+  };
+  if (p.narrowStates)
+    k.copyRowsAsync(sHi, e.index(0), kSlab, key0, e.index(kKeyBlock), e.index(p.K),
+                    io.states, stateRow, kKeyBlock);
   Value copies = k.commitCopies();
   k.fillTile(dHi, kChunk, kSlab, rows.valid, [&](Value r, Value c) {
     return k.load8(io.newValues, {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(s0, c)});
   }, dLo);
-  // S's and H's rows of the block's keys: both elements of a place by the
-  // same thread, so that <S, H> comes from their f32 values.
+  // Each thread's 8-element pieces of H's rows and (f32) S's, split
+  // through registers; both elements of a place by the same thread, so
+  // that <S, H> comes from their f32 values. With S narrow, <S, H> comes
+  // from S as landed (exact) and H's hi + lo once every piece is staged.
   constexpr int64_t kWidth = 8;
   int64_t perRow = kSlab / kWidth;
   Type f64 = b.getF64Type();
   auto narrowx8 = VectorType::get({kWidth}, p.mmaElem);
-  SmallVector<Value> init;
-  if (dot)
-    init.push_back(dot);
-  auto body = [&](Value it, ValueRange acc) -> SmallVector<Value> {
-    Value idx = e.addIndex(e.mulIndex(it, e.index(p.threads())), k.tid);
-    Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
-    Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
-                         e.index(kWidth));
-    SmallVector<Value> at = {bIdx, n, hv, e.addIndex(key0, r), e.addIndex(s0, c)};
-    Value s = k.load8(io.states, at);
-    Value hx = k.load8(io.gradStates, at);
-    for (auto [x, hiBuf, loBuf] :
-         {std::tuple{s, sHi, sLo}, std::tuple{hx, hHi, hLo}}) {
-      auto [xHi, xLo] = k.split(x, narrowx8);
-      vector::StoreOp::create(b, xHi, hiBuf, ValueRange{r, c}, false, llvm::Align(16));
-      vector::StoreOp::create(b, xLo, loBuf, ValueRange{r, c}, false, llvm::Align(16));
-    }
-    if (acc.empty())
-      return {};
-    Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64),
-                                       arith::MulFOp::create(b, s, hx).getResult());
-    return {arith::AddFOp::create(
-        b, acc[0], vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod))};
+  auto f32x8 = VectorType::get({kWidth}, b.getF32Type());
+  auto pieces = [&](bool addDot,
+                    function_ref<std::pair<Value, Value>(Value, Value)> piece) {
+    SmallVector<Value> init;
+    if (addDot)
+      init.push_back(dot);
+    auto body = [&](Value it, ValueRange acc) -> SmallVector<Value> {
+      Value idx = e.addIndex(e.mulIndex(it, e.index(p.threads())), k.tid);
+      Value r = arith::DivUIOp::create(b, idx, e.index(perRow));
+      Value c = e.mulIndex(arith::RemUIOp::create(b, idx, e.index(perRow)),
+                           e.index(kWidth));
+      auto [sx, hx] = piece(r, c);
+      if (acc.empty())
+        return {};
+      Value prod = arith::ExtFOp::create(b, VectorType::get({kWidth}, f64),
+                                         arith::MulFOp::create(b, sx, hx).getResult());
+      return {arith::AddFOp::create(
+          b, acc[0], vector::ReductionOp::create(b, vector::CombiningKind::ADD, prod))};
+    };
+    int64_t steps = kKeyBlock * perRow / p.threads();
+    ValueRange out = e.forEachReduce(e.index(steps), init, body);
+    if (addDot)
+      dot = out[0];
   };
-  int64_t steps = kKeyBlock * perRow / p.threads();
-  ValueRange out = e.forEachReduce(e.index(steps), init, body);
-  if (dot)
-    dot = out[0];
+  auto splitStore = [&](Value x, Value hiBuf, Value loBuf, Value r, Value c) {
+    auto [xHi, xLo] = k.split(x, narrowx8);
+    vector::StoreOp::create(b, xHi, hiBuf, ValueRange{r, c}, false, llvm::Align(16));
+    vector::StoreOp::create(b, xLo, loBuf, ValueRange{r, c}, false, llvm::Align(16));
+  };
+  pieces(dot && !p.narrowStates, [&](Value r, Value c) -> std::pair<Value, Value> {
+    SmallVector<Value> at = stateRow(e.addIndex(key0, r), c);
+    Value hx = k.load8(io.gradStates, at);
+    Value sx;
+    if (!p.narrowStates) {
+      sx = k.load8(io.states, at);
+      splitStore(sx, sHi, sLo, r, c);
+    }
+    splitStore(hx, hHi, hLo, r, c);
+    return {sx, hx};
+  });
   k.waitCopies(copies, 0);
   k.barrier();
+  if (p.narrowStates && dot)
+    pieces(true, [&](Value r, Value c) -> std::pair<Value, Value> {
+      auto at = [&](Value buf) -> Value {
+        Value x = vector::LoadOp::create(b, narrowx8, buf, ValueRange{r, c}, false,
+                                         llvm::Align(16));
+        return arith::ExtFOp::create(b, f32x8, x);
+      };
+      return {at(sHi), arith::AddFOp::create(b, at(hHi), at(hLo))};
+    });
   Operand dOp{TileView{dOTile}, std::nullopt};
   Operand d = Operand::of(dHi, dLo);
   gemm(dP, dOp, d, kSlab);
@@ -403,9 +439,10 @@ void KeyBlockGradKernel::emit() {
   dHi = tile16(p.dHiOff);
   dLo = tile16(p.dLoOff);
   sHi = tile16(p.sHiOff);
-  sLo = tile16(p.sLoOff);
   hHi = tile16(p.hHiOff);
   hLo = tile16(p.hLoOff);
+  if (!p.narrowStates)
+    sLo = tile16(p.sLoOff);
   pHi = tile16(p.pHiOff);
   pLo = tile16(p.pLoOff);
   qTile = tile16(p.qOff);

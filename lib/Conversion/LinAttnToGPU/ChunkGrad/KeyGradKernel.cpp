@@ -88,6 +88,9 @@ struct KeyGradPlan : ChunkGradWarps {
   bool wyShares() const { return wy && perKey; }
   /// q and k f32, staged split (qLo, kLo beside qOff, kOff).
   bool splitKeys = false;
+  /// S in mmaElem (hasNarrowStates): its rows land as they are (the
+  /// landing tile read in that type), their lo tile zero.
+  bool narrowStates = false;
   float scale = 0.0f, rank1Scale = 0.0f;
 
   int64_t keyStride = 0, valueStride = 0, pairStride = 0;
@@ -136,6 +139,7 @@ std::optional<KeyGradPlan> KeyGradPlan::build(ChunkGradOp op,
   }
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
+  p.narrowStates = hasNarrowStates(op, p.mmaElem);
   p.wy = bool(op.getBeta());
   p.perKey = forms->perKeyGates;
   p.gates = op.getGates() && !p.perKey;
@@ -237,7 +241,7 @@ private:
   void stagePairs();
   /// L = F * E to shared memory (hi, lo); with gates M += F * P.
   void stageFactors();
-  /// Rows [key0, + keyBlock) of `src` (S or H, f32) to the landing tile
+  /// Rows [key0, + keyBlock) of `src` (S or H, as stored) to the landing tile
   /// by cp.async, as one group.
   void copyStateRows(Value src, Value key0);
   /// Waits for the landed rows and splits them into the state tiles. With
@@ -279,7 +283,9 @@ private:
   ChunkRows rows;
   Value gLast;
   Value qTile, kTile, qLo, kLo, dOTile, dHi, dLo, pHi, pLo, fHi, fLo;
-  Value stateHi, stateLo, landing;
+  /// The landing tile as f32 (H's rows, and S's where f32) and in S's
+  /// stored type (its rows).
+  Value stateHi, stateLo, landing, landingS;
   Value mTile, rowTerms, shareTerms, dotTerms, gTile, cTile;
   Value gKeyTile, kPrime, qPrime, gradG, stateShare, rowDot;
   /// Per-key gates: the warp's diagonalFactorable, once per kernel.
@@ -401,7 +407,7 @@ void KeyGradKernel::stageFactors() {
 }
 
 void KeyGradKernel::copyStateRows(Value src, Value key0) {
-  k.copyRowsAsync(landing, e.index(0), p.V, key0, e.index(p.keyBlock),
+  k.copyRowsAsync(src == io.states ? landingS : landing, e.index(0), p.V, key0, e.index(p.keyBlock),
                   e.index(p.K), src, [&](Value row, Value c) -> SmallVector<Value> {
                     return {bIdx, n, hv, row, c};
                   }, p.keyBlock);
@@ -435,7 +441,10 @@ void KeyGradKernel::splitLanded(bool dotWithHeld) {
           return vector::LoadOp::create(b, type, buf, ValueRange{r, c}, false,
                                         llvm::Align(16)).getResult();
         };
-        Value x = load(landing, f32x8);
+        // H's rows land over S's (dotWithHeld); S's may be 16-bit.
+        Value x = !dotWithHeld && p.narrowStates
+                      ? arith::ExtFOp::create(b, f32x8, load(landingS, narrowx8)).getResult()
+                      : load(landing, f32x8);
         Value sum = acc[0];
         if (dot) {
           Value held = arith::AddFOp::create(
@@ -769,6 +778,7 @@ void KeyGradKernel::emit() {
   stateHi = tile16(p.stateHiOff, p.keyBlock, p.valueStride);
   stateLo = tile16(p.stateLoOff, p.keyBlock, p.valueStride);
   landing = tileOf(p.landingOff, p.keyBlock, p.V, f32);
+  landingS = p.narrowStates ? tileOf(p.landingOff, p.keyBlock, p.V, p.mmaElem) : landing;
   if (p.gates) {
     Type f64 = b.getF64Type();
     mTile = tileOf(p.mOff, kChunk, kChunk + 1, f32);

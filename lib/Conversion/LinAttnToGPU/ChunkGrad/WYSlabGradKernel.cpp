@@ -54,8 +54,9 @@ struct WYSlabGradPlan : ChunkGradWarps {
 
   Type mmaElem;
   int64_t numQKHeads = 0, numVHeads = 0, K = 0, V = 0;
-  /// Row gates; k f32 (split); W split into hi and lo parts (negeig's).
-  bool gates = false, splitKeys = false, splitW = false;
+  /// Row gates; k f32 (split); W split into hi and lo parts (negeig's); S
+  /// in mmaElem (hasNarrowStates: copied in, one product).
+  bool gates = false, splitKeys = false, splitW = false, narrowStates = false;
   float rank1Scale = 0.0f;
   int64_t keySlabs() const { return K / kSlab; }
   int64_t valueSlabs() const { return V / kSlab; }
@@ -98,6 +99,7 @@ WYSlabGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   p.mmaElem = forms->mmaElem;
   p.splitKeys = forms->splitKeys;
   p.splitW = forms->splitW;
+  p.narrowStates = hasNarrowStates(op, p.mmaElem);
   p.gates = bool(op.getGates());
   p.rank1Scale = op.getRank1Scale()->convertToFloat();
   p.warps = 8;
@@ -279,12 +281,24 @@ void WYSlabGradKernel::keySlabs(Acc &dL) {
     Acc dW = k.zeroAcc(tiles());
     forEachSlab(p.valueSlabs(), dW, {}, [&](Value v0) {
       k.barrier(); // every warp is past the previous products
+      auto stateAt = [&](Value r, Value c) -> SmallVector<Value> {
+        return {bIdx, n, hv, r, e.addIndex(v0, c)};
+      };
+      Value copies;
+      if (p.narrowStates) {
+        k.copyRowsAsync(bHi, e.index(0), kSlab, key0, e.index(kSlab), e.index(p.K),
+                        io.states, stateAt, kSlab);
+        copies = k.commitCopies();
+      }
       fillValueSlab(aHi, aLo, io.gradValues, v0);
-      k.fillTile(bHi, kSlab, kSlab, Value(), [&](Value r, Value c) {
-        return k.load8(io.states, {bIdx, n, hv, e.addIndex(key0, r), e.addIndex(v0, c)});
-      }, bLo);
+      if (copies)
+        k.waitCopies(copies, 0);
+      else
+        k.fillTile(bHi, kSlab, kSlab, Value(), [&](Value r, Value c) {
+          return k.load8(io.states, stateAt(e.addIndex(key0, r), c));
+        }, bLo);
       k.barrier();
-      gemm(dW, Operand::of(aHi, aLo), Operand::of(bHi, bLo));
+      gemm(dW, Operand::of(aHi, aLo), Operand::of(bHi, p.narrowStates ? Value() : bLo));
     });
     storeX(dW, /*negate=*/true);
     k.barrier(); // dW is whole; S's slab tiles are free

@@ -922,8 +922,9 @@ def LinAttn_ChunkGradOp : LinAttn_Op<"chunk_grad",
     [B, T, HV], gates [B, T, HV] or [B, T, HV, K] (in-chunk cumulative,
     f32), w as `linattn.ut_transform` makes it (f32, rounded or split) and
     u [B, T, HV, V] f32, new_values,
-    grad_output and grad_new_values [B, T, HV, V], chunk_states and
-    grad_chunk_states [B, NC, HV, K, V]. Results: grad_q and grad_k per
+    grad_output and grad_new_values [B, T, HV, V], chunk_states (f32 or
+    16-bit, read as stored) and grad_chunk_states (f32) [B, NC, HV, K,
+    V]. Results: grad_q and grad_k per
     value head [B, T, HV, K] f32 (`linattn.qk_grad` sums them over a
     head's value heads); where each q/k head has one value head (HV = H)
     they may instead be q's and k's gradients in q's and k's element type,
