@@ -31,3 +31,14 @@ case "${1:-}" in
     PYTHONPATH=$PWD/.carry OBJECTS=.carry/bbf timeout 480 bench/gpu/device.sh bench-backward \
         --rows '^(gated_deltanet_h8 4 (4096|1024|16384)|deltanet_h8 4 4096|gated_deltanet_h8_hv16 1 32768)$' || true ;;
 esac
+# A fourth call (no code change of the forward this session: session 35's
+# .carry/mm-new objects, byte-identical to HEAD's by scripts/compare_kernels.py),
+# the prefill rows not timed beside fla since ut1, slowest first
+# (model_matrix_session36_retimed.{json,log}):
+if [ "${1:-}" = retime ]; then
+  eval "$(bench/gpu/triton_cache.sh restore .carry/triton)"
+  PYTHONPATH=$PWD/.carry OBJECTS=.carry/mm-new timeout 470 bench/gpu/device.sh matrix \
+      --rows '^(gdn_k48_v48|gdn_k128_v256|gla_h8_f32|kda_h8_f32|linear_attention_h8|gdn_k256_v128|gdn_k80_v80|gdn_k64_v128|simple_gla_h8|mamba2) ' \
+      --json "$OUT/mm.json" || true
+  bench/gpu/triton_cache.sh save "$OUT/triton"
+fi
