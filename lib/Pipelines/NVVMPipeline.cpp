@@ -133,9 +133,11 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
       pm, options.strategy, options.chunkSize, smCount,
       [&](OpPassManager &nested) {
         nested.addPass(linattn::createLinAttnFitChunkedKernels(
-            linattn::LinAttnFitChunkedKernelsOptions{options.chip,
-                                                     options.chunkSize}));
-      });
+            linattn::LinAttnFitChunkedKernelsOptions{
+                options.chip, options.chunkSize, /*explain=*/false,
+                /*narrowStates=*/!options.exactBackwardStates}));
+      },
+      /*narrowBackwardStates=*/!options.exactBackwardStates);
   // auto without a forced segment length: segments and narrow or wide
   // state-pass blocks are chosen at run time from B (and T).
   bool shapeAtRunTime =

@@ -12,7 +12,8 @@ using namespace mlir;
 
 void linattn::addAlgorithmPasses(OpPassManager &pm, Strategy strategy,
                                  int64_t chunkSize, int64_t smCount,
-                                 AddFitChunkedKernels fitChunkedKernels) {
+                                 AddFitChunkedKernels fitChunkedKernels,
+                                 bool narrowBackwardStates) {
   bool gpuKernels = bool(fitChunkedKernels);
   // Shape checks first: they hold whatever algorithm computes the op.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnInsertShapeChecks());
@@ -44,7 +45,8 @@ void linattn::addAlgorithmPasses(OpPassManager &pm, Strategy strategy,
       pm.addNestedPass<func::FuncOp>(
           linattn::createLinAttnRecurrenceGradToChunked(
               linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*forwardWForm=*/gpuKernels}));
+                  chunkSize, /*forwardWForm=*/gpuKernels,
+                  narrowBackwardStates}));
     break;
   case linattn::Strategy::Auto: {
     // The selector records a choice per recurrence; each algorithm pass
@@ -68,7 +70,8 @@ void linattn::addAlgorithmPasses(OpPassManager &pm, Strategy strategy,
       pm.addNestedPass<func::FuncOp>(
           linattn::createLinAttnRecurrenceGradToChunked(
               linattn::LinAttnRecurrenceGradToChunkedOptions{
-                  chunkSize, /*forwardWForm=*/true}));
+                  chunkSize, /*forwardWForm=*/true,
+                  narrowBackwardStates}));
     pm.addNestedPass<func::FuncOp>(linattn::createLinAttnStatePassToScan());
     break;
   }

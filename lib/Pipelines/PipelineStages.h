@@ -26,9 +26,12 @@ using AddFitChunkedKernels = function_ref<void(OpPassManager &)>;
 /// pass rewrites the ones that name it. With `fitChunkedKernels` the passes
 /// plan for the GPU's tensor-core kernels (padded head sizes, the fit pass,
 /// the backward chunked as the forward's kernels store it).
+/// `narrowBackwardStates`: linattn-recurrence-grad-to-chunked's
+/// narrow-states (the backward's chunk states in bf16 where the keys are).
 void addAlgorithmPasses(OpPassManager &pm, Strategy strategy,
                         int64_t chunkSize, int64_t smCount,
-                        AddFitChunkedKernels fitChunkedKernels = nullptr);
+                        AddFitChunkedKernels fitChunkedKernels = nullptr,
+                        bool narrowBackwardStates = true);
 
 /// The state pass in segments of `segmentChunks` chunks where its
 /// transitions are scalars; none for 0 (the pass rejects a negative count).

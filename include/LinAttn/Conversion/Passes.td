@@ -66,6 +66,9 @@ def LinAttnFitChunkedKernels
            "Tokens per chunk of the chunked form">,
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Remark on every recurrence whose chunked kernels do not fit">,
+    Option<"narrowStates", "narrow-states", "bool", /*default=*/"true",
+           "The backward's trial takes linattn-recurrence-grad-to-chunked's "
+           "narrow-states as the pipeline does">,
   ];
   let dependentDialects = [
     "mlir::arith::ArithDialect",

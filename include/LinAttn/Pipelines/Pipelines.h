@@ -104,6 +104,14 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
                      "[0, 1] (linattn-insert-input-checks; copies the "
                      "inputs to the host and waits: for debugging)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> exactBackwardStates{
+      *this, "exact-backward-states",
+      llvm::cl::desc("The backward's recomputed chunk states stay f32 "
+                     "(linattn-recurrence-grad-to-chunked{narrow-states="
+                     "false}): dgate as exact where a chunk ends in one "
+                     "token as elsewhere, the backward 4-7% slower "
+                     "(bench/NOTES.md b22)"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> explainKernels{
       *this, "explain-kernels",
       llvm::cl::desc("Remark on each chunked GPU kernel (UT transform, "

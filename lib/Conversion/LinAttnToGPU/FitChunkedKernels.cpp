@@ -160,7 +160,8 @@ struct LinAttnFitChunkedKernels
     if (backward)
       formsPm.addPass(createLinAttnRecurrenceGradToChunked(
           LinAttnRecurrenceGradToChunkedOptions{chunkSize,
-                                                /*forwardWForm=*/true}));
+                                                /*forwardWForm=*/true,
+                                                narrowStates}));
     formsPm.addPass(createLinAttnFuseChunkCumsum());
     conversion.nest<func::FuncOp>().addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));

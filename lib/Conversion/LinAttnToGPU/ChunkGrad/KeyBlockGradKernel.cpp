@@ -124,11 +124,12 @@ KeyBlockGradPlan::build(ChunkGradOp op, const GPUTargetInfo &target,
   auto take = [&](int64_t bytes) { return layout.take(bytes); };
   int64_t tile = kChunk * kStride * 2;
   int64_t slabStart = layout.current();
-  for (int64_t *off : {&p.dOOff, &p.dHiOff, &p.dLoOff, &p.sHiOff, &p.hHiOff,
-                       &p.hLoOff})
+  for (int64_t *off : {&p.dOOff, &p.dHiOff, &p.dLoOff, &p.sHiOff})
     *off = take(tile);
   if (!p.narrowStates)
     p.sLoOff = take(tile);
+  for (int64_t *off : {&p.hHiOff, &p.hLoOff})
+    *off = take(tile);
   int64_t slabEnd = layout.current();
   layout.rewind(slabStart);
   p.pHiOff = take(tile);
@@ -313,12 +314,10 @@ void KeyBlockGradKernel::slab(Value s0, Acc &dP, Acc &a, Acc &bAcc, Value &dot) 
   };
   pieces(dot && !p.narrowStates, [&](Value r, Value c) -> std::pair<Value, Value> {
     SmallVector<Value> at = stateRow(e.addIndex(key0, r), c);
+    Value sx = p.narrowStates ? Value() : k.load8(io.states, at);
     Value hx = k.load8(io.gradStates, at);
-    Value sx;
-    if (!p.narrowStates) {
-      sx = k.load8(io.states, at);
+    if (sx)
       splitStore(sx, sHi, sLo, r, c);
-    }
     splitStore(hx, hHi, hLo, r, c);
     return {sx, hx};
   });
