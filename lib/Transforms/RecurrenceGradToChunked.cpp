@@ -103,6 +103,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
                                                           : f32;
     auto statesType =
         RankedTensorType::get({batch, numChunks, HV, K, V}, storedStateElem);
+    auto gradStatesType = f32Tensor({batch, numChunks, HV, K, V});
     auto valuesType = f32Tensor({batch, seqLen, HV, V});
     auto forward = ChunkStatePassOp::create(
         rewriter, loc, TypeRange{valuesType, statesType, stateType}, k,
@@ -118,7 +119,7 @@ struct RecurrenceGradToChunked : OpRewritePattern<RecurrenceGradOp> {
 
     // The backward.
     auto statePassGrad = ChunkStatePassGradOp::create(
-        rewriter, loc, TypeRange{valuesType, f32Tensor({batch, numChunks, HV, K, V}), stateType}, q, qRNorm,
+        rewriter, loc, TypeRange{valuesType, gradStatesType, stateType}, q, qRNorm,
         k, w, gates, op.getGradOutput(), op.getGradFinalState(), chunkAttr,
         scaleAttr);
     // dq and dk per value head in f32 for qk_grad to sum and normalise;
