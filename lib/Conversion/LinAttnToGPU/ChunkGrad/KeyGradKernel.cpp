@@ -408,7 +408,8 @@ void KeyGradKernel::stageFactors() {
 
 void KeyGradKernel::copyStateRows(Value src, Value key0) {
   Value dst = src == io.states ? landingS : landing;
-  k.copyRowsAsync(dst, e.index(0), p.V, key0, e.index(p.keyBlock), e.index(p.K), src, [&](Value row, Value c) -> SmallVector<Value> {
+  k.copyRowsAsync(dst, e.index(0), p.V, key0, e.index(p.keyBlock), e.index(p.K), src,
+                  [&](Value row, Value c) -> SmallVector<Value> {
                     return {bIdx, n, hv, row, c};
                   }, p.keyBlock);
   k.commitCopies();
