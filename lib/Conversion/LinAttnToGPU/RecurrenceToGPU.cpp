@@ -6,13 +6,21 @@
 //   u_j = sum_i k_i S_ij,  S_ij <- a_i (S_ij - c k_i u_j) + b_t k_i v_j,
 //   o_j = scale sum_i S_ij q_i,
 //
-// with each state column split over kLanesPerColumn lanes of one warp, so
-// that a lane holds K / kLanesPerColumn consecutive elements of it in
-// registers (the loop lowering's one thread per column holds all K and
-// spills at K = 128) and the sums over i (u, o, and the in-op L2 norms)
-// finish with two shuffles. The state is read once and written once per
-// call; q, k and per-key gates are read per token by every lane that needs
-// them, its consecutive keys in 16-byte loads.
+// with each state column split over 4 lanes of one warp (8 where K above
+// 128 is a multiple of 8: recurrent_kernel::lanesPerColumn), so that a lane
+// holds at most 32 consecutive elements of it in registers (64 at such K
+// that is not; the loop lowering's one thread per column holds all K and
+// spills at K = 128) and the sums over i (u and o) finish with two or
+// three shuffles. The state is read once and written
+// once per call.
+//
+// The tokens' inputs are staged in shared memory kWindowTokens at a time,
+// prepared once per block for its columns: q and k in f32, normalised
+// where `qk_l2norm` asks (a warp per row) and q times scale, the gates
+// exponentiated, beta, and v's block columns. A token's step then reads
+// f32 operands from shared memory: no global load in the chain that
+// carries the state from token to token, and none of the conversions,
+// norms or exps repeated by every column's lanes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,21 +45,57 @@ namespace mlir::linattn {
 namespace {
 using namespace kernel;
 
-using recurrent_kernel::kLanesPerColumn;
-/// Columns of one block of kThreads threads.
-constexpr int64_t kColumnsPerBlock = kThreads / kLanesPerColumn;
+/// Tokens whose inputs are staged in shared memory at once: a decode or
+/// speculative-verification call (T <= 8) stages its tokens once.
+constexpr int64_t kWindowTokens = 8;
+static_assert(kWindowTokens * kThreads / recurrent_kernel::kMaxLanesPerColumn %
+                      kThreads ==
+                  0,
+              "v's staged columns are spread evenly over the block");
+static_assert(kWindowTokens % kWarps == 0,
+              "q's and k's staged rows are spread evenly over the warps");
+
+/// How a block's lanes split its state columns, and where a staged row of
+/// K keys keeps lane slice s's keys [s n, s n + n): at floats [s stride, s
+/// stride + n), with stride = 4 (mod 32) so that the slices' 16-byte loads
+/// of a quarter-warp fall in distinct banks.
+struct LaneLayout {
+  explicit LaneLayout(int64_t K)
+      : lanes(recurrent_kernel::lanesPerColumn(K)),
+        columnsPerBlock(kThreads / lanes), keysPerLane(K / lanes),
+        sliceStride(keysPerLane + ((4 - keysPerLane) % 32 + 32) % 32) {}
+  int64_t rowFloats() const { return lanes * sliceStride; }
+  int64_t lanes, columnsPerBlock, keysPerLane, sliceStride;
+};
+
+/// Byte offsets of one window's staged inputs in shared memory (f32):
+/// rows of keys in LaneLayout, [kWindowTokens] scalars, and the
+/// block's v columns; -1 where the kind has none.
+struct WindowLayout {
+  int64_t q, k, keyDecay = -1, decay = -1, beta = -1, v, bytes;
+};
+
+/// The views of one window's staged inputs.
+struct StagedWindow {
+  Value q, k;     // [W][rowFloats]: q times scale (and its norm), k (normed)
+  Value keyDecay; // [W][rowFloats]: exp(gate) per key (per-key gates)
+  Value decay;    // [W]: exp(gate) (gates per head)
+  Value beta;     // [W]
+  Value v;        // [W][columnsPerBlock]
+};
 
 class RecurrenceKernel {
 public:
   RecurrenceKernel(RecurrenceOp op, ImplicitLocOpBuilder &b)
-      : op(op), b(b), e(b), kind(op.getKindInfo()) {}
+      : op(op), b(b), e(b), kind(op.getKindInfo()),
+        rows(op.getKeyDim()) {}
 
   void run(RewriterBase &rewriter);
 
 private:
-  /// The sum of `x` over the kLanesPerColumn lanes of a column.
+  /// The sum of `x` over the lanes of a column.
   Value sumOverColumnLanes(Value x) {
-    for (int32_t offset = 1; offset < kLanesPerColumn; offset *= 2)
+    for (int32_t offset = 1; offset < rows.lanes; offset *= 2)
       x = e.add(x, gpu::ShuffleOp::create(b, x, offset, 32,
                                           gpu::ShuffleMode::XOR)
                        .getShuffleResult());
@@ -60,8 +104,7 @@ private:
 
   /// sum_m x[m] y[m] over this lane's keys, in kPartialSums interleaved
   /// partial sums: a 32-key lane's dependent chain of FMAs is then 8 long
-  /// instead of 32 (each token's three or five such sums are on its
-  /// critical path).
+  /// instead of 32 (each token's two such sums are on its critical path).
   static constexpr int64_t kPartialSums = 4;
   Value laneDot(ArrayRef<Value> x, ArrayRef<Value> y) {
     SmallVector<Value> partial(std::min<int64_t>(kPartialSums, x.size()),
@@ -84,96 +127,222 @@ private:
     return level.front();
   }
 
-  /// 1 / sqrt(sum_i x_i^2 + eps) over the whole row, from this lane's keys.
-  Value inverseNorm(ArrayRef<Value> xs) {
-    Value sum = sumOverColumnLanes(laneDot(xs, xs));
-    return arith::DivFOp::create(
-        b, e.f32(1.0f),
-        math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
-  }
-
-  /// buf[prefix..., i] for the lane's keys i, as f32: its consecutive keys
-  /// in loads of up to 16 bytes (as wide as the keys' alignment allows).
-  SmallVector<Value> loadLaneKeys(Value buf, SmallVector<Value> prefix,
-                                  ArrayRef<Value> keys) {
-    auto type = cast<MemRefType>(buf.getType());
-    int64_t n = keys.size(), K = n * kLanesPerColumn;
-    int64_t width = 16 / (type.getElementTypeBitWidth() / 8);
-    while (n % width != 0 || K % width != 0)
-      width /= 2;
-    SmallVector<Value> values;
-    prefix.push_back(Value());
-    for (int64_t j = 0; j < n; j += width) {
-      prefix.back() = keys[j];
-      Value vec = kernel->loadWidened(buf, prefix, width);
-      for (int64_t l = 0; l < width; ++l)
-        values.push_back(vector::ExtractOp::create(b, vec, l));
-    }
-    return values;
-  }
+  WindowLayout planWindow() const;
+  StagedWindow viewWindow(const WindowLayout &at);
+  /// Fills `w` with tokens [t0, t0 + valid) (valid >= 1); rows past
+  /// `valid` hold token t0 + valid - 1's values and are never read.
+  void stageWindow(const StagedWindow &w, Value bIdx, Value h, Value hv,
+                   Value t0, Value valid, Value firstColumn);
+  /// Row `row` of the staged tile `dst` from src[prefix..., :] (K values)
+  /// by the calling warp: each value x through map(x, norm), with norm =
+  /// 1 / sqrt(sum of the row's squares + eps) where `normed`.
+  void stageKeyRow(Value dst, Value row, Value src, SmallVector<Value> prefix,
+                   bool normed, function_ref<Value(Value, Value)> map);
+  /// This lane's keys of staged row `row` (its slice, in 16-byte loads).
+  SmallVector<Value> loadLaneSlice(Value tile, Value row);
 
   /// One token: the lane's slots of the column after it, and the output.
-  SmallVector<Value> step(Value bIdx, Value t, Value h, Value hv, Value column,
-                          Value gamma, ArrayRef<Value> keys, ValueRange slots);
+  SmallVector<Value> step(const StagedWindow &w, Value row, Value t,
+                          Value bIdx, Value hv, Value column, Value gamma,
+                          ValueRange slots);
 
   RecurrenceOp op;
   ImplicitLocOpBuilder &b;
   LoopEmitter e;
   const TransitionKindInfo &kind;
+  LaneLayout rows;
   Value q, k, v, gate, beta, initialState, outBuf, stateBuf;
-  Value isOutputLane; // slice 0 of a column inside V
+  Value isOutputLane;  // slice 0 of a column inside V
+  Value sliceBase;     // this lane's slice's first float in a staged row
+  Value columnInBlock; // this lane's column among the block's
   KernelEmitter *kernel = nullptr;
 };
 
-SmallVector<Value> RecurrenceKernel::step(Value bIdx, Value t, Value h,
-                                          Value hv, Value column, Value gamma,
-                                          ArrayRef<Value> keys,
+WindowLayout RecurrenceKernel::planWindow() const {
+  SharedLayout shared;
+  int64_t W = kWindowTokens, rowBytes = rows.rowFloats() * 4;
+  WindowLayout at;
+  at.q = shared.take(W * rowBytes);
+  at.k = shared.take(W * rowBytes);
+  if (kind.decay == DecayForm::PerKey)
+    at.keyDecay = shared.take(W * rowBytes);
+  if (kind.decay == DecayForm::Scalar)
+    at.decay = shared.take(W * 4);
+  if (kind.hasRank1())
+    at.beta = shared.take(W * 4);
+  at.v = shared.take(W * rows.columnsPerBlock * 4);
+  at.bytes = shared.size();
+  return at;
+}
+
+StagedWindow RecurrenceKernel::viewWindow(const WindowLayout &at) {
+  Type f32 = b.getF32Type();
+  int64_t W = kWindowTokens;
+  StagedWindow w;
+  w.q = kernel->tile(at.q, W, rows.rowFloats(), f32);
+  w.k = kernel->tile(at.k, W, rows.rowFloats(), f32);
+  if (at.keyDecay >= 0)
+    w.keyDecay = kernel->tile(at.keyDecay, W, rows.rowFloats(), f32);
+  if (at.decay >= 0)
+    w.decay = kernel->vec(at.decay, W, f32);
+  if (at.beta >= 0)
+    w.beta = kernel->vec(at.beta, W, f32);
+  w.v = kernel->tile(at.v, W, rows.columnsPerBlock, f32);
+  return w;
+}
+
+void RecurrenceKernel::stageKeyRow(Value dst, Value row, Value src,
+                                   SmallVector<Value> prefix, bool normed,
+                                   function_ref<Value(Value, Value)> map) {
+  int64_t K = op.getKeyDim(), perLane = (K + 31) / 32;
+  // Lane l takes keys l + 32 j (coalesced); a key past K (K % 32 != 0)
+  // reads key K - 1, counts as 0 in the norm and is not stored.
+  SmallVector<Value> keys, inside, xs;
+  prefix.push_back(Value());
+  for (int64_t j = 0; j < perLane; ++j) {
+    Value i = e.addIndex(kernel->lane, e.index(32 * j));
+    Value in = K % 32 ? kernel->ult(i, e.index(K)) : Value();
+    prefix.back() = in ? e.minIndex(i, e.index(K - 1)) : i;
+    Value x = e.loadF32(src, prefix);
+    keys.push_back(i);
+    inside.push_back(in);
+    xs.push_back(in ? kernel->select(in, x, e.f32(0.0f)) : x);
+  }
+  Value norm;
+  if (normed) {
+    Value sum = e.f32(0.0f);
+    for (Value x : xs)
+      sum = math::FmaOp::create(b, x, x, sum);
+    norm = arith::DivFOp::create(
+        b, e.f32(1.0f),
+        math::SqrtOp::create(
+            b, e.add(kernel->warpSum(sum), e.f32(L2NormOp::kEpsilon))));
+  }
+  Value perLaneKeys = e.index(rows.keysPerLane);
+  for (int64_t j = 0; j < perLane; ++j) {
+    Value at = e.addIndex(
+        e.mulIndex(arith::DivUIOp::create(b, keys[j], perLaneKeys),
+                   e.index(rows.sliceStride)),
+        arith::RemUIOp::create(b, keys[j], perLaneKeys));
+    auto store = [&] {
+      memref::StoreOp::create(b, map(xs[j], norm), dst, ValueRange{row, at});
+    };
+    if (!inside[j]) {
+      store();
+      continue;
+    }
+    auto ifOp = scf::IfOp::create(b, inside[j], false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    store();
+  }
+}
+
+void RecurrenceKernel::stageWindow(const StagedWindow &w, Value bIdx, Value h,
+                                   Value hv, Value t0, Value valid,
+                                   Value firstColumn) {
+  int64_t W = kWindowTokens, V = op.getValueDim();
+  Value lastRow = e.subIndex(valid, e.index(1));
+  auto tokenOf = [&](Value row) {
+    return e.addIndex(t0, e.minIndex(row, lastRow));
+  };
+  bool normed = op.getQkL2norm();
+  Value scale = e.f32(op.getEffectiveScale());
+  // q's and k's rows (and per-key gates'), a warp each.
+  for (int64_t r0 = 0; r0 < W; r0 += kWarps) {
+    Value row = e.addIndex(e.index(r0), kernel->warp);
+    Value t = tokenOf(row);
+    stageKeyRow(w.q, row, q, {bIdx, t, h}, normed, [&](Value x, Value norm) {
+      return e.mul(x, norm ? e.mul(scale, norm) : scale);
+    });
+    stageKeyRow(w.k, row, k, {bIdx, t, h}, normed, [&](Value x, Value norm) {
+      return norm ? e.mul(x, norm) : x;
+    });
+    if (w.keyDecay)
+      stageKeyRow(w.keyDecay, row, gate, {bIdx, t, hv}, /*normed=*/false,
+                  [&](Value x, Value) { return e.exp(x); });
+  }
+  // The scalars of each token, a thread each.
+  if (w.decay || w.beta) {
+    auto ifOp = scf::IfOp::create(b, kernel->ult(kernel->tid, e.index(W)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value t = tokenOf(kernel->tid);
+    if (w.decay)
+      memref::StoreOp::create(b, e.exp(e.loadF32(gate, {bIdx, t, hv})),
+                              w.decay, ValueRange{kernel->tid});
+    if (w.beta)
+      memref::StoreOp::create(b, e.loadF32(beta, {bIdx, t, hv}), w.beta,
+                              ValueRange{kernel->tid});
+  }
+  // v's block columns (a column past V reads column V - 1).
+  int64_t columns = rows.columnsPerBlock;
+  kernel->forEachOfBlock(W * columns, [&](Value i) {
+    Value row = arith::DivUIOp::create(b, i, e.index(columns));
+    Value c = arith::RemUIOp::create(b, i, e.index(columns));
+    Value column = e.minIndex(e.addIndex(firstColumn, c), e.index(V - 1));
+    memref::StoreOp::create(b, e.loadF32(v, {bIdx, tokenOf(row), hv, column}),
+                            w.v, ValueRange{row, c});
+  });
+}
+
+SmallVector<Value> RecurrenceKernel::loadLaneSlice(Value tile, Value row) {
+  int64_t n = rows.keysPerLane, width = 4;
+  while (n % width != 0)
+    width /= 2;
+  SmallVector<Value> values;
+  for (int64_t m = 0; m < n; m += width) {
+    Value vec = kernel->loadWidened(
+        tile, {row, e.addIndex(sliceBase, e.index(m))}, width);
+    for (int64_t l = 0; l < width; ++l)
+      values.push_back(vector::ExtractOp::create(b, vec, l));
+  }
+  return values;
+}
+
+// S <- a (S - c k u^T) + b k v^T with u = S^T k is taken as
+// S <- a S + k (b v - a c u)^T (a the decay where it is one per token or
+// none; a per-key decay of a delta kind is applied first, and without the
+// rank-1 term there is no u): one multiply and one FMA a slot.
+SmallVector<Value> RecurrenceKernel::step(const StagedWindow &w, Value row,
+                                          Value t, Value bIdx, Value hv,
+                                          Value column, Value gamma,
                                           ValueRange slots) {
   bool delta = kind.hasRank1();
   bool decayFirst = delta && kind.decay == DecayForm::PerKey;
   SmallVector<Value> s(slots.begin(), slots.end());
-  SmallVector<Value> ks = loadLaneKeys(k, {bIdx, t, h}, keys);
-  SmallVector<Value> qs = loadLaneKeys(q, {bIdx, t, h}, keys);
-  Value qScale = e.f32(op.getEffectiveScale());
-  if (op.getQkL2norm()) {
-    qScale = e.mul(qScale, inverseNorm(qs));
-    Value kScale = inverseNorm(ks);
-    for (Value &ki : ks)
-      ki = e.mul(ki, kScale);
-  }
+  SmallVector<Value> ks = loadLaneSlice(w.k, row);
+  SmallVector<Value> qs = loadLaneSlice(w.q, row);
   Value decay = gamma;
-  if (kind.decay == DecayForm::Scalar)
-    decay = e.exp(e.loadF32(gate, {bIdx, t, hv}));
+  if (w.decay)
+    decay = memref::LoadOp::create(b, w.decay, ValueRange{row});
   SmallVector<Value> keyDecay;
-  if (kind.decay == DecayForm::PerKey)
-    for (Value g : loadLaneKeys(gate, {bIdx, t, hv}, keys))
-      keyDecay.push_back(e.exp(g));
+  if (w.keyDecay)
+    keyDecay = loadLaneSlice(w.keyDecay, row);
   if (decayFirst)
     for (size_t m = 0; m < s.size(); ++m)
       s[m] = e.mul(keyDecay[m], s[m]);
 
-  Value vj = e.loadF32(v, {bIdx, t, hv, column});
-  Value write = vj, rank1;
+  Value vj = memref::LoadOp::create(b, w.v, ValueRange{row, columnInBlock});
+  Value coefficient = vj;
   if (delta) {
-    Value betaT = e.loadF32(beta, {bIdx, t, hv});
-    write = e.mul(betaT, vj);
+    Value betaT = memref::LoadOp::create(b, w.beta, ValueRange{row});
     Value c = e.scaleExactly(kind.rank1Scale, betaT);
-    rank1 = e.mul(c, sumOverColumnLanes(laneDot(ks, s)));
+    Value rank1 = e.mul(c, sumOverColumnLanes(laneDot(ks, s)));
+    if (decay)
+      rank1 = e.mul(decay, rank1);
+    coefficient = e.sub(e.mul(betaT, vj), rank1);
   }
   SmallVector<Value> o(std::min<int64_t>(kPartialSums, s.size()), e.f32(0.0f));
   for (size_t m = 0; m < s.size(); ++m) {
-    Value &si = s[m];
-    if (rank1)
-      si = e.sub(si, e.mul(ks[m], rank1));
     Value a = decayFirst ? Value()
               : kind.decay == DecayForm::PerKey ? keyDecay[m]
                                                 : decay;
-    if (a)
-      si = e.mul(a, si);
-    si = e.add(si, e.mul(ks[m], write));
-    o[m % o.size()] = math::FmaOp::create(b, si, qs[m], o[m % o.size()]);
+    Value decayed = a ? e.mul(a, s[m]) : s[m];
+    s[m] = math::FmaOp::create(b, ks[m], coefficient, decayed);
+    o[m % o.size()] = math::FmaOp::create(b, s[m], qs[m], o[m % o.size()]);
   }
-  Value out = e.mul(qScale, sumOverColumnLanes(sumPartials(o)));
+  Value out = sumOverColumnLanes(sumPartials(o));
   auto ifOp = scf::IfOp::create(b, isOutputLane, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
@@ -198,17 +367,20 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
   stateBuf = e.allocFor(op.getFinalState().getType(),
                         {batch, e.index(HV), e.index(K), e.index(V)});
 
-  int64_t columnBlocks = (V + kColumnsPerBlock - 1) / kColumnsPerBlock;
-  emitLaunch(b, {e.index(columnBlocks), e.index(HV), batch}, /*smemBytes=*/0,
+  WindowLayout windowAt = planWindow();
+  int64_t columns = rows.columnsPerBlock;
+  int64_t columnBlocks = (V + columns - 1) / columns;
+  emitLaunch(b, {e.index(columnBlocks), e.index(HV), batch}, windowAt.bytes,
              [&](KernelEmitter &kernel) {
     this->kernel = &kernel;
     Block *body = b.getInsertionBlock();
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = arith::DivUIOp::create(b, hv, e.index(HV / H));
-    Value slice = arith::RemUIOp::create(b, kernel.tid, e.index(kLanesPerColumn));
-    Value column = e.addIndex(
-        e.mulIndex(body->getArgument(0), e.index(kColumnsPerBlock)),
-        arith::DivUIOp::create(b, kernel.tid, e.index(kLanesPerColumn)));
+    Value slice = arith::RemUIOp::create(b, kernel.tid, e.index(rows.lanes));
+    columnInBlock = arith::DivUIOp::create(b, kernel.tid, e.index(rows.lanes));
+    Value firstColumn =
+        e.mulIndex(body->getArgument(0), e.index(columns));
+    Value column = e.addIndex(firstColumn, columnInBlock);
     // Every lane runs every step (the shuffles need the whole warp); a
     // column past V reads column V - 1 and writes nothing.
     Value inside = kernel.ult(column, e.index(V));
@@ -217,21 +389,35 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
         b, inside,
         arith::CmpIOp::create(b, arith::CmpIPredicate::eq, slice, e.index(0)));
     // Lane `slice` of a column holds keys [slice n, slice n + n).
-    int64_t n = K / kLanesPerColumn;
+    int64_t n = rows.keysPerLane;
     Value firstKey = e.mulIndex(slice, e.index(n));
+    sliceBase = e.mulIndex(slice, e.index(rows.sliceStride));
     SmallVector<Value> keys;
     for (int64_t m = 0; m < n; ++m)
       keys.push_back(e.addIndex(firstKey, e.index(m)));
     Value gamma = kind.decay == DecayForm::Constant
                       ? e.selectF32(hv, op.getDecayPerHead())
                       : Value();
+    StagedWindow window = viewWindow(windowAt);
 
     SmallVector<Value> column0;
     for (Value i : keys)
       column0.push_back(e.loadF32(initialState, {bIdx, hv, i, readColumn}));
+    Value windows = arith::CeilDivUIOp::create(b, seqLen, e.index(kWindowTokens));
     ValueRange columnT = e.forEachReduce(
-        seqLen, column0, [&](Value t, ValueRange slots) -> SmallVector<Value> {
-          return step(bIdx, t, h, hv, readColumn, gamma, keys, slots);
+        windows, column0, [&](Value wIdx, ValueRange slots) -> SmallVector<Value> {
+          Value t0 = e.mulIndex(wIdx, e.index(kWindowTokens));
+          Value valid = e.minIndex(e.index(kWindowTokens), e.subIndex(seqLen, t0));
+          stageWindow(window, bIdx, h, hv, t0, valid, firstColumn);
+          kernel.barrier();
+          ValueRange after = e.forEachReduce(
+              valid, slots, [&](Value row, ValueRange carried) {
+                return step(window, row, e.addIndex(t0, row), bIdx, hv,
+                            readColumn, gamma, carried);
+              });
+          // The next window's staging overwrites what these steps read.
+          kernel.barrier();
+          return SmallVector<Value>(after.begin(), after.end());
         });
     auto ifOp = scf::IfOp::create(b, inside, false);
     OpBuilder::InsertionGuard guard(b);

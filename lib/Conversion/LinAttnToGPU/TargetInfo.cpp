@@ -115,14 +115,18 @@ int64_t paddedHeadDim(int64_t size) {
 } // namespace chunked_kernels
 
 namespace recurrent_kernel {
+int64_t lanesPerColumn(int64_t K) {
+  return K > 128 && K % kMaxLanesPerColumn == 0 ? kMaxLanesPerColumn : 4;
+}
+
 std::string whyNoSplitKeyKernel(RecurrenceOp op) {
-  int64_t K = op.getKeyDim();
-  if (K % kLanesPerColumn != 0)
+  int64_t K = op.getKeyDim(), lanes = lanesPerColumn(K);
+  if (K % lanes != 0)
     return "K = " + std::to_string(K) + " is not a multiple of " +
-           std::to_string(kLanesPerColumn);
-  if (K > kLanesPerColumn * kMaxKeysPerLane)
+           std::to_string(lanes);
+  if (K > kMaxKeyDim)
     return "K = " + std::to_string(K) + " is above " +
-           std::to_string(kLanesPerColumn * kMaxKeysPerLane);
+           std::to_string(kMaxKeyDim);
   return "";
 }
 

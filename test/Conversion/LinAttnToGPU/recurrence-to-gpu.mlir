@@ -2,32 +2,57 @@
 
 // The recurrent strategy on the GPU: blocks of 128 threads over (32 value
 // columns, value head, batch index); lane tid holds keys 4 (tid % 4) + m
-// of column tid / 4 (here K = 16: four slots carried across the loop over
-// t, q's and k's four loaded as one vector), a column past V (here 40, two
-// column blocks) reads column V - 1 and
-// writes nothing, and each sum over keys (the two L2 norms, u = k^T S,
-// o = S^T q) ends with xor-shuffles by 1 and 2. Value head hv reads q/k
-// head hv / 2 (HV = 4, H = 2).
+// of column tid / 4 (here K = 16: four slots carried across the loops over
+// t), a column past V (here 40, two column blocks) reads column V - 1 and
+// writes nothing. The tokens' inputs are staged in shared memory eight at
+// a time, once per block: q's and k's rows a warp each, normalised there
+// (the L2 norm's sum over the row by a butterfly of five shuffles) and q
+// times its scale, exp of the gate and beta a thread each, v's 32 columns
+// of the block; each token's step then reads its keys from shared memory
+// as 16-byte vectors and its sums over keys (u = k^T S, o = S^T q) end
+// with xor-shuffles by 1 and 2. Value head hv reads q/k head hv / 2 (HV =
+// 4, H = 2).
 
 // CHECK-LABEL: func.func @gdn(
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x40xbf16>
 // CHECK:         %[[STATE:.*]] = memref.alloc(%{{.*}}) : memref<?x4x16x40xf32>
-// CHECK:         gpu.launch blocks(%{{.*}}, %[[HV:.*]], %[[B:.*]]) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%[[TID:[^,]*]], {{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) {
+// CHECK:         gpu.launch blocks(%{{.*}}, %[[HV:.*]], %[[B:.*]]) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%[[TID:[^,]*]], {{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %c2112_i32 {
 // CHECK:           arith.divui %[[HV]], %c2
 // CHECK:           arith.remui %[[TID]], %c4
 // CHECK:           arith.divui %[[TID]], %c4
 // CHECK:           arith.select %{{.*}}, %{{.*}}, %c39
-// CHECK:           arith.muli %{{.*}}, %c4
-// CHECK:           scf.for %[[T:.*]] = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
-// CHECK-COUNT-2:     vector.load %{{.*}}[%{{.*}}, %[[T]], %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<?x?x2x16xbf16>, vector<4xbf16>
-// CHECK-COUNT-2:     gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:           %[[Q:.*]] = memref.view {{.*}} to memref<8x16xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[K:.*]] = memref.view {{.*}} to memref<8x16xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[DECAY:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[BETA:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[V:.*]] = memref.view {{.*}} to memref<8x32xf32, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4:   memref.load {{.*}} : memref<?x4x16x40xf32>
+// CHECK:           scf.for %{{.*}} = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:             memref.load {{.*}} : memref<?x?x2x16xbf16>
+// CHECK-COUNT-5:     gpu.shuffle  xor
+// CHECK:             math.sqrt
+// CHECK:             memref.store %{{.*}}, %[[Q]]
+// CHECK:             memref.store %{{.*}}, %[[K]]
 // CHECK:             math.exp
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c1_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c1_i32
-// CHECK:             gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK:             scf.if
-// CHECK:               memref.store %{{.*}}, %[[OUT]]
+// CHECK:             memref.store %{{.*}}, %[[DECAY]]
+// CHECK:             memref.store %{{.*}}, %[[BETA]]
+// CHECK:             memref.store %{{.*}}, %[[V]]
+// CHECK:             gpu.barrier
+// CHECK:             scf.for %[[ROW:.*]] = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:               vector.load %[[K]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:               vector.load %[[Q]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:               memref.load %[[DECAY]][%[[ROW]]]
+// CHECK:               memref.load %[[V]][%[[ROW]], %{{.*}}]
+// CHECK:               memref.load %[[BETA]][%[[ROW]]]
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK-NOT:           gpu.shuffle
+// CHECK-COUNT-4:       math.fma
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:               scf.if
+// CHECK:                 memref.store %{{.*}}, %[[OUT]]
+// CHECK:             gpu.barrier
 // CHECK:           scf.if
 // CHECK-COUNT-4:     memref.store %{{.*}}, %[[STATE]]
 // CHECK:           gpu.terminator
@@ -45,4 +70,22 @@ func.func @odd_keys(%q: tensor<?x?x1x6xf32>, %k: tensor<?x?x1x6xf32>, %v: tensor
   %o, %s = linattn.recurrence identity q(%q) k(%k) v(%v) state(%s0)
       : (tensor<?x?x1x6xf32>, tensor<?x?x1x6xf32>, tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>) -> (tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>)
   return %o, %s : tensor<?x?x1x8xf32>, tensor<?x1x6x8xf32>
+}
+
+// Above K = 128 eight lanes share a column (32 keys each here, K = 256): 16
+// columns a block, and the sums over a column's lanes take three shuffles.
+// CHECK-LABEL: func.func @wide_keys(
+// CHECK:         gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads
+// CHECK:           arith.remui %{{.*}}, %c8
+// CHECK:           memref.view {{.*}} to memref<8x288xf32, #gpu.address_space<workgroup>>
+// CHECK:           scf.for
+// CHECK:             scf.for
+// CHECK-COUNT-8:       vector.load {{.*}} : memref<8x288xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:               gpu.shuffle  xor %{{.*}}, %c4_i32
+func.func @wide_keys(%q: tensor<?x?x1x256xbf16>, %k: tensor<?x?x1x256xbf16>, %v: tensor<?x?x1x64xbf16>, %beta: tensor<?x?x1xf32>, %s0: tensor<?x1x256x64xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x256x64xf32>) {
+  %o, %s = linattn.recurrence delta q(%q) k(%k) v(%v) beta(%beta) state(%s0)
+      : (tensor<?x?x1x256xbf16>, tensor<?x?x1x256xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?x1xf32>, tensor<?x1x256x64xf32>) -> (tensor<?x?x1x64xbf16>, tensor<?x1x256x64xf32>)
+  return %o, %s : tensor<?x?x1x64xbf16>, tensor<?x1x256x64xf32>
 }

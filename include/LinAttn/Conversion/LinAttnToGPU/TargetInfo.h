@@ -226,11 +226,14 @@ std::string whyNoKernels(RecurrenceOp op);
 /// (convert-linattn-recurrence-to-gpu); the rest goes to the loop
 /// lowering's kernel, one thread per state column.
 namespace recurrent_kernel {
-/// Lanes that share one state column, each holding every
-/// kLanesPerColumn-th key.
-constexpr int64_t kLanesPerColumn = 4;
-/// The most keys one lane holds in registers (K of at most 256).
-constexpr int64_t kMaxKeysPerLane = 64;
+/// Lanes that share one state column: 4, or kMaxLanesPerColumn where K is
+/// above 128 and a multiple of it, so that a lane holds at most 32 keys in
+/// registers (48 to 64 spilled 324-644 bytes under the 80 registers of the
+/// six blocks an SM the kernel's shared memory allows; bench/NOTES.md d5).
+constexpr int64_t kMaxLanesPerColumn = 8;
+int64_t lanesPerColumn(int64_t K);
+/// The largest K the kernel takes (64 keys a lane of four).
+constexpr int64_t kMaxKeyDim = 256;
 /// Why the split-key kernel cannot take `op`, or "" if it can.
 std::string whyNoSplitKeyKernel(RecurrenceOp op);
 /// The kernel the recurrent strategy runs `op` with, for explanations:
