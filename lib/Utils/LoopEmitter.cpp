@@ -28,8 +28,7 @@ Value LoopEmitter::inverseL2Norm(Value x, ValueRange prefix, int64_t n,
         Value xi = loadF32(x, at);
         return {add(acc[0], mul(xi, xi))};
       })[0];
-  return arith::DivFOp::create(b, f32(1.0f),
-                               math::SqrtOp::create(b, add(sum, f32(eps))));
+  return inverseNormOfSquares(sum, eps);
 }
 
 ValueRange LoopEmitter::forRangeReduce(

@@ -49,6 +49,12 @@ public:
   /// 1 / sqrt(sum_i x[prefix..., i]^2 + eps) over i < n: the factor of an
   /// L2 normalisation of x's last dimension.
   Value inverseL2Norm(Value x, ValueRange prefix, int64_t n, float eps);
+  /// 1 / sqrt(sumOfSquares + eps): the same factor from the row's sum of
+  /// squares, however a lowering summed it.
+  Value inverseNormOfSquares(Value sumOfSquares, float eps) {
+    return arith::DivFOp::create(
+        b, f32(1.0f), math::SqrtOp::create(b, add(sumOfSquares, f32(eps))));
+  }
 
   /// memref.load widened to f32.
   Value loadF32(Value memref, ValueRange indices);

@@ -137,9 +137,7 @@ LogicalResult lowerRowNorms(Operation *op, Value input, Value result,
       // below it stay inside the run.
       for (int64_t offset = tiling.lanesPerRow / 2; offset > 0; offset /= 2)
         sum = e.add(sum, k.shuffle(sum, offset, gpu::ShuffleMode::XOR));
-      inverseNorms.push_back(arith::DivFOp::create(
-          b, e.f32(1.0f),
-          math::SqrtOp::create(b, e.add(sum, e.f32(L2NormOp::kEpsilon)))));
+      inverseNorms.push_back(e.inverseNormOfSquares(sum, L2NormOp::kEpsilon));
     }
     if (scalesOnly) {
       for (int64_t g = 0; g < tiling.rowGroups; ++g) {

@@ -64,9 +64,7 @@ LogicalResult lowerQKGrad(QKGradOp op, RewriterBase &rewriter) {
       Value sq = e.f32(0.0f);
       for (Value xj : xs)
         sq = e.add(sq, e.mul(xj, xj));
-      Value r = arith::DivFOp::create(
-          b, e.f32(1.0f),
-          math::SqrtOp::create(b, e.add(k.warpSum(sq), e.f32(L2NormOp::kEpsilon))));
+      Value r = e.inverseNormOfSquares(k.warpSum(sq), L2NormOp::kEpsilon);
       Value dot = e.f32(0.0f);
       for (size_t j = 0; j < xs.size(); ++j)
         dot = e.add(dot, e.mul(e.mul(r, xs[j]), dy[j]));

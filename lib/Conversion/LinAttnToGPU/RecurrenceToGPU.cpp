@@ -213,10 +213,7 @@ void RecurrenceKernel::stageKeyRow(Value dst, Value row, Value src,
     Value sum = e.f32(0.0f);
     for (Value x : xs)
       sum = math::FmaOp::create(b, x, x, sum);
-    norm = arith::DivFOp::create(
-        b, e.f32(1.0f),
-        math::SqrtOp::create(
-            b, e.add(kernel->warpSum(sum), e.f32(L2NormOp::kEpsilon))));
+    norm = e.inverseNormOfSquares(kernel->warpSum(sum), L2NormOp::kEpsilon);
   }
   Value perLaneKeys = e.index(rows.keysPerLane);
   for (int64_t j = 0; j < perLane; ++j) {

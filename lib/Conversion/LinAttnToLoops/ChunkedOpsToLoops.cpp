@@ -47,9 +47,7 @@ void lowerL2Norm(L2NormOp op) {
     Value sum = l.dot(
         n, [&](Value i) { return e.loadF32(in, at(i)); },
         [&](Value i) { return e.loadF32(in, at(i)); });
-    Value inv = arith::DivFOp::create(
-        e.b, e.f32(1.0f),
-        math::SqrtOp::create(e.b, e.add(sum, e.f32(L2NormOp::kEpsilon))));
+    Value inv = e.inverseNormOfSquares(sum, L2NormOp::kEpsilon);
     e.forEach(e.index(n), [&](Value i) {
       e.storeFromF32(e.mul(e.loadF32(in, at(i)), inv), out, at(i));
     });
