@@ -25,6 +25,17 @@
 // CHECK-NOT:     nvvm.minctasm
 // CHECK-LABEL: gpu.func @twice
 // CHECK-SAME:    nvvm.minctasm = 3 : i32
+
+// A kernel that asks for 96 registers a thread (the recurrent kernel, on
+// its dynamic shared memory): 5 blocks of 128 threads where the pass's 80
+// would make 6; one asking for fewer than the pass's floor keeps 6; with
+// the floor at 168 the pass's floor wins (3).
+// CHECK-LABEL: gpu.func @recurrent
+// CHECK-SAME:    nvvm.minctasm = 5 : i32
+// CHECK-LABEL: gpu.func @modest
+// CHECK-SAME:    nvvm.minctasm = 6 : i32
+// FLOOR-LABEL: gpu.func @recurrent
+// FLOOR-SAME:    nvvm.minctasm = 3 : i32
 module attributes {gpu.container_module} {
   gpu.module @kernels {
     gpu.func @ut() kernel { gpu.return }
@@ -32,6 +43,14 @@ module attributes {gpu.container_module} {
     gpu.func @state() kernel { gpu.return }
     gpu.func @plain() kernel { gpu.return }
     gpu.func @twice() kernel { gpu.return }
+    gpu.func @recurrent() kernel {
+      %smem = gpu.dynamic_shared_memory {linattn.min_registers_per_thread = 96 : i64} : memref<?xi8, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+    gpu.func @modest() kernel {
+      %smem = gpu.dynamic_shared_memory {linattn.min_registers_per_thread = 64 : i64} : memref<?xi8, #gpu.address_space<workgroup>>
+      gpu.return
+    }
   }
   func.func @host(%n: index) {
     %c1 = arith.constant 1 : index
@@ -46,6 +65,9 @@ module attributes {gpu.container_module} {
     gpu.launch_func @kernels::@plain blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1)
     gpu.launch_func @kernels::@twice blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %small
     gpu.launch_func @kernels::@twice blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %out
+    gpu.launch_func @kernels::@recurrent blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %small
+    gpu.launch_func @kernels::@modest blocks in (%n, %c1, %c1) threads in (%c128, %c1, %c1) dynamic_shared_memory_size %small
     return
   }
 }
+

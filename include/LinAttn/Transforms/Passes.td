@@ -239,7 +239,12 @@ def LinAttnGpuOccupancyHints
     3 blocks per SM where its 52 KB of shared memory allows 4. N is kept
     to at most 65536 / (min-registers-per-thread * threads): a kernel with
     little shared memory (the output kernel at K = 32: 24 KB, 9 blocks, 56
-    registers) would otherwise spill its accumulators. Defaults are the
+    registers) would otherwise spill its accumulators. A kernel asks for a
+    higher floor of its own with `linattn.min_registers_per_thread = R` on
+    its `gpu.dynamic_shared_memory` op (gpu-kernel-outlining carries the
+    body's ops into the gpu.func, not the gpu.launch's attributes): the
+    recurrent kernel's 96, five blocks at 88 registers where six spill.
+    Defaults are the
     H200's (sm_90: 228 KB of shared memory and 2048 threads per SM, 1 KB
     reserved per block).
   }];

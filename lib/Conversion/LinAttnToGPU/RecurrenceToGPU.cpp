@@ -370,6 +370,7 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
   emitLaunch(b, {e.index(columnBlocks), e.index(HV), batch}, windowAt.bytes,
              [&](KernelEmitter &kernel) {
     this->kernel = &kernel;
+    kernel.requireRegistersPerThread(recurrent_kernel::kMinRegistersPerThread);
     Block *body = b.getInsertionBlock();
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = arith::DivUIOp::create(b, hv, e.index(HV / H));

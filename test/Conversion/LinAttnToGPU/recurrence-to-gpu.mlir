@@ -11,12 +11,14 @@
 // of the block; each token's step then reads its keys from shared memory
 // as 16-byte vectors and its sums over keys (u = k^T S, o = S^T q) end
 // with xor-shuffles by 1 and 2. Value head hv reads q/k head hv / 2 (HV =
-// 4, H = 2).
+// 4, H = 2). The kernel asks linattn-gpu-occupancy-hints for 96 registers
+// a thread (on its dynamic shared memory, which outlining keeps).
 
 // CHECK-LABEL: func.func @gdn(
 // CHECK:         %[[OUT:.*]] = memref.alloc(%{{.*}}, %{{.*}}) : memref<?x?x4x40xbf16>
 // CHECK:         %[[STATE:.*]] = memref.alloc(%{{.*}}) : memref<?x4x16x40xf32>
 // CHECK:         gpu.launch blocks(%{{.*}}, %[[HV:.*]], %[[B:.*]]) in (%{{.*}} = %c2{{[_0-9]*}}, %{{.*}} = %c4{{[_0-9]*}}, %{{.*}} = %{{.*}}) threads(%[[TID:[^,]*]], {{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, {{.*}}) dynamic_shared_memory_size %c2112_i32 {
+// CHECK:           gpu.dynamic_shared_memory {linattn.min_registers_per_thread = 96 : i64}
 // CHECK:           arith.divui %[[HV]], %c2
 // CHECK:           arith.remui %[[TID]], %c4
 // CHECK:           arith.divui %[[TID]], %c4

@@ -37,6 +37,13 @@ constexpr int64_t kArgumentAlignmentBytes = 16;
 /// past 10 s beyond this limit (bench/NOTES.md l1).
 constexpr int64_t kMaxGPUKeyDim = 2048;
 
+/// The attribute by which a kernel asks linattn-gpu-occupancy-hints for at
+/// least this many registers a thread (an IntegerAttr): set on the kernel's
+/// `gpu.dynamic_shared_memory` op, which gpu-kernel-outlining carries into
+/// the gpu.func where it drops the gpu.launch's own attributes.
+constexpr StringLiteral kMinRegistersAttrName =
+    "linattn.min_registers_per_thread";
+
 /// An NVIDIA GPU the kernels are generated for.
 class GPUTargetInfo {
 public:
@@ -234,6 +241,12 @@ constexpr int64_t kMaxLanesPerColumn = 8;
 int64_t lanesPerColumn(int64_t K);
 /// The largest K the kernel takes (64 keys a lane of four).
 constexpr int64_t kMaxKeyDim = 256;
+/// Registers a thread the kernel asks for (kMinRegistersAttrName): its
+/// window's shared memory lets six blocks of 128 threads run, whose 80
+/// registers spill the token step at 32 keys a lane; with 96, five blocks
+/// at 88 registers run a delta rule's single token 5-9% faster
+/// (bench/NOTES.md d5, d6).
+constexpr int64_t kMinRegistersPerThread = 96;
 /// Why the split-key kernel cannot take `op`, or "" if it can.
 std::string whyNoSplitKeyKernel(RecurrenceOp op);
 /// The kernel the recurrent strategy runs `op` with, for explanations:

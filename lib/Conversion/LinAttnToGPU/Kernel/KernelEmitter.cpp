@@ -2,6 +2,8 @@
 
 #include "KernelEmitter.h"
 
+#include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
+
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -45,6 +47,13 @@ Value KernelEmitter::vec(int64_t offset, int64_t n, Type elem) {
   auto type = MemRefType::get({n}, elem, MemRefLayoutAttrInterface(),
                               workgroupSpace(b.getContext()));
   return memref::ViewOp::create(b, type, smem, e.index(offset), ValueRange{});
+}
+
+void KernelEmitter::requireRegistersPerThread(int64_t registers) {
+  auto view = smem ? smem.getDefiningOp<gpu::DynamicSharedMemoryOp>()
+                   : gpu::DynamicSharedMemoryOp();
+  assert(view && "a register floor is planned with dynamic shared memory");
+  view->setAttr(kMinRegistersAttrName, b.getI64IntegerAttr(registers));
 }
 
 Attribute KernelEmitter::workgroupSpace(MLIRContext *ctx) {

@@ -42,6 +42,11 @@ public:
   /// A [n] view of `elem` at byte `offset` of the shared buffer.
   Value vec(int64_t offset, int64_t n, Type elem);
 
+  /// Asks linattn-gpu-occupancy-hints to leave each thread at least
+  /// `registers` registers (kMinRegistersAttrName on the kernel's dynamic
+  /// shared memory, which the hint's block count is planned from).
+  void requireRegistersPerThread(int64_t registers);
+
   static Attribute workgroupSpace(MLIRContext *ctx);
 
   /// Calls body(i) for i = tid, tid + threads, ... below `total` (a
