@@ -244,9 +244,8 @@ def LinAttnGpuOccupancyHints
     its `gpu.dynamic_shared_memory` op (gpu-kernel-outlining carries the
     body's ops into the gpu.func, not the gpu.launch's attributes): the
     recurrent kernel's 96, five blocks at 88 registers where six spill.
-    Defaults are the
-    H200's (sm_90: 228 KB of shared memory and 2048 threads per SM, 1 KB
-    reserved per block).
+    Defaults are the H200's (sm_90: 228 KB of shared memory and 2048
+    threads per SM, 1 KB reserved per block).
   }];
   let options = [
     Option<"sharedMemoryPerSM", "shared-memory-per-sm", "int64_t",

@@ -53,6 +53,8 @@ void KernelEmitter::requireRegistersPerThread(int64_t registers) {
   auto view = smem ? smem.getDefiningOp<gpu::DynamicSharedMemoryOp>()
                    : gpu::DynamicSharedMemoryOp();
   assert(view && "a register floor is planned with dynamic shared memory");
+  if (!view)
+    return;
   view->setAttr(kMinRegistersAttrName, b.getI64IntegerAttr(registers));
 }
 
