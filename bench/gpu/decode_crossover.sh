@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Where the recurrent kernel stops beating the chunked ones on decode-like
-# lengths, for the Qwen3-Next spec (gated delta, H 16, HV 32, K = V = 128,
-# {qk_l2norm}). Here (MLIR machine):
+# Decode-length times of several compilations of the Qwen3-Next spec (gated
+# delta, H 16, HV 32, K = V = 128, {qk_l2norm}) side by side, with a plain
+# device copy of the state's bytes as the bandwidth yardstick at each B.
+# Here (MLIR machine), one object per side, named for it:
 #   mkdir -p .carry/xover
 #   build/bin/linattn-compile SPEC -o .carry/xover/rec.o --strategy=recurrent
 #   build/bin/linattn-compile SPEC -o .carry/xover/auto.o      # chunked past the fitted limit
@@ -9,7 +10,11 @@
 # on the GPU machine, with .carry/xover carried:
 #   bash bench/gpu/decode_crossover.sh [B,...] [T,...]
 # prints one JSON line per (B, T): the median ms of 20 CUDA-graph replays
-# of each library on the same random inputs.
+# of each library (every .carry/xover/*.o) on the same random inputs, and
+# the state's bytes moved by plain device work, as the recurrent kernel
+# moves them (read once, written once: B x 32 x 128 x 128 f32), medians of
+# 20 graph replays: "copy" a copy (a memcpy node in the graph), "scale" an
+# elementwise kernel (y = x * 1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 Bs=${1:-1,64} Ts=${2:-8,16,32}
@@ -18,13 +23,38 @@ cmake -S runtime -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 ninja -C $b >/dev/null
 rd=$(dirname "$(find $b -name liblinattn_cuda_runtime.so | head -1)")
 R=$(find $b -name linattn-gpu-run -type f | head -1)
-for n in rec auto; do
-  c++ -shared -o /tmp/$n.so .carry/xover/$n.o -L"$rd" -llinattn_cuda_runtime -Wl,-rpath,"$rd" -ldl
+libs=""
+for o in .carry/xover/*.o; do
+  n=$(basename "$o" .o)
+  c++ -shared -o /tmp/xover_$n.so "$o" -L"$rd" -llinattn_cuda_runtime -Wl,-rpath,"$rd" -ldl
+  libs="$libs,$n"
 done
-python3 - "$R" "$Bs" "$Ts" <<'PY'
+python3 - "$R" "$Bs" "$Ts" "${libs#,}" <<'PY'
 import json, os, subprocess, sys
 import numpy as np
-runner, Bs, Ts = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(",")
+import torch
+runner, Bs, Ts, libs = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
+
+
+def plain_ms(B, work):
+    """Median of 20 graph replays of work(x, y) on the state's f32 elements."""
+    x = torch.zeros(B * 32 * 128 * 128, dtype=torch.float32, device="cuda")
+    y = torch.empty_like(x)
+    work(x, y)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        work(x, y)
+    times = []
+    for _ in range(23):
+        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        z.record()
+        z.synchronize()
+        times.append(a.elapsed_time(z))
+    return float(np.median(times[3:]))
+
+
 for B in map(int, Bs):
     for T in map(int, Ts):
         d = f"/tmp/in_{B}_{T}"
@@ -37,9 +67,10 @@ for B in map(int, Bs):
         for n, x in arrays.items():
             np.save(f"{d}/{n}.npy", x.astype(np.float32))
             args += ["--input", f"{d}/{n}.npy"]
-        row = {"B": B, "T": T}
-        for lib in ("rec", "auto"):
-            proc = subprocess.run([runner, f"/tmp/{lib}.so", "--entry", "gated_deltanet", *args,
+        row = {"B": B, "T": T, "copy": round(plain_ms(B, lambda x, y: y.copy_(x)), 4),
+               "scale": round(plain_ms(B, lambda x, y: torch.mul(x, 1.0, out=y)), 4)}
+        for lib in libs:
+            proc = subprocess.run([runner, f"/tmp/xover_{lib}.so", "--entry", "gated_deltanet", *args,
                                    "--output", f"{d}/o.npy", "--output", f"{d}/s.npy", "--bench", "20",
                                    "--warmup", "3", "--graph", "--json", f"{d}/r.json"],
                                   capture_output=True, text=True)

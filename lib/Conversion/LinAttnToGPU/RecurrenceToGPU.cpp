@@ -129,15 +129,26 @@ private:
 
   WindowLayout planWindow() const;
   StagedWindow viewWindow(const WindowLayout &at);
-  /// Fills `w` with tokens [t0, t0 + valid) (valid >= 1); rows past
-  /// `valid` hold token t0 + valid - 1's values and are never read.
-  void stageWindow(const StagedWindow &w, Value bIdx, Value h, Value hv,
-                   Value t0, Value valid, Value firstColumn);
-  /// Row `row` of the staged tile `dst` from src[prefix..., :] (K values)
-  /// by the calling warp: each value x through map(x, norm), with norm =
-  /// 1 / sqrt(sum of the row's squares + eps) where `normed`.
-  void stageKeyRow(Value dst, Value row, Value src, SmallVector<Value> prefix,
-                   bool normed, function_ref<Value(Value, Value)> map);
+  /// This thread's share of the global loads that stage tokens [t0, t0 +
+  /// valid) (valid >= 1), in the order storeWindow takes them; rows past
+  /// `valid` load token t0 + valid - 1's values, which are never read.
+  /// Loading is apart from storing so that the first window's loads can
+  /// be issued ahead of the state's (a warp issues in order: a load after
+  /// a use of an earlier load waits for it).
+  SmallVector<Value> loadWindow(Value bIdx, Value h, Value hv, Value t0,
+                                Value valid, Value firstColumn);
+  /// Fills `w` from loadWindow's values: q and k in f32 (normalised where
+  /// `qk_l2norm` asks, q times scale), the gates exponentiated, beta, v.
+  void storeWindow(const StagedWindow &w, ArrayRef<Value> loads);
+  /// The calling lane's K / 32 (rounded up) values of src[prefix..., :]:
+  /// keys lane + 32 j, a key past K reading key K - 1.
+  SmallVector<Value> loadKeyRow(Value src, SmallVector<Value> prefix);
+  /// Row `row` of the staged tile `dst` from the warp's loadKeyRow values
+  /// `xs`: each value x through map(x, norm), with norm = 1 / sqrt(sum of
+  /// the row's squares + eps) where `normed` (keys past K count as 0 and
+  /// are not stored).
+  void storeKeyRow(Value dst, Value row, ArrayRef<Value> xs, bool normed,
+                   function_ref<Value(Value, Value)> map);
   /// This lane's keys of staged row `row` (its slice, in 16-byte loads).
   SmallVector<Value> loadLaneSlice(Value tile, Value row);
 
@@ -191,38 +202,47 @@ StagedWindow RecurrenceKernel::viewWindow(const WindowLayout &at) {
   return w;
 }
 
-void RecurrenceKernel::stageKeyRow(Value dst, Value row, Value src,
-                                   SmallVector<Value> prefix, bool normed,
-                                   function_ref<Value(Value, Value)> map) {
+SmallVector<Value> RecurrenceKernel::loadKeyRow(Value src,
+                                                SmallVector<Value> prefix) {
   int64_t K = op.getKeyDim(), perLane = (K + 31) / 32;
-  // Lane l takes keys l + 32 j (coalesced); a key past K (K % 32 != 0)
-  // reads key K - 1, counts as 0 in the norm and is not stored.
-  SmallVector<Value> keys, inside, xs;
+  SmallVector<Value> xs;
   prefix.push_back(Value());
   for (int64_t j = 0; j < perLane; ++j) {
     Value i = e.addIndex(kernel->lane, e.index(32 * j));
+    prefix.back() = K % 32 ? e.minIndex(i, e.index(K - 1)) : i;
+    xs.push_back(e.loadF32(src, prefix));
+  }
+  return xs;
+}
+
+void RecurrenceKernel::storeKeyRow(Value dst, Value row, ArrayRef<Value> xs,
+                                   bool normed,
+                                   function_ref<Value(Value, Value)> map) {
+  int64_t K = op.getKeyDim();
+  SmallVector<Value> keys, inside, values;
+  for (size_t j = 0; j < xs.size(); ++j) {
+    Value i = e.addIndex(kernel->lane, e.index(32 * j));
     Value in = K % 32 ? kernel->ult(i, e.index(K)) : Value();
-    prefix.back() = in ? e.minIndex(i, e.index(K - 1)) : i;
-    Value x = e.loadF32(src, prefix);
     keys.push_back(i);
     inside.push_back(in);
-    xs.push_back(in ? kernel->select(in, x, e.f32(0.0f)) : x);
+    values.push_back(in ? kernel->select(in, xs[j], e.f32(0.0f)) : xs[j]);
   }
   Value norm;
   if (normed) {
     Value sum = e.f32(0.0f);
-    for (Value x : xs)
+    for (Value x : values)
       sum = math::FmaOp::create(b, x, x, sum);
     norm = e.inverseNormOfSquares(kernel->warpSum(sum), L2NormOp::kEpsilon);
   }
   Value perLaneKeys = e.index(rows.keysPerLane);
-  for (int64_t j = 0; j < perLane; ++j) {
+  for (size_t j = 0; j < values.size(); ++j) {
     Value at = e.addIndex(
         e.mulIndex(arith::DivUIOp::create(b, keys[j], perLaneKeys),
                    e.index(rows.sliceStride)),
         arith::RemUIOp::create(b, keys[j], perLaneKeys));
     auto store = [&] {
-      memref::StoreOp::create(b, map(xs[j], norm), dst, ValueRange{row, at});
+      memref::StoreOp::create(b, map(values[j], norm), dst,
+                              ValueRange{row, at});
     };
     if (!inside[j]) {
       store();
@@ -235,52 +255,84 @@ void RecurrenceKernel::stageKeyRow(Value dst, Value row, Value src,
   }
 }
 
-void RecurrenceKernel::stageWindow(const StagedWindow &w, Value bIdx, Value h,
-                                   Value hv, Value t0, Value valid,
-                                   Value firstColumn) {
+SmallVector<Value> RecurrenceKernel::loadWindow(Value bIdx, Value h, Value hv,
+                                                Value t0, Value valid,
+                                                Value firstColumn) {
   int64_t W = kWindowTokens, V = op.getValueDim();
   Value lastRow = e.subIndex(valid, e.index(1));
   auto tokenOf = [&](Value row) {
     return e.addIndex(t0, e.minIndex(row, lastRow));
   };
-  bool normed = op.getQkL2norm();
-  Value scale = e.f32(op.getEffectiveScale());
+  SmallVector<Value> loads;
+  // The scalars of each token, thread i < W's (the others read row W - 1's).
+  Value scalarToken = tokenOf(e.minIndex(kernel->tid, e.index(W - 1)));
+  if (kind.decay == DecayForm::Scalar)
+    loads.push_back(e.loadF32(gate, {bIdx, scalarToken, hv}));
+  if (kind.hasRank1())
+    loads.push_back(e.loadF32(beta, {bIdx, scalarToken, hv}));
   // q's and k's rows (and per-key gates'), a warp each.
   for (int64_t r0 = 0; r0 < W; r0 += kWarps) {
-    Value row = e.addIndex(e.index(r0), kernel->warp);
-    Value t = tokenOf(row);
-    stageKeyRow(w.q, row, q, {bIdx, t, h}, normed, [&](Value x, Value norm) {
-      return e.mul(x, norm ? e.mul(scale, norm) : scale);
-    });
-    stageKeyRow(w.k, row, k, {bIdx, t, h}, normed, [&](Value x, Value norm) {
-      return norm ? e.mul(x, norm) : x;
-    });
-    if (w.keyDecay)
-      stageKeyRow(w.keyDecay, row, gate, {bIdx, t, hv}, /*normed=*/false,
-                  [&](Value x, Value) { return e.exp(x); });
+    Value t = tokenOf(e.addIndex(e.index(r0), kernel->warp));
+    llvm::append_range(loads, loadKeyRow(q, {bIdx, t, h}));
+    llvm::append_range(loads, loadKeyRow(k, {bIdx, t, h}));
+    if (kind.decay == DecayForm::PerKey)
+      llvm::append_range(loads, loadKeyRow(gate, {bIdx, t, hv}));
   }
-  // The scalars of each token, a thread each.
-  if (w.decay || w.beta) {
-    auto ifOp = scf::IfOp::create(b, kernel->ult(kernel->tid, e.index(W)), false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    Value t = tokenOf(kernel->tid);
-    if (w.decay)
-      memref::StoreOp::create(b, e.exp(e.loadF32(gate, {bIdx, t, hv})),
-                              w.decay, ValueRange{kernel->tid});
-    if (w.beta)
-      memref::StoreOp::create(b, e.loadF32(beta, {bIdx, t, hv}), w.beta,
-                              ValueRange{kernel->tid});
-  }
-  // v's block columns (a column past V reads column V - 1).
+  // v's block columns (a column past V reads column V - 1), element i of
+  // the [W][columns] tile taken by thread i mod kThreads.
   int64_t columns = rows.columnsPerBlock;
-  kernel->forEachOfBlock(W * columns, [&](Value i) {
+  for (int64_t i0 = 0; i0 < W * columns; i0 += kThreads) {
+    Value i = e.addIndex(e.index(i0), kernel->tid);
     Value row = arith::DivUIOp::create(b, i, e.index(columns));
     Value c = arith::RemUIOp::create(b, i, e.index(columns));
     Value column = e.minIndex(e.addIndex(firstColumn, c), e.index(V - 1));
-    memref::StoreOp::create(b, e.loadF32(v, {bIdx, tokenOf(row), hv, column}),
-                            w.v, ValueRange{row, c});
-  });
+    loads.push_back(e.loadF32(v, {bIdx, tokenOf(row), hv, column}));
+  }
+  return loads;
+}
+
+void RecurrenceKernel::storeWindow(const StagedWindow &w,
+                                   ArrayRef<Value> loads) {
+  int64_t W = kWindowTokens, perLane = (op.getKeyDim() + 31) / 32;
+  auto take = [&](int64_t n) {
+    ArrayRef<Value> taken = loads.take_front(n);
+    loads = loads.drop_front(n);
+    return taken;
+  };
+  Value gateT = w.decay ? take(1).front() : Value();
+  Value betaT = w.beta ? take(1).front() : Value();
+  bool normed = op.getQkL2norm();
+  Value scale = e.f32(op.getEffectiveScale());
+  for (int64_t r0 = 0; r0 < W; r0 += kWarps) {
+    Value row = e.addIndex(e.index(r0), kernel->warp);
+    storeKeyRow(w.q, row, take(perLane), normed, [&](Value x, Value norm) {
+      return e.mul(x, norm ? e.mul(scale, norm) : scale);
+    });
+    storeKeyRow(w.k, row, take(perLane), normed, [&](Value x, Value norm) {
+      return norm ? e.mul(x, norm) : x;
+    });
+    if (w.keyDecay)
+      storeKeyRow(w.keyDecay, row, take(perLane), /*normed=*/false,
+                  [&](Value x, Value) { return e.exp(x); });
+  }
+  int64_t columns = rows.columnsPerBlock;
+  for (int64_t i0 = 0; i0 < W * columns; i0 += kThreads) {
+    Value i = e.addIndex(e.index(i0), kernel->tid);
+    Value row = arith::DivUIOp::create(b, i, e.index(columns));
+    Value c = arith::RemUIOp::create(b, i, e.index(columns));
+    memref::StoreOp::create(b, take(1).front(), w.v, ValueRange{row, c});
+  }
+  assert(loads.empty() && "storeWindow takes every value loadWindow loads");
+  if (!gateT && !betaT)
+    return;
+  Value decayT = gateT ? e.exp(gateT) : Value();
+  auto ifOp = scf::IfOp::create(b, kernel->ult(kernel->tid, e.index(W)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  if (decayT)
+    memref::StoreOp::create(b, decayT, w.decay, ValueRange{kernel->tid});
+  if (betaT)
+    memref::StoreOp::create(b, betaT, w.beta, ValueRange{kernel->tid});
 }
 
 SmallVector<Value> RecurrenceKernel::loadLaneSlice(Value tile, Value row) {
@@ -396,32 +448,70 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
     Value gamma = kind.decay == DecayForm::Constant
                       ? e.selectF32(hv, op.getDecayPerHead())
                       : Value();
-    StagedWindow window = viewWindow(windowAt);
+    StagedWindow staged = viewWindow(windowAt);
 
-    SmallVector<Value> column0;
-    for (Value i : keys)
-      column0.push_back(e.loadF32(initialState, {bIdx, hv, i, readColumn}));
+    auto loadState = [&] {
+      SmallVector<Value> column;
+      for (Value i : keys)
+        column.push_back(e.loadF32(initialState, {bIdx, hv, i, readColumn}));
+      return column;
+    };
+    auto storeState = [&](ValueRange slots) {
+      auto ifOp = scf::IfOp::create(b, inside, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      for (size_t m = 0; m < keys.size(); ++m)
+        e.storeFromF32(slots[m], stateBuf, {bIdx, hv, keys[m], column});
+    };
+    // Window w's first token and its count of tokens.
+    auto windowStart = [&](Value wIdx) {
+      return e.mulIndex(wIdx, e.index(kWindowTokens));
+    };
+    auto windowTokens = [&](Value t0) {
+      return e.minIndex(e.index(kWindowTokens), e.subIndex(seqLen, t0));
+    };
+    // T = 0 returns the initial state.
+    auto hasTokens = scf::IfOp::create(
+        b, kernel.ult(e.index(0), seqLen), /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(hasTokens.elseBlock());
+      storeState(loadState());
+    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(hasTokens.thenBlock());
+    // The first window's loads go out before the state's: a decode call
+    // then waits on one round trip to global memory, with the token's
+    // inputs ahead of the state in the queue.
+    Value firstT0 = e.index(0);
+    SmallVector<Value> first = loadWindow(bIdx, h, hv, firstT0,
+                                          windowTokens(firstT0), firstColumn);
+    SmallVector<Value> column0 = loadState();
+    storeWindow(staged, first);
+    kernel.barrier();
     Value windows = arith::CeilDivUIOp::create(b, seqLen, e.index(kWindowTokens));
     ValueRange columnT = e.forEachReduce(
         windows, column0, [&](Value wIdx, ValueRange slots) -> SmallVector<Value> {
-          Value t0 = e.mulIndex(wIdx, e.index(kWindowTokens));
-          Value valid = e.minIndex(e.index(kWindowTokens), e.subIndex(seqLen, t0));
-          stageWindow(window, bIdx, h, hv, t0, valid, firstColumn);
-          kernel.barrier();
+          Value t0 = windowStart(wIdx), valid = windowTokens(t0);
+          {
+            // Window 0 was staged ahead of the loop.
+            auto later = scf::IfOp::create(b, kernel.ult(e.index(0), wIdx), false);
+            OpBuilder::InsertionGuard guard(b);
+            b.setInsertionPointToStart(later.thenBlock());
+            storeWindow(staged,
+                        loadWindow(bIdx, h, hv, t0, valid, firstColumn));
+            kernel.barrier();
+          }
           ValueRange after = e.forEachReduce(
               valid, slots, [&](Value row, ValueRange carried) {
-                return step(window, row, e.addIndex(t0, row), bIdx, hv,
+                return step(staged, row, e.addIndex(t0, row), bIdx, hv,
                             readColumn, gamma, carried);
               });
           // The next window's staging overwrites what these steps read.
           kernel.barrier();
           return SmallVector<Value>(after.begin(), after.end());
         });
-    auto ifOp = scf::IfOp::create(b, inside, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    for (size_t m = 0; m < keys.size(); ++m)
-      e.storeFromF32(columnT[m], stateBuf, {bIdx, hv, keys[m], column});
+    storeState(columnT);
   });
   e.replaceWithBuffers(rewriter, op, {outBuf, stateBuf});
 }

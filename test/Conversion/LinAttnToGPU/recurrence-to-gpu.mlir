@@ -10,8 +10,11 @@
 // times its scale, exp of the gate and beta a thread each, v's 32 columns
 // of the block; each token's step then reads its keys from shared memory
 // as 16-byte vectors and its sums over keys (u = k^T S, o = S^T q) end
-// with xor-shuffles by 1 and 2. Value head hv reads q/k head hv / 2 (HV =
-// 4, H = 2). The kernel asks linattn-gpu-occupancy-hints for 96 registers
+// with xor-shuffles by 1 and 2. The first window's loads are issued
+// ahead of the state's (the scalars, q's and k's rows, v's columns, then
+// the state's four slots; the norms after them), later windows are staged
+// at the top of the loop, and T = 0 returns the initial state. Value head
+// hv reads q/k head hv / 2 (HV = 4, H = 2). The kernel asks linattn-gpu-occupancy-hints for 96 registers
 // a thread (on its dynamic shared memory, which outlining keeps).
 
 // CHECK-LABEL: func.func @gdn(
@@ -28,35 +31,45 @@
 // CHECK:           %[[DECAY:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[BETA:.*]] = memref.view {{.*}} to memref<8xf32, #gpu.address_space<workgroup>>
 // CHECK:           %[[V:.*]] = memref.view {{.*}} to memref<8x32xf32, #gpu.address_space<workgroup>>
-// CHECK-COUNT-4:   memref.load {{.*}} : memref<?x4x16x40xf32>
-// CHECK:           scf.for %{{.*}} = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
-// CHECK:             memref.load {{.*}} : memref<?x?x2x16xbf16>
+// CHECK:           scf.if %{{.*}} {
+// CHECK-COUNT-2:     memref.load {{.*}} : memref<?x?x4xf32>
+// CHECK-COUNT-4:     memref.load {{.*}} : memref<?x?x2x16xbf16>
+// CHECK-COUNT-2:     memref.load {{.*}} : memref<?x?x4x40xbf16>
+// CHECK-COUNT-4:     memref.load {{.*}} : memref<?x4x16x40xf32>
 // CHECK-COUNT-5:     gpu.shuffle  xor
 // CHECK:             math.sqrt
 // CHECK:             memref.store %{{.*}}, %[[Q]]
 // CHECK:             memref.store %{{.*}}, %[[K]]
+// CHECK:             memref.store %{{.*}}, %[[V]]
 // CHECK:             math.exp
 // CHECK:             memref.store %{{.*}}, %[[DECAY]]
 // CHECK:             memref.store %{{.*}}, %[[BETA]]
-// CHECK:             memref.store %{{.*}}, %[[V]]
 // CHECK:             gpu.barrier
-// CHECK:             scf.for %[[ROW:.*]] = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
-// CHECK:               vector.load %[[K]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK:               vector.load %[[Q]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
-// CHECK:               memref.load %[[DECAY]][%[[ROW]]]
-// CHECK:               memref.load %[[V]][%[[ROW]], %{{.*}}]
-// CHECK:               memref.load %[[BETA]][%[[ROW]]]
-// CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
-// CHECK:               gpu.shuffle  xor %{{.*}}, %c2_i32
-// CHECK-NOT:           gpu.shuffle
-// CHECK-COUNT-4:       math.fma
-// CHECK:               gpu.shuffle  xor %{{.*}}, %c1_i32
-// CHECK:               gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:             scf.for %{{.*}} = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
 // CHECK:               scf.if
-// CHECK:                 memref.store %{{.*}}, %[[OUT]]
-// CHECK:             gpu.barrier
-// CHECK:           scf.if
-// CHECK-COUNT-4:     memref.store %{{.*}}, %[[STATE]]
+// CHECK:                 memref.load {{.*}} : memref<?x?x2x16xbf16>
+// CHECK:                 gpu.barrier
+// CHECK:               scf.for %[[ROW:.*]] = {{.*}} iter_args({{.*}}) -> (f32, f32, f32, f32) {
+// CHECK:                 vector.load %[[K]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:                 vector.load %[[Q]][%[[ROW]], %{{.*}}] {alignment = 16 : i64} : memref<8x16xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK:                 memref.load %[[DECAY]][%[[ROW]]]
+// CHECK:                 memref.load %[[V]][%[[ROW]], %{{.*}}]
+// CHECK:                 memref.load %[[BETA]][%[[ROW]]]
+// CHECK:                 gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:                 gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK-NOT:             gpu.shuffle
+// CHECK-COUNT-4:         math.fma
+// CHECK:                 gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:                 gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:                 scf.if
+// CHECK:                   memref.store %{{.*}}, %[[OUT]]
+// CHECK:               gpu.barrier
+// CHECK:             scf.if
+// CHECK-COUNT-4:       memref.store %{{.*}}, %[[STATE]]
+// CHECK:           } else {
+// CHECK-COUNT-4:     memref.load {{.*}} : memref<?x4x16x40xf32>
+// CHECK:             scf.if
+// CHECK-COUNT-4:       memref.store %{{.*}}, %[[STATE]]
 // CHECK:           gpu.terminator
 func.func @gdn(%q: tensor<?x?x2x16xbf16>, %k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x40xbf16>, %g: tensor<?x?x4xf32>, %beta: tensor<?x?x4xf32>, %s0: tensor<?x4x16x40xf32>) -> (tensor<?x?x4x40xbf16>, tensor<?x4x16x40xf32>) {
   %o, %s = linattn.recurrence gated_delta q(%q) k(%k) v(%v) gate(%g) beta(%beta) state(%s0) {qk_l2norm}
