@@ -20,7 +20,9 @@
 // exponentiated, beta, and v's block columns. A token's step then reads
 // f32 operands from shared memory: no global load in the chain that
 // carries the state from token to token, and none of the conversions,
-// norms or exps repeated by every column's lanes.
+// norms or exps repeated by every column's lanes. The first window's loads
+// are issued ahead of the state's, so that a decode call waits on one round
+// trip to global memory before its step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -308,9 +310,8 @@ void RecurrenceKernel::storeWindow(const StagedWindow &w,
     storeKeyRow(w.q, row, take(perLane), normed, [&](Value x, Value norm) {
       return e.mul(x, norm ? e.mul(scale, norm) : scale);
     });
-    storeKeyRow(w.k, row, take(perLane), normed, [&](Value x, Value norm) {
-      return norm ? e.mul(x, norm) : x;
-    });
+    storeKeyRow(w.k, row, take(perLane), normed,
+                [&](Value x, Value norm) { return norm ? e.mul(x, norm) : x; });
     if (w.keyDecay)
       storeKeyRow(w.keyDecay, row, take(perLane), /*normed=*/false,
                   [&](Value x, Value) { return e.exp(x); });
@@ -471,8 +472,8 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
       return e.minIndex(e.index(kWindowTokens), e.subIndex(seqLen, t0));
     };
     // T = 0 returns the initial state.
-    auto hasTokens = scf::IfOp::create(
-        b, kernel.ult(e.index(0), seqLen), /*withElseRegion=*/true);
+    auto hasTokens = scf::IfOp::create(b, kernel.ult(e.index(0), seqLen),
+                                       /*withElseRegion=*/true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(hasTokens.elseBlock());
@@ -484,26 +485,28 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
     // then waits on one round trip to global memory, with the token's
     // inputs ahead of the state in the queue.
     Value firstT0 = e.index(0);
-    SmallVector<Value> first = loadWindow(bIdx, h, hv, firstT0,
-                                          windowTokens(firstT0), firstColumn);
+    SmallVector<Value> first =
+        loadWindow(bIdx, h, hv, firstT0, windowTokens(firstT0), firstColumn);
     SmallVector<Value> column0 = loadState();
     storeWindow(staged, first);
     kernel.barrier();
     Value windows = arith::CeilDivUIOp::create(b, seqLen, e.index(kWindowTokens));
     ValueRange columnT = e.forEachReduce(
-        windows, column0, [&](Value wIdx, ValueRange slots) -> SmallVector<Value> {
+        windows, column0,
+        [&](Value wIdx, ValueRange slots) -> SmallVector<Value> {
           Value t0 = windowStart(wIdx), valid = windowTokens(t0);
           {
             // Window 0 was staged ahead of the loop.
-            auto later = scf::IfOp::create(b, kernel.ult(e.index(0), wIdx), false);
+            auto later =
+                scf::IfOp::create(b, kernel.ult(e.index(0), wIdx), false);
             OpBuilder::InsertionGuard guard(b);
             b.setInsertionPointToStart(later.thenBlock());
             storeWindow(staged,
                         loadWindow(bIdx, h, hv, t0, valid, firstColumn));
             kernel.barrier();
           }
-          ValueRange after = e.forEachReduce(
-              valid, slots, [&](Value row, ValueRange carried) {
+          ValueRange after =
+              e.forEachReduce(valid, slots, [&](Value row, ValueRange carried) {
                 return step(staged, row, e.addIndex(t0, row), bIdx, hv,
                             readColumn, gamma, carried);
               });
