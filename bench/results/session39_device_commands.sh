@@ -54,4 +54,32 @@ case "${1:-}" in
     OBJECTS=.carry/rec-new OUT=$R/check timeout 290 bench/gpu/device.sh check \
         --T 1,2,8,9,65 --B 1,4 --hard-T 65 || true
     tar czf $OUT/results.tgz -C $R . ;;
+  two-columns)
+    # Experiment e11: two state columns a thread (c and c + 32, half the
+    # blocks; .carry/xover/two.o, .carry/rec-two128, .carry/rec-two: the
+    # same prepare commands on a build with
+    # bench/results/e11_two_columns_per_thread.patch applied). Qwen3-Next HEAD, the change and
+    # the experiment over B and T (recurrent_two_columns_sweep_h200.jsonl);
+    # six families beside the change (recurrent_two_columns_times_*); the
+    # check of a subset of the _recurrent libraries on it.
+    bash bench/gpu/decode_crossover.sh 1,4,16,64,256 1,2,8 > $R/sweep.jsonl 2>&1 || true
+    cat $R/sweep.jsonl
+    for side in new128 two128; do
+      OBJECTS=.carry/rec-$side OUT=/tmp/none bench/gpu/device.sh none > /dev/null || true
+      rm -rf /tmp/libs-$side; cp -r /tmp/linattn-libs /tmp/libs-$side
+    done
+    runner=$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)
+    for B in 1 16 256; do
+      for side in new128 two128; do
+        timeout 60 python3 bench/gpu/bench.py --libdir /tmp/libs-$side --runner "$runner" --no-fla --graph \
+            --strategies recurrent --B $B --T 1,2,8 \
+            --families deltanet,gated_deltanet,simple_gla,linear_attention,kda,gla \
+            --json $R/times_${side}_B$B.json > $R/times_${side}_B$B.log 2>&1 || true
+        grep linattn $R/times_${side}_B$B.log | sed "s/^/$side B$B /"
+      done
+    done
+    OBJECTS=.carry/rec-two OUT=$R/check timeout 120 bench/gpu/device.sh check \
+        --T 1,2,9,65 --B 1,3 --hard-T 65 \
+        --only '_(bf16_(32|48|80|128|128x160|224|256)|f32_64|f32_128|l2norm_bf16_128|h32_bf16_128)_recurrent$' || true
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
