@@ -33,26 +33,16 @@ python3 - "$R" "$Bs" "$Ts" "${libs#,}" <<'PY'
 import json, os, subprocess, sys
 import numpy as np
 import torch
+sys.path.insert(0, "bench/gpu")
+from fla_time import time_graph  # noqa: E402
 runner, Bs, Ts, libs = sys.argv[1], sys.argv[2].split(","), sys.argv[3].split(","), sys.argv[4].split(",")
 
 
 def plain_ms(B, work):
-    """Median of 20 graph replays of work(x, y) on the state's f32 elements."""
+    """Median graph-replay time of work(x, y) on the state's f32 elements."""
     x = torch.zeros(B * 32 * 128 * 128, dtype=torch.float32, device="cuda")
     y = torch.empty_like(x)
-    work(x, y)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        work(x, y)
-    times = []
-    for _ in range(23):
-        a, z = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        z.record()
-        z.synchronize()
-        times.append(a.elapsed_time(z))
-    return float(np.median(times[3:]))
+    return time_graph(lambda: work(x, y))
 
 
 for B in map(int, Bs):

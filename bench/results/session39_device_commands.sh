@@ -19,6 +19,25 @@
 set -e
 OUT=${OUT:-/tmp/o}
 R=/tmp/r; mkdir -p $R
+# family_times "SIDE..." "B...": bench.py's recurrent times of six families
+# at K = V = 128, H = 8, T 1, 2, 8, each side's objects from .carry/rec-SIDE,
+# into $R/times_SIDE_BB.{json,log}.
+family_times() {
+  for side in $1; do
+    OBJECTS=.carry/rec-$side OUT=/tmp/none bench/gpu/device.sh none > /dev/null || true
+    rm -rf /tmp/libs-$side; cp -r /tmp/linattn-libs /tmp/libs-$side
+  done
+  runner=$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)
+  for B in $2; do
+    for side in $1; do
+      timeout 60 python3 bench/gpu/bench.py --libdir /tmp/libs-$side --runner "$runner" --no-fla --graph \
+          --strategies recurrent --B $B --T 1,2,8 \
+          --families deltanet,gated_deltanet,simple_gla,linear_attention,kda,gla \
+          --json $R/times_${side}_B$B.json > $R/times_${side}_B$B.log 2>&1 || true
+      grep linattn $R/times_${side}_B$B.log | sed "s/^/$side B$B /"
+    done
+  done
+}
 case "${1:-}" in
   sweep-times-check)
     # Qwen3-Next recurrent HEAD beside the change over B and T, with a copy
@@ -28,20 +47,7 @@ case "${1:-}" in
     # (the initial state returned) on the K = 128 libraries.
     bash bench/gpu/decode_crossover.sh 1,4,8,16,32,64,256 1,2,8 > $R/sweep.jsonl 2>&1 || true
     cat $R/sweep.jsonl
-    for side in head new128; do
-      OBJECTS=.carry/rec-$side OUT=/tmp/none bench/gpu/device.sh none > /dev/null || true
-      rm -rf /tmp/libs-$side; cp -r /tmp/linattn-libs /tmp/libs-$side
-    done
-    runner=$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)
-    for B in 16 64 256; do
-      for side in head new128; do
-        timeout 60 python3 bench/gpu/bench.py --libdir /tmp/libs-$side --runner "$runner" --no-fla --graph \
-            --strategies recurrent --B $B --T 1,2,8 \
-            --families deltanet,gated_deltanet,simple_gla,linear_attention,kda,gla \
-            --json $R/times_${side}_B$B.json > $R/times_${side}_B$B.log 2>&1 || true
-        grep linattn $R/times_${side}_B$B.log | sed "s/^/$side B$B /"
-      done
-    done
+    family_times "head new128" "16 64 256"
     OBJECTS=.carry/rec-new128 OUT=$R/check0 timeout 60 bench/gpu/device.sh check \
         --T 0,1 --B 2 --hard-T 1 || true
     tar czf $OUT/results.tgz -C $R . ;;
@@ -64,20 +70,7 @@ case "${1:-}" in
     # check of a subset of the _recurrent libraries on it.
     bash bench/gpu/decode_crossover.sh 1,4,16,64,256 1,2,8 > $R/sweep.jsonl 2>&1 || true
     cat $R/sweep.jsonl
-    for side in new128 two128; do
-      OBJECTS=.carry/rec-$side OUT=/tmp/none bench/gpu/device.sh none > /dev/null || true
-      rm -rf /tmp/libs-$side; cp -r /tmp/linattn-libs /tmp/libs-$side
-    done
-    runner=$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)
-    for B in 1 16 256; do
-      for side in new128 two128; do
-        timeout 60 python3 bench/gpu/bench.py --libdir /tmp/libs-$side --runner "$runner" --no-fla --graph \
-            --strategies recurrent --B $B --T 1,2,8 \
-            --families deltanet,gated_deltanet,simple_gla,linear_attention,kda,gla \
-            --json $R/times_${side}_B$B.json > $R/times_${side}_B$B.log 2>&1 || true
-        grep linattn $R/times_${side}_B$B.log | sed "s/^/$side B$B /"
-      done
-    done
+    family_times "new128 two128" "1 16 256"
     OBJECTS=.carry/rec-two OUT=$R/check timeout 120 bench/gpu/device.sh check \
         --T 1,2,9,65 --B 1,3 --hard-T 65 \
         --only '_(bf16_(32|48|80|128|128x160|224|256)|f32_64|f32_128|l2norm_bf16_128|h32_bf16_128)_recurrent$' || true
