@@ -62,12 +62,18 @@ static_assert(kWindowTokens % kWarps == 0,
 /// stride + n), with stride = 4 (mod 32) so that the slices' 16-byte loads
 /// of a quarter-warp fall in distinct banks.
 struct LaneLayout {
-  explicit LaneLayout(int64_t K)
+  LaneLayout(int64_t K, int64_t V)
       : lanes(recurrent_kernel::lanesPerColumn(K)),
-        columnsPerBlock(kThreads / lanes), keysPerLane(K / lanes),
+        columnsPerSet(kThreads / lanes), columnSets(V > columnsPerSet ? 2 : 1),
+        columnsPerBlock(columnSets * columnsPerSet), keysPerLane(K / lanes),
         sliceStride(keysPerLane + ((4 - keysPerLane) % 32 + 32) % 32) {}
   int64_t rowFloats() const { return lanes * sliceStride; }
-  int64_t lanes, columnsPerBlock, keysPerLane, sliceStride;
+  /// A thread holds one column of each of columnSets sets of columnsPerSet
+  /// columns (columns c and c + columnsPerSet of the block): two where V is
+  /// above one set, so that a token's q, k, gates and beta are read from
+  /// shared memory once for both and its two sum chains overlap.
+  int64_t lanes, columnsPerSet, columnSets, columnsPerBlock, keysPerLane,
+      sliceStride;
 };
 
 /// Byte offsets of one window's staged inputs in shared memory (f32):
@@ -90,7 +96,7 @@ class RecurrenceKernel {
 public:
   RecurrenceKernel(RecurrenceOp op, ImplicitLocOpBuilder &b)
       : op(op), b(b), e(b), kind(op.getKindInfo()),
-        rows(op.getKeyDim()) {}
+        rows(op.getKeyDim(), op.getValueDim()) {}
 
   void run(RewriterBase &rewriter);
 
@@ -154,9 +160,10 @@ private:
   /// This lane's keys of staged row `row` (its slice, in 16-byte loads).
   SmallVector<Value> loadLaneSlice(Value tile, Value row);
 
-  /// One token: the lane's slots of the column after it, and the output.
-  SmallVector<Value> step(const StagedWindow &w, Value row, Value t,
-                          Value bIdx, Value hv, Value column, Value gamma,
+  /// One token: the lane's slots of its columns after it (set by set, the
+  /// token's q, k, gates and beta loaded once), and the outputs.
+  SmallVector<Value> step(const StagedWindow &w, Value row, Value t, Value bIdx,
+                          Value hv, ArrayRef<Value> columns, Value gamma,
                           ValueRange slots);
 
   RecurrenceOp op;
@@ -165,9 +172,9 @@ private:
   const TransitionKindInfo &kind;
   LaneLayout rows;
   Value q, k, v, gate, beta, initialState, outBuf, stateBuf;
-  Value isOutputLane;  // slice 0 of a column inside V
+  SmallVector<Value> isOutputLane; // per set: slice 0 of a column inside V
   Value sliceBase;     // this lane's slice's first float in a staged row
-  Value columnInBlock; // this lane's column among the block's
+  SmallVector<Value> columnInBlock; // per set: this lane's column in the block
   KernelEmitter *kernel = nullptr;
 };
 
@@ -356,11 +363,10 @@ SmallVector<Value> RecurrenceKernel::loadLaneSlice(Value tile, Value row) {
 // rank-1 term there is no u): one multiply and one FMA a slot.
 SmallVector<Value> RecurrenceKernel::step(const StagedWindow &w, Value row,
                                           Value t, Value bIdx, Value hv,
-                                          Value column, Value gamma,
+                                          ArrayRef<Value> columns, Value gamma,
                                           ValueRange slots) {
   bool delta = kind.hasRank1();
   bool decayFirst = delta && kind.decay == DecayForm::PerKey;
-  SmallVector<Value> s(slots.begin(), slots.end());
   SmallVector<Value> ks = loadLaneSlice(w.k, row);
   SmallVector<Value> qs = loadLaneSlice(w.q, row);
   Value decay = gamma;
@@ -369,35 +375,47 @@ SmallVector<Value> RecurrenceKernel::step(const StagedWindow &w, Value row,
   SmallVector<Value> keyDecay;
   if (w.keyDecay)
     keyDecay = loadLaneSlice(w.keyDecay, row);
-  if (decayFirst)
-    for (size_t m = 0; m < s.size(); ++m)
-      s[m] = e.mul(keyDecay[m], s[m]);
-
-  Value vj = memref::LoadOp::create(b, w.v, ValueRange{row, columnInBlock});
-  Value coefficient = vj;
+  Value betaT, c;
   if (delta) {
-    Value betaT = memref::LoadOp::create(b, w.beta, ValueRange{row});
-    Value c = e.scaleExactly(kind.rank1Scale, betaT);
-    Value rank1 = e.mul(c, sumOverColumnLanes(laneDot(ks, s)));
-    if (decay)
-      rank1 = e.mul(decay, rank1);
-    coefficient = e.sub(e.mul(betaT, vj), rank1);
+    betaT = memref::LoadOp::create(b, w.beta, ValueRange{row});
+    c = e.scaleExactly(kind.rank1Scale, betaT);
   }
-  SmallVector<Value> o(std::min<int64_t>(kPartialSums, s.size()), e.f32(0.0f));
-  for (size_t m = 0; m < s.size(); ++m) {
-    Value a = decayFirst ? Value()
-              : kind.decay == DecayForm::PerKey ? keyDecay[m]
-                                                : decay;
-    Value decayed = a ? e.mul(a, s[m]) : s[m];
-    s[m] = math::FmaOp::create(b, ks[m], coefficient, decayed);
-    o[m % o.size()] = math::FmaOp::create(b, s[m], qs[m], o[m % o.size()]);
+  int64_t n = rows.keysPerLane;
+  SmallVector<Value> after;
+  for (int64_t set = 0; set < rows.columnSets; ++set) {
+    SmallVector<Value> s(slots.begin() + set * n,
+                         slots.begin() + (set + 1) * n);
+    if (decayFirst)
+      for (size_t m = 0; m < s.size(); ++m)
+        s[m] = e.mul(keyDecay[m], s[m]);
+
+    Value vj =
+        memref::LoadOp::create(b, w.v, ValueRange{row, columnInBlock[set]});
+    Value coefficient = vj;
+    if (delta) {
+      Value rank1 = e.mul(c, sumOverColumnLanes(laneDot(ks, s)));
+      if (decay)
+        rank1 = e.mul(decay, rank1);
+      coefficient = e.sub(e.mul(betaT, vj), rank1);
+    }
+    SmallVector<Value> o(std::min<int64_t>(kPartialSums, s.size()),
+                         e.f32(0.0f));
+    for (size_t m = 0; m < s.size(); ++m) {
+      Value a = decayFirst                        ? Value()
+                : kind.decay == DecayForm::PerKey ? keyDecay[m]
+                                                  : decay;
+      Value decayed = a ? e.mul(a, s[m]) : s[m];
+      s[m] = math::FmaOp::create(b, ks[m], coefficient, decayed);
+      o[m % o.size()] = math::FmaOp::create(b, s[m], qs[m], o[m % o.size()]);
+    }
+    Value out = sumOverColumnLanes(sumPartials(o));
+    auto ifOp = scf::IfOp::create(b, isOutputLane[set], false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    e.storeFromF32(out, outBuf, {bIdx, t, hv, columns[set]});
+    llvm::append_range(after, s);
   }
-  Value out = sumOverColumnLanes(sumPartials(o));
-  auto ifOp = scf::IfOp::create(b, isOutputLane, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
-  e.storeFromF32(out, outBuf, {bIdx, t, hv, column});
-  return s;
+  return after;
 }
 
 void RecurrenceKernel::run(RewriterBase &rewriter) {
@@ -423,22 +441,30 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
   emitLaunch(b, {e.index(columnBlocks), e.index(HV), batch}, windowAt.bytes,
              [&](KernelEmitter &kernel) {
     this->kernel = &kernel;
-    kernel.requireRegistersPerThread(recurrent_kernel::kMinRegistersPerThread);
+    kernel.requireRegistersPerThread(
+        recurrent_kernel::registersPerThread(rows.columnSets));
     Block *body = b.getInsertionBlock();
     Value hv = body->getArgument(1), bIdx = body->getArgument(2);
     Value h = arith::DivUIOp::create(b, hv, e.index(HV / H));
     Value slice = arith::RemUIOp::create(b, kernel.tid, e.index(rows.lanes));
-    columnInBlock = arith::DivUIOp::create(b, kernel.tid, e.index(rows.lanes));
-    Value firstColumn =
-        e.mulIndex(body->getArgument(0), e.index(columns));
-    Value column = e.addIndex(firstColumn, columnInBlock);
+    Value columnInSet =
+        arith::DivUIOp::create(b, kernel.tid, e.index(rows.lanes));
+    Value firstColumn = e.mulIndex(body->getArgument(0), e.index(columns));
     // Every lane runs every step (the shuffles need the whole warp); a
     // column past V reads column V - 1 and writes nothing.
-    Value inside = kernel.ult(column, e.index(V));
-    Value readColumn = arith::SelectOp::create(b, inside, column, e.index(V - 1));
-    isOutputLane = arith::AndIOp::create(
-        b, inside,
-        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, slice, e.index(0)));
+    SmallVector<Value> column, inside, readColumn;
+    Value sliceZero =
+        arith::CmpIOp::create(b, arith::CmpIPredicate::eq, slice, e.index(0));
+    for (int64_t set = 0; set < rows.columnSets; ++set) {
+      columnInBlock.push_back(
+          e.addIndex(columnInSet, e.index(set * rows.columnsPerSet)));
+      column.push_back(e.addIndex(firstColumn, columnInBlock.back()));
+      inside.push_back(kernel.ult(column.back(), e.index(V)));
+      readColumn.push_back(arith::SelectOp::create(
+          b, inside.back(), column.back(), e.index(V - 1)));
+      isOutputLane.push_back(
+          arith::AndIOp::create(b, inside.back(), sliceZero));
+    }
     // Lane `slice` of a column holds keys [slice n, slice n + n).
     int64_t n = rows.keysPerLane;
     Value firstKey = e.mulIndex(slice, e.index(n));
@@ -452,17 +478,22 @@ void RecurrenceKernel::run(RewriterBase &rewriter) {
     StagedWindow staged = viewWindow(windowAt);
 
     auto loadState = [&] {
-      SmallVector<Value> column;
-      for (Value i : keys)
-        column.push_back(e.loadF32(initialState, {bIdx, hv, i, readColumn}));
-      return column;
+      SmallVector<Value> slots;
+      for (int64_t set = 0; set < rows.columnSets; ++set)
+        for (Value i : keys)
+          slots.push_back(
+              e.loadF32(initialState, {bIdx, hv, i, readColumn[set]}));
+      return slots;
     };
     auto storeState = [&](ValueRange slots) {
-      auto ifOp = scf::IfOp::create(b, inside, false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      for (size_t m = 0; m < keys.size(); ++m)
-        e.storeFromF32(slots[m], stateBuf, {bIdx, hv, keys[m], column});
+      for (int64_t set = 0; set < rows.columnSets; ++set) {
+        auto ifOp = scf::IfOp::create(b, inside[set], false);
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(ifOp.thenBlock());
+        for (size_t m = 0; m < keys.size(); ++m)
+          e.storeFromF32(slots[set * n + m], stateBuf,
+                         {bIdx, hv, keys[m], column[set]});
+      }
     };
     // Window w's first token and its count of tokens.
     auto windowStart = [&](Value wIdx) {

@@ -119,6 +119,11 @@ int64_t lanesPerColumn(int64_t K) {
   return K > 128 && K % kMaxLanesPerColumn == 0 ? kMaxLanesPerColumn : 4;
 }
 
+int64_t registersPerThread(int64_t columnsPerThread) {
+  return columnsPerThread == 2 ? kTwoColumnRegistersPerThread
+                               : kMinRegistersPerThread;
+}
+
 std::string whyNoSplitKeyKernel(RecurrenceOp op) {
   int64_t K = op.getKeyDim(), lanes = lanesPerColumn(K);
   if (K % lanes != 0)

@@ -247,6 +247,12 @@ constexpr int64_t kMaxKeyDim = 256;
 /// at 88 registers run a delta rule's single token 5-9% faster
 /// (bench/NOTES.md d5, d6).
 constexpr int64_t kMinRegistersPerThread = 96;
+/// Registers a thread asks for where it holds two state columns (V above
+/// one set's columns): 2 x 32 slots of state, and ptxas at K = 128 then
+/// takes 128 with no spill (four blocks an SM; bench/NOTES.md e11).
+constexpr int64_t kTwoColumnRegistersPerThread = 128;
+/// Registers a thread the kernel asks for at `columnsPerThread` (1 or 2).
+int64_t registersPerThread(int64_t columnsPerThread);
 /// Why the split-key kernel cannot take `op`, or "" if it can.
 std::string whyNoSplitKeyKernel(RecurrenceOp op);
 /// The kernel the recurrent strategy runs `op` with, for explanations:
