@@ -20,3 +20,13 @@ case "${1:-}" in
         --T 0,1,8,9,65 --B 1,4 --hard-T 65 || true
     tar czf $OUT/results.tgz -C $R . ;;
 esac
+# grid: bench/gpu/strategy_grid.py's grid again on HEAD's kernels (e11's
+# recurrent kernel and the chunked kernels since ut1), both strategies,
+# objects from
+#   LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/strategy_grid.py variants" \
+#     bench/gpu/prepare.sh .carry/grid ''
+# (into gpu_strategy_grid_h200.jsonl; d4's grid is gpu_strategy_grid_h200_d4.jsonl); `grid SPECS` runs those
+# specs alone (the rest of a call cut by its time limit).
+if [ "${1:-}" = grid ]; then
+  OBJECTS=.carry/grid OUT=$OUT timeout 550 bench/gpu/device.sh grid ${2:+--specs $2} || true
+fi
