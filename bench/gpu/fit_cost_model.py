@@ -16,9 +16,14 @@ bytes included, are the same on both sides.)
 
 The model (per call, seconds; docs/gpu-strategy.md derives it):
 
-  recurrent  t = r0 + T * (r1 + r2 * B HV K V / SMs + r4 * l2) + r3 * 8 B HV K V
-      one launch; per token a dependent step (r1) or, with more state
-      elements per SM, the step's throughput (r2), and the norms of q and
+  recurrent  t = r0 + T * (r1 + r5 * n + r2 * B HV K V_b / SMs + r4 * l2)
+                 + r3 * 8 B HV K V
+      one launch; per token a dependent step (r1, and r5 per multiply-add
+      a thread chains into its sums: n = K / lanes a column x the columns
+      it holds, recurrent_kernel::chainedKeysPerStep) or, with more state
+      elements per SM, the step's throughput (r2; V_b is V rounded up to
+      the kernel's blocks of columns, recurrent_kernel::columnsPerBlock,
+      whose idle columns step too), and the norms of q and
       k where the spec says {qk_l2norm} (l2 = 1); the f32 state read and
       written once (r3 per byte).
   chunked    t = c0 + c1 * B T (2 H K' + 2 HV V') e + c2 * 8 B HV K' V'
@@ -36,7 +41,8 @@ The model (per call, seconds; docs/gpu-strategy.md derives it):
 Each kernel family (recurrent and chunked, each with and without the delta
 rule's rank-1 term, with row gates or per-key ones, 16-bit or f32 inputs)
 gets its own constants, by least squares on the relative error (every row
-weighs alike), constrained to be >= 0, on the rows without padding; p0 and
+weighs alike), constrained to be >= 0, on the rows without padding (r5
+only where the family's rows have more than one n, else 0); p0 and
 p1 are one pair for all, fitted next on the padded rows' chunked times less
 their family's terms. Standard library and numpy only (/usr/bin/python3 here).
 """
@@ -59,6 +65,34 @@ PADDING = "padding"      # the shared constant's name, a family of its own
 def kernel_dim(size):
     """The head size the chunked kernels run `size` at (paddedHeadDim)."""
     return -(-size // HEAD_DIM_MULTIPLE) * HEAD_DIM_MULTIPLE
+
+
+RECURRENT_BLOCK_THREADS = 128  # recurrent_kernel::kBlockThreads (TargetInfo.h)
+
+
+def recurrent_lanes(K):
+    """recurrent_kernel::lanesPerColumn: 4, 8 where K is above 128 and a
+    multiple of 8."""
+    return 8 if K > 128 and K % 8 == 0 else 4
+
+
+def column_sets(K, V):
+    """recurrent_kernel::columnSets: two where V is above one set of
+    128 / lanes columns."""
+    return 2 if V > RECURRENT_BLOCK_THREADS // recurrent_lanes(K) else 1
+
+
+def chained_keys_per_step(K, V):
+    """recurrent_kernel::chainedKeysPerStep: a thread's keys of a column
+    times the columns it holds."""
+    return K // recurrent_lanes(K) * column_sets(K, V)
+
+
+def block_columns(K, V):
+    """V rounded up to the recurrent kernel's blocks of
+    recurrent_kernel::columnsPerBlock columns."""
+    per_block = RECURRENT_BLOCK_THREADS // recurrent_lanes(K) * column_sets(K, V)
+    return -(-V // per_block) * per_block
 
 
 def family_of(row):
@@ -93,8 +127,8 @@ def features(row):
     e = 4 if row["dtype"] == "f32" else 2
     family = family_of(row)
     if row["strategy"] == "recurrent":
-        return family, [1.0, T, T * B * HV * K * V / SMS, 8 * B * HV * K * V,
-                        T * bool(row["qk_l2norm"])]
+        return family, [1.0, T, T * B * HV * K * block_columns(K, V) / SMS, 8 * B * HV * K * V,
+                        T * bool(row["qk_l2norm"]), T * chained_keys_per_step(K, V)]
     K, V = kernel_dim(K), kernel_dim(V)
     waves = math.ceil(B * HV * V / 32 / SMS)
     return family, [1.0, B * T * (2 * H * K + 2 * HV * V) * e, 8 * B * HV * K * V,
@@ -102,7 +136,7 @@ def features(row):
 
 
 RECURRENT_TERMS = ("launch", "token step", "token step per state element / SM", "state byte",
-                   "token step's in-kernel L2 norm")
+                   "token step's in-kernel L2 norm", "token step per chained key")
 CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave")
 PADDING_TERMS = ("padding copies' launches", "padding copies' byte")
 
@@ -139,6 +173,14 @@ def fit(rows):
             continue
         family, f = features(r)
         groups.setdefault(family, []).append((f, r["ms"] * 1e-3))
+    for family, items in groups.items():
+        # The chained keys' share of a token step is known only where the
+        # family's rows vary them (the delta rule's K = 48, 64, 80, 128);
+        # elsewhere the step stays one constant (r5 = 0), not a split that
+        # nothing measured.
+        if family.startswith("recurrent") and len({f[5] / f[1] for f, _ in items}) == 1:
+            for f, _ in items:
+                f[5] = 0.0
     constants = {family: solve(items).tolist() for family, items in groups.items()}
     # The padding copies' launches and bytes: what the padded rows' chunked
     # times have beyond their family's terms at the kernels' sizes.

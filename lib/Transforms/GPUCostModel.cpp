@@ -16,7 +16,8 @@ namespace {
 /// chunk step as the formula in GPUCostModel.h has them).
 struct RecurrentFit {
   const char *family;
-  double launch, tokenStep, tokenStepPerStateElement, stateByte, l2NormStep;
+  double launch, tokenStep, tokenStepPerStateElement, stateByte, l2NormStep,
+      tokenStepPerChainedKey;
 };
 struct ChunkedFit {
   const char *family;
@@ -36,14 +37,17 @@ struct PaddingFit {
 // and the estimates below (paddingBytes included) against
 // fit_cost_model.py --predict.
 constexpr RecurrentFit kRecurrentFits[] = {
-    {"recurrent_delta", 4.834e-06, 2.471e-07, 2.667e-11, 2.286e-13, 1.017e-07},
-    {"recurrent", 4.909e-06, 2.509e-07, 1.606e-11, 2.403e-13, 0},
-    {"recurrent_keygates", 5.108e-06, 2.908e-07, 2.226e-11, 2.28e-13, 0},
-    {"recurrent_delta_keygates", 5.27e-06, 4.209e-07, 2.695e-11, 2.342e-13, 0},
-    {"recurrent_delta_f32", 5.125e-06, 3.799e-07, 2.074e-11, 2.309e-13, 0},
-    {"recurrent_f32", 4.934e-06, 2.466e-07, 1.609e-11, 2.427e-13, 0},
-    {"recurrent_keygates_f32", 5.11e-06, 2.87e-07, 2.238e-11, 2.366e-13, 0},
-    {"recurrent_delta_keygates_f32", 5.159e-06, 4.176e-07, 2.658e-11, 2.332e-13, 0},
+    {"recurrent_delta", 4.794e-06, 1.129e-07, 2.459e-11, 2.276e-13, 1.513e-08,
+     3.755e-09},
+    {"recurrent", 4.909e-06, 2.509e-07, 1.606e-11, 2.403e-13, 0, 0},
+    {"recurrent_keygates", 5.108e-06, 2.908e-07, 2.226e-11, 2.28e-13, 0, 0},
+    {"recurrent_delta_keygates", 5.27e-06, 4.209e-07, 2.695e-11, 2.342e-13, 0,
+     0},
+    {"recurrent_delta_f32", 5.125e-06, 3.799e-07, 2.074e-11, 2.309e-13, 0, 0},
+    {"recurrent_f32", 4.934e-06, 2.466e-07, 1.609e-11, 2.427e-13, 0, 0},
+    {"recurrent_keygates_f32", 5.11e-06, 2.87e-07, 2.238e-11, 2.366e-13, 0, 0},
+    {"recurrent_delta_keygates_f32", 5.159e-06, 4.176e-07, 2.658e-11, 2.332e-13,
+     0, 0},
 };
 constexpr ChunkedFit kChunkedFits[] = {
     {"chunked_delta", 1.572e-05, 1.048e-12, 7.848e-13, 1.529e-06},
@@ -113,10 +117,15 @@ double paddingBytes(const ProblemShape &s, int64_t paddedK, int64_t paddedV) {
 GPUPathEstimate estimateRecurrentCall(const ProblemShape &s,
                                       int64_t smCount) {
   const RecurrentFit &f = fitFor(kRecurrentFits, "recurrent", s);
+  // The step's throughput is the blocks' columns', idle ones included.
+  int64_t columns = recurrent_kernel::columnsPerBlock(s.keyDim, s.valueDim);
+  int64_t blockColumns = (s.valueDim + columns - 1) / columns * columns;
   double perToken =
       f.tokenStep +
+      f.tokenStepPerChainedKey *
+          recurrent_kernel::chainedKeysPerStep(s.keyDim, s.valueDim) +
       f.tokenStepPerStateElement * s.batch * s.numVHeads * s.keyDim *
-          s.valueDim / smCount +
+          blockColumns / smCount +
       (s.qkL2Norm ? f.l2NormStep : 0.0);
   double state = f.stateByte * stateBytes(s, s.keyDim, s.valueDim);
   GPUPathEstimate e;

@@ -17,16 +17,16 @@
 
 // CHECK-LABEL: func.func @gated_delta_bf16
 // CHECK:         %[[T:.*]] = tensor.dim %arg0, %c1
-// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c46
+// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c35
 // CHECK:         scf.if %[[SHORT]]
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 46>, linattn.strategy = "recurrent"}
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 35>, linattn.strategy = "recurrent"}
 // CHECK:         } else {
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 47, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 46 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
-// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 46 at B = 4 (B is dynamic: the shortest limit over B in {1, 4, 16, 64, 256})
-// EXPLAIN-NEXT: fitted model at B = 4, T = 46: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 46 token steps x {{.*}} (recurrent_delta)
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 36, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 35 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 35 at B = 1 (B is dynamic: the shortest limit over B in {1, 4, 16, 64, 256})
+// EXPLAIN-NEXT: fitted model at B = 1, T = 35: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 35 token steps x {{.*}} (recurrent_delta)
 // EXPLAIN-NEXT: chunked {{ *}}{{[0-9.]+}} us = launches {{.*}} + 1 chunk steps x 1 wave(s) {{.*}} (chunked_delta)
-// EXPLAIN-NEXT: fitted model at B = 4, T = 47: recurrent
+// EXPLAIN-NEXT: fitted model at B = 1, T = 36: recurrent
 // EXPLAIN-NEXT: chunked
 // Its state pass, chosen at run time (linattn-narrow-state-blocks,
 // linattn-widen-state-blocks): HV * V = 1024 state columns a sequence

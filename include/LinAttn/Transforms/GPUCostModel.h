@@ -6,13 +6,16 @@
 // the H200 (bench/gpu/fit_cost_model.py on bench/gpu/strategy_grid.py's
 // grid; docs/gpu-strategy.md shows the fit against the measurements):
 //
-//   recurrent  r0 + T (r1 + r2 B HV K V / SMs + r4 l2) + r3 8 B HV K V
+//   recurrent  r0 + T (r1 + r5 n + r2 B HV K V_b / SMs + r4 l2) + r3 8 B HV K V
 //   chunked    c0 + c1 B T (2 H K' + 2 HV V') e + c2 8 B HV K' V'
 //                 + c3 ceil(T / 64) ceil(B HV V' / 32 / SMs) K' / 128
 //                 + p0 + p1 (the padding copies' bytes)
 //
-// (l2 = 1 with {qk_l2norm}; e the bytes of a q, k, v element; 8 B HV K V
-// the f32 state read and written; K' and V' the sizes the chunked kernels
+// (n the multiply-adds a thread chains in a token step,
+// recurrent_kernel::chainedKeysPerStep; V_b V rounded up to the recurrent
+// kernel's blocks of recurrent_kernel::columnsPerBlock columns; l2 = 1
+// with {qk_l2norm}; e the bytes of a q, k, v element; 8 B HV K V the f32
+// state read and written; K' and V' the sizes the chunked kernels
 // run, K and V padded to chunked_kernels::paddedHeadDim; p0 and p1 the
 // launches and bytes of linattn-pad-head-dims' copies where they differ.)
 // Each family -- with or without the rank-1 term, row or per-key gates,

@@ -50,6 +50,8 @@ using namespace kernel;
 /// Tokens whose inputs are staged in shared memory at once: a decode or
 /// speculative-verification call (T <= 8) stages its tokens once.
 constexpr int64_t kWindowTokens = 8;
+static_assert(recurrent_kernel::kBlockThreads == kThreads,
+              "the cost model's column sets are the kernel's");
 static_assert(kWindowTokens * kThreads / recurrent_kernel::kMaxLanesPerColumn %
                       kThreads ==
                   0,
@@ -64,8 +66,10 @@ static_assert(kWindowTokens % kWarps == 0,
 struct LaneLayout {
   LaneLayout(int64_t K, int64_t V)
       : lanes(recurrent_kernel::lanesPerColumn(K)),
-        columnsPerSet(kThreads / lanes), columnSets(V > columnsPerSet ? 2 : 1),
-        columnsPerBlock(columnSets * columnsPerSet), keysPerLane(K / lanes),
+        columnsPerSet(kThreads / lanes),
+        columnSets(recurrent_kernel::columnSets(K, V)),
+        columnsPerBlock(recurrent_kernel::columnsPerBlock(K, V)),
+        keysPerLane(K / lanes),
         sliceStride(keysPerLane + ((4 - keysPerLane) % 32 + 32) % 32) {}
   int64_t rowFloats() const { return lanes * sliceStride; }
   /// A thread holds one column of each of columnSets sets of columnsPerSet

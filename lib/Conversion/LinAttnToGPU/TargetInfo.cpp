@@ -124,6 +124,18 @@ int64_t registersPerThread(int64_t columnsPerThread) {
                                : kMinRegistersPerThread;
 }
 
+int64_t columnSets(int64_t K, int64_t V) {
+  return V > kBlockThreads / lanesPerColumn(K) ? 2 : 1;
+}
+
+int64_t columnsPerBlock(int64_t K, int64_t V) {
+  return kBlockThreads / lanesPerColumn(K) * columnSets(K, V);
+}
+
+int64_t chainedKeysPerStep(int64_t K, int64_t V) {
+  return K / lanesPerColumn(K) * columnSets(K, V);
+}
+
 std::string whyNoSplitKeyKernel(RecurrenceOp op) {
   int64_t K = op.getKeyDim(), lanes = lanesPerColumn(K);
   if (K % lanes != 0)

@@ -253,6 +253,21 @@ constexpr int64_t kMinRegistersPerThread = 96;
 constexpr int64_t kTwoColumnRegistersPerThread = 128;
 /// Registers a thread the kernel asks for at `columnsPerThread` (1 or 2).
 int64_t registersPerThread(int64_t columnsPerThread);
+/// Threads of the kernel's block (kernel::kThreads, which
+/// RecurrenceToGPU.cpp asserts equal).
+constexpr int64_t kBlockThreads = 128;
+/// State columns a thread holds at K x V: two (columns c and c + one set)
+/// where V is above one set's kBlockThreads / lanesPerColumn(K) columns,
+/// else one (bench/NOTES.md e11).
+int64_t columnSets(int64_t K, int64_t V);
+/// State columns a block holds: columnSets(K, V) sets of
+/// kBlockThreads / lanesPerColumn(K) (the grid has ceil(V / it) blocks a
+/// head, the last one partly idle where V is not a multiple).
+int64_t columnsPerBlock(int64_t K, int64_t V);
+/// The multiply-adds a thread chains into its sums in one token step: its
+/// K / lanesPerColumn(K) keys of each column it holds (64 at K = V = 128,
+/// 24 at K = V = 48). The cost model's token step grows with it.
+int64_t chainedKeysPerStep(int64_t K, int64_t V);
 /// Why the split-key kernel cannot take `op`, or "" if it can.
 std::string whyNoSplitKeyKernel(RecurrenceOp op);
 /// The kernel the recurrent strategy runs `op` with, for explanations:
