@@ -39,12 +39,14 @@ __global__ void __launch_bounds__(THREADS, 4) lanes4(const float* __restrict__ s
     for (int m = 0; m < 32; ++m) dst[(slice * 32 + m) * V + c[set]] = r[set][m];
 }
 // The same layout, the block's tile staged through shared memory by
-// 16-byte cp.async and written back by 16-byte stores.
+// 16-byte cp.async; written back by 16-byte stores from shared memory
+// (kStagedStores) or by 4-byte stores from registers.
 __device__ __forceinline__ void cp16(void* smem, const void* g) {
   unsigned s = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(s), "l"(g));
 }
 constexpr int SLICE_FLOATS = 32 * COLS + 8;  // a slice's 32 rows, then 8 floats of skew
+template <bool kStagedStores>
 __global__ void __launch_bounds__(THREADS, 4) staged(const float* __restrict__ s0, float* __restrict__ s1, const float* __restrict__ kk) {
   extern __shared__ float tile[];
   int head = blockIdx.y, slice = threadIdx.x % 4, cj = threadIdx.x / 4;
@@ -67,6 +69,13 @@ __global__ void __launch_bounds__(THREADS, 4) staged(const float* __restrict__ s
   for (int set = 0; set < 2; ++set)
 #pragma unroll
     for (int m = 0; m < 32; ++m) r[set][m] = fmaf(kk[slice * 32 + m], 0.5f, 0.99f * r[set][m]);
+  if constexpr (!kStagedStores) {
+#pragma unroll
+    for (int set = 0; set < 2; ++set)
+#pragma unroll
+      for (int m = 0; m < 32; ++m) dst[(slice * 32 + m) * V + cj + 32 * set] = r[set][m];
+    return;
+  }
 #pragma unroll
   for (int set = 0; set < 2; ++set)
 #pragma unroll
@@ -77,33 +86,6 @@ __global__ void __launch_bounds__(THREADS, 4) staged(const float* __restrict__ s
     int row = i / 16, ch = i % 16;
     *(float4*)(dst + row * V + ch * 4) = *(float4*)&tile[(row / 32) * SLICE_FLOATS + (row % 32) * COLS + ch * 4];
   }
-}
-// Staged loads, direct 4-byte stores from registers (half the change).
-__global__ void __launch_bounds__(THREADS, 4) stagedLoadOnly(const float* __restrict__ s0, float* __restrict__ s1, const float* __restrict__ kk) {
-  extern __shared__ float tile[];
-  int head = blockIdx.y, slice = threadIdx.x % 4, cj = threadIdx.x / 4;
-  const float* src = s0 + (size_t)head * K * V + blockIdx.x * COLS; float* dst = s1 + (size_t)head * K * V + blockIdx.x * COLS;
-#pragma unroll
-  for (int i = threadIdx.x; i < K * COLS / 4; i += THREADS) {
-    int row = i / 16, ch = i % 16;
-    cp16(&tile[(row / 32) * SLICE_FLOATS + (row % 32) * COLS + ch * 4], src + row * V + ch * 4);
-  }
-  asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;" ::: "memory");
-  __syncthreads();
-  float r[2][32];
-  float* mine = tile + slice * SLICE_FLOATS;
-#pragma unroll
-  for (int set = 0; set < 2; ++set)
-#pragma unroll
-    for (int m = 0; m < 32; ++m) r[set][m] = mine[m * COLS + cj + 32 * set];
-#pragma unroll
-  for (int set = 0; set < 2; ++set)
-#pragma unroll
-    for (int m = 0; m < 32; ++m) r[set][m] = fmaf(kk[slice * 32 + m], 0.5f, 0.99f * r[set][m]);
-#pragma unroll
-  for (int set = 0; set < 2; ++set)
-#pragma unroll
-    for (int m = 0; m < 32; ++m) dst[(slice * 32 + m) * V + cj + 32 * set] = r[set][m];
 }
 // 16 lanes a row: a thread holds 4 consecutive columns of 16 keys, read
 // and written as float4 straight from and to global memory.
@@ -128,8 +110,8 @@ int main() {
   int heads_list[] = {128, 512, 2048, 8192};
   float *kk; cudaMalloc(&kk, K * 4); cudaMemset(kk, 0, K * 4);
   int smem = 4 * SLICE_FLOATS * 4;
-  cudaFuncSetAttribute(staged, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-  cudaFuncSetAttribute(stagedLoadOnly, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaFuncSetAttribute(staged<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  cudaFuncSetAttribute(staged<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   for (int heads : heads_list) {
     size_t n = (size_t)heads * K * V;
     float *a, *o; cudaMalloc(&a, n * 4); cudaMalloc(&o, n * 4); cudaMemset(a, 0, n * 4);
@@ -151,8 +133,8 @@ int main() {
     };
     dim3 grid(V / COLS, heads);
     time("lanes4", [&](cudaStream_t st) { lanes4<<<grid, THREADS, 0, st>>>(a, o, kk); });
-    time("staged", [&](cudaStream_t st) { staged<<<grid, THREADS, smem, st>>>(a, o, kk); });
-    time("stagedLoadOnly", [&](cudaStream_t st) { stagedLoadOnly<<<grid, THREADS, smem, st>>>(a, o, kk); });
+    time("staged", [&](cudaStream_t st) { staged<true><<<grid, THREADS, smem, st>>>(a, o, kk); });
+    time("stagedLoadOnly", [&](cudaStream_t st) { staged<false><<<grid, THREADS, smem, st>>>(a, o, kk); });
     time("vec4", [&](cudaStream_t st) { vec4<<<grid, THREADS, 0, st>>>(a, o, kk); });
     time("copy4", [&](cudaStream_t st) { copy4<<<132 * 8, 256, 0, st>>>((float4*)a, (float4*)o, n / 4); });
     cudaError_t err = cudaGetLastError(); if (err) printf("error %s\n", cudaGetErrorString(err));
