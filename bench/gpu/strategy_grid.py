@@ -8,7 +8,7 @@ a grid of B and T on one GPU.
         line, "NAME SPEC --strategy=S" (bench/gpu/prepare.sh's input:
         LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/strategy_grid.py variants")
     bench/gpu/strategy_grid.py run --libdir LIBS --runner linattn-gpu-run --out OUT.jsonl [--specs A,B]
-            [--strategies chunked]
+            [--strategies chunked,auto] [--B 16,64] [--T 40,48]
         (GPU machine) one JSON line per (spec, B, T, strategy): the median ms
         of 20 CUDA-graph replays after 3 warm-ups, on check.py's random inputs
 
@@ -36,6 +36,9 @@ GRID_SPECS = ("qwen3next", "gdn_h8", "gdn_k64_v64", "simple_gla_h8", "gla_h8", "
               "gdn_h8_f32", "simple_gla_h8_f32", "gdn_k48_v48", "gdn_k80_v80", "gla_h8_f32",
               "kda_h8_f32")
 STRATEGIES = ("recurrent", "chunked")
+# Also compiled (variants), timed only when asked (run --strategies): the
+# default strategy, which dispatches between the two at run time.
+AUTO = "auto"
 BATCHES = (1, 16, 64, 256)
 SEQ_LENS = (1, 2, 4, 8, 16, 32, 64, 256, 1024, 4096)
 MAX_TOKENS = 16384       # B * T: keeps the inputs' files small
@@ -46,10 +49,10 @@ def library(spec_id, strategy):
     return f"sg_{spec_id}_{strategy}"
 
 
-def grid(specs=GRID_SPECS):
+def grid(specs=GRID_SPECS, batches=BATCHES, seq_lens=SEQ_LENS):
     for spec_id in specs:
-        for B in BATCHES:
-            for T in SEQ_LENS:
+        for B in batches:
+            for T in seq_lens:
                 if B * T <= MAX_TOKENS:
                     yield spec_id, B, T
 
@@ -58,7 +61,7 @@ def variants(spec_dir):
     paths = write_specs(spec_dir)
     for spec_id in GRID_SPECS:
         path = paths[spec_id]
-        for strategy in STRATEGIES:
+        for strategy in STRATEGIES + (AUTO,):
             print(f"{library(spec_id, strategy)} {path} --strategy={strategy}")
 
 
@@ -68,7 +71,10 @@ def run(args):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
     with open(args.out, "w") as out, tempfile.TemporaryDirectory() as work:
-        for spec_id, B, T in grid(args.specs.split(",") if args.specs else GRID_SPECS):
+        ints = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
+        for spec_id, B, T in grid(args.specs.split(",") if args.specs else GRID_SPECS,
+                                  ints(args.B) if args.B else BATCHES,
+                                  ints(args.T) if args.T else SEQ_LENS):
             s = SPECS[spec_id]
             ins = make_inputs(s["kind"], B, T, s["K"], s["V"], s["dtype"], False, gen,
                               unnormalised_qk=s["qk_l2norm"], H=s["H"], HV=s["HV"])
@@ -103,7 +109,9 @@ def main():
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--specs", default="", help="comma-separated GRID_SPECS to run (default all)")
     r.add_argument("--strategies", default=",".join(STRATEGIES),
-                   help="comma-separated strategies to run (default both)")
+                   help="comma-separated strategies to run (default both; also auto)")
+    r.add_argument("--B", default="", help="comma-separated batches (default the grid's)")
+    r.add_argument("--T", default="", help="comma-separated lengths (default the grid's)")
     args = p.parse_args()
     if args.cmd == "variants":
         variants(args.spec_dir)

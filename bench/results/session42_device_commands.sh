@@ -38,6 +38,19 @@ case "${1:-}" in
     OBJECTS=.carry/rec-new OUT=$R/check-wide timeout 200 bench/gpu/device.sh check \
         --T 0,1,9 --B 100 --hard-T 9 --only '^(gated_deltanet_bf16_(32|48|80|128|128x224|256)|gated_deltanet_f32_64|gated_deltanet_l2norm_bf16_128|kda_bf16_(64|256)|kda_h32_bf16_128|gla_bf16_96|linear_attention_bf16_160|retnet_bf16_192|simple_gla_bf16_224|deltanet_negeig_bf16_128|deltanet_bf16_128x160)_recurrent$' || true
     tar czf $OUT/results.tgz -C $R . ;;
+  dispatch-by-batch)
+    # The per-batch decode limits (bench/NOTES.md g3): both forced paths and
+    # auto at T between the grid's lengths, objects from
+    #   LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/strategy_grid.py variants" \
+    #     bench/gpu/prepare.sh .carry/sg '^sg_(gdn_h8|kda_h8|gla_h8_f32)_'
+    # (dispatch_by_batch_grid_h200.jsonl).
+    OBJECTS=.carry/sg OUT=$R/none timeout 60 bench/gpu/device.sh none || true
+    timeout 400 python3 bench/gpu/strategy_grid.py run --libdir /tmp/linattn-libs \
+        --runner "$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)" \
+        --out $R/dispatch_by_batch_grid.jsonl --specs gdn_h8,kda_h8,gla_h8_f32,kda_h8_f32 \
+        --strategies recurrent,chunked,auto --B 16,64,256 --T 40,48,56,64,100 > $R/dispatch.log 2>&1 || true
+    tail -5 $R/dispatch.log
+    tar czf $OUT/results.tgz -C $R . ;;
   check)
     # Every _recurrent library, T 0, 1, 8, 9, 65, B 1 and 4, hard at 65.
     OBJECTS=.carry/rec-new OUT=$R/check timeout 330 bench/gpu/device.sh check \
