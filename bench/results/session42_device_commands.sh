@@ -51,6 +51,19 @@ case "${1:-}" in
         --strategies recurrent,chunked,auto --B 16,64,256 --T 40,48,56,64,100 > $R/dispatch.log 2>&1 || true
     tail -5 $R/dispatch.log
     tar czf $OUT/results.tgz -C $R . ;;
+  auto-chunked)
+    # auto's chunked path beside the forced one (the grid's, which the model
+    # is fitted to) on every grid spec, objects from
+    #   LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/strategy_grid.py variants" \
+    #     bench/gpu/prepare.sh .carry/sga '^sg_.*_(chunked|auto)$'
+    # (auto_chunked_grid_h200.jsonl; bench/NOTES.md g3).
+    OBJECTS=.carry/sga OUT=$R/none timeout 60 bench/gpu/device.sh none || true
+    timeout 480 python3 bench/gpu/strategy_grid.py run --libdir /tmp/linattn-libs \
+        --runner "$(find /tmp/linattn-runtime -name linattn-gpu-run -type f | head -1)" \
+        --out $R/auto_chunked_grid.jsonl --strategies chunked,auto --B 1,16,64,256 --T 40,64,256 \
+        > $R/auto_chunked.log 2>&1 || true
+    tail -3 $R/auto_chunked.log
+    tar czf $OUT/results.tgz -C $R . ;;
   check)
     # Every _recurrent library, T 0, 1, 8, 9, 65, B 1 and 4, hard at 65.
     OBJECTS=.carry/rec-new OUT=$R/check timeout 330 bench/gpu/device.sh check \
