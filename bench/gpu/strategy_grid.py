@@ -65,16 +65,20 @@ def variants(spec_dir):
             print(f"{library(spec_id, strategy)} {path} --strategy={strategy}")
 
 
+def integers(text):
+    """(1, 16) from "1,16"."""
+    return tuple(int(x) for x in text.split(","))
+
+
 def run(args):
     import torch
     from check import make_inputs, runner_command
     gen = torch.Generator(device="cuda")
     gen.manual_seed(args.seed)
     with open(args.out, "w") as out, tempfile.TemporaryDirectory() as work:
-        ints = lambda text: tuple(int(x) for x in text.split(","))  # noqa: E731
         for spec_id, B, T in grid(args.specs.split(",") if args.specs else GRID_SPECS,
-                                  ints(args.B) if args.B else BATCHES,
-                                  ints(args.T) if args.T else SEQ_LENS):
+                                  integers(args.B) if args.B else BATCHES,
+                                  integers(args.T) if args.T else SEQ_LENS):
             s = SPECS[spec_id]
             ins = make_inputs(s["kind"], B, T, s["K"], s["V"], s["dtype"], False, gen,
                               unnormalised_qk=s["qk_l2norm"], H=s["H"], HV=s["HV"])
