@@ -40,8 +40,8 @@ STRATEGIES = ("recurrent", "chunked")
 # default strategy, which dispatches between the two at run time.
 AUTO = "auto"
 BATCHES = (1, 16, 64, 256)
-SEQ_LENS = (1, 2, 4, 8, 16, 32, 64, 256, 1024, 4096)
-MAX_TOKENS = 16384       # B * T: keeps the inputs' files small
+SEQ_LENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096)
+MAX_TOKENS = 32768       # B * T: keeps the inputs' files small
 MAX_RECURRENT_T = 1024   # beyond, the recurrent kernel is 10-100x slower
 
 

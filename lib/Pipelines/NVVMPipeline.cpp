@@ -138,10 +138,16 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
                 /*narrowStates=*/!options.exactBackwardStates}));
       },
       /*narrowBackwardStates=*/!options.exactBackwardStates);
-  // auto without a forced segment length: segments and narrow or wide
-  // state-pass blocks are chosen at run time from B (and T).
+  // The chunked algorithm, chosen (auto) or forced, without a forced
+  // segment length: segments and narrow or wide state-pass blocks are
+  // chosen at run time from B (and T). Forced chunked runs what auto's
+  // chunked branch runs, so that the strategy grid's chunked rows, which
+  // the cost model's decode limits are fitted to, time that path (forced
+  // with one form it was 7% slower at B = 256: bench/NOTES.md g3).
   bool shapeAtRunTime =
-      options.segmentChunks == 0 && options.strategy == linattn::Strategy::Auto;
+      options.runTimeForms && options.segmentChunks == 0 &&
+      (options.strategy == linattn::Strategy::Auto ||
+       options.strategy == linattn::Strategy::Chunked);
   // Chunked-state ops become tensor-core kernels, each kernel computing
   // what linattn-fuse-chunk-cumsum folded into its op; what is left (the
   // recurrence, scans) becomes loops, mapped to blocks and threads before

@@ -88,10 +88,17 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
       *this, "segment-chunks",
       llvm::cl::desc("Chunks per segment of the state pass where transitions "
                      "are scalars, in every call (linattn-segment-chunk-"
-                     "states; 0: with strategy=auto, 16 where B * HV * V "
+                     "states; 0: with strategy=auto or chunked, 16 where B * HV * V "
                      "<= 16 x 132 SMs and T spans several segments, chosen "
                      "at run time; else one segment)"),
       llvm::cl::init(0)};
+  PassOptions::Option<bool> runTimeForms{
+      *this, "run-time-forms",
+      llvm::cl::desc("With strategy=auto or chunked and segment-chunks=0, "
+                     "keep the chunked state pass's forms that each call "
+                     "chooses from B and T (segments, narrow and wide "
+                     "blocks); false: one form, the 32-column blocks"),
+      llvm::cl::init(true)};
   PassOptions::Option<int64_t> maxUnroll{
       *this, "max-unroll",
       llvm::cl::desc("Fully unroll constant loops of at most this many trips "
