@@ -28,10 +28,13 @@ The model (per call, seconds; docs/gpu-strategy.md derives it):
       written once (r3 per byte).
   chunked    t = c0 + c1 * B T (2 H K' + 2 HV V') e + c2 * 8 B HV K' V'
                  + c3 * ceil(T / 64) * ceil(B HV V' / 32 / SMs) * K' / 128
+                   (or c4 * ceil(T / 64) * ceil(B HV V' / 64 / SMs) * K' / 128)
                  + p0 + p1 * (the padding copies' bytes)
       the launches; the streamed q, k, v, o and the intermediates they
       carry (per byte of e-byte inputs); the state; the state pass's chain
-      of chunks, one 32-column block per SM (per chunk and wave). K' and V'
+      of chunks, one 32-column block per SM (per chunk and wave), or one
+      64-column block where the run-time forms take those (c4: V takes
+      them and B HV V' is past one wave of 32-column blocks). K' and V'
       are the sizes the kernels run (K and V rounded up to 32: linattn-pad-
       head-dims); where they differ from K and V the padded copies of q, k,
       v, per-key gates and the states and the slices of o and the final
@@ -95,6 +98,19 @@ def block_columns(K, V):
     return -(-V // per_block) * per_block
 
 
+STATE_COLUMNS = 32        # chunked_kernels::kStateColumns (TargetInfo.h)
+WIDE_STATE_COLUMNS = 64   # chunked_kernels::kWideStateColumns
+
+
+def wide_state_blocks(B, HV, V):
+    """Whether the chunked state pass runs its 64-column blocks, as the
+    run-time choice of linattn-widen-state-blocks makes it: V takes them
+    (chunked_kernels::hasWideStateBlocks) and B * HV * V is past one wave
+    of 32-column blocks (manyChainsStateColumns)."""
+    takes = V % WIDE_STATE_COLUMNS == 0 or (V % STATE_COLUMNS == 0 and V >= 7 * STATE_COLUMNS)
+    return takes and B * HV * V > STATE_COLUMNS * SMS
+
+
 def family_of(row):
     return row["strategy"] + ("_delta" if row["kind"] in DELTA_KINDS else "") + (
         "_keygates" if row["kind"] in KEY_GATE_KINDS else "") + (
@@ -130,14 +146,19 @@ def features(row):
         return family, [1.0, T, T * B * HV * K * block_columns(K, V) / SMS, 8 * B * HV * K * V,
                         T * bool(row["qk_l2norm"]), T * chained_keys_per_step(K, V)]
     K, V = kernel_dim(K), kernel_dim(V)
-    waves = math.ceil(B * HV * V / 32 / SMS)
+    chain = math.ceil(T / 64) * K / 128
+    if wide_state_blocks(B, HV, V):
+        narrow, wide = 0.0, chain * math.ceil(B * HV * math.ceil(V / WIDE_STATE_COLUMNS) / SMS)
+    else:
+        narrow, wide = chain * math.ceil(B * HV * math.ceil(V / STATE_COLUMNS) / SMS), 0.0
     return family, [1.0, B * T * (2 * H * K + 2 * HV * V) * e, 8 * B * HV * K * V,
-                    math.ceil(T / 64) * waves * K / 128]
+                    narrow, wide]
 
 
 RECURRENT_TERMS = ("launch", "token step", "token step per state element / SM", "state byte",
                    "token step's in-kernel L2 norm", "token step per chained key")
-CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave")
+CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave",
+                 "chunk step per wave of 64-column blocks")
 PADDING_TERMS = ("padding copies' launches", "padding copies' byte")
 
 

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,6 +68,10 @@ bool sameChoice(const StrategyEstimate &a, const StrategyEstimate &b) {
 struct Regime {
   int64_t lo, hi; // inclusive; hi = -1: unbounded
   StrategyEstimate choice;
+  /// Where set (a dynamic B), the regime's T bound is per batch: hi_i for
+  /// B in [from_i, from_{i+1}) (the last without end), hi their largest;
+  /// (from_i, hi_i) in increasing from, from_0 = 1.
+  SmallVector<std::pair<int64_t, int64_t>> hiFromBatch;
 };
 
 /// The choices over every T, as ranges: exact boundaries, found by
@@ -189,10 +194,16 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
   op.emitRemark() << text;
 }
 
-/// The batches a dynamic B is planned for. The recurrent kernel's lead at
-/// short T shrinks as B grows (its token steps fill the SMs); the run-time
-/// dispatch takes the shortest T limit among them, since the large batches
-/// are where the two paths' times differ most in absolute terms.
+/// A dynamic B's T limit is planned per range of batches [2^i, 2^(i+1))
+/// up to kLastPlannedBatch (the last range without end): B is known when
+/// the call runs, and the limits grow with it, up to 5x (KDA f32: 94 at B
+/// = 1, 256 from 16), as the chunked path's launches and partly filled
+/// SMs weigh less against the recurrent kernel's state traffic. Every
+/// range keeps the limit all of kPlannedBatches share (the shortest over
+/// them); past it a range runs recurrent only where the model has it
+/// faster by kPerBatchLimitMargin at both its ends (both paths' modelled
+/// times are monotone in B).
+constexpr int64_t kLastPlannedBatch = 1024;
 constexpr int64_t kPlannedBatches[] = {1, 4, 16, 64, 256};
 
 std::string plannedBatchesText() {
@@ -202,25 +213,63 @@ std::string plannedBatchesText() {
   return text + "}";
 }
 
-/// The longest T the recurrent kernel takes: where the fitted model
-/// (GPUCostModel.h) has it faster than the chunked kernels, at op's B or,
-/// for a dynamic B, at every planned batch. `batchUsed` receives the batch
-/// that set the limit.
-int64_t recurrentSeqLenLimit(RecurrenceOp op, int64_t smCount,
-                             int64_t &batchUsed) {
-  if (!ShapedType::isDynamic(op.getBatchSize())) {
-    batchUsed = op.getBatchSize();
-    return lastRecurrentSeqLen(shapeOf(op, 1, batchUsed), smCount);
+/// The longest T the recurrent kernel takes where the fitted model
+/// (GPUCostModel.h) has it faster than the chunked kernels (by `margin`),
+/// at B = `batch`.
+int64_t recurrentSeqLenLimitAt(RecurrenceOp op, int64_t batch, int64_t smCount,
+                               double margin = 1.0) {
+  return lastRecurrentSeqLen(shapeOf(op, 1, batch), smCount, margin);
+}
+
+/// The limit every planned batch shares, and the planned batch that sets
+/// it (the first of the shortest).
+std::pair<int64_t, int64_t> sharedSeqLenLimit(RecurrenceOp op,
+                                              int64_t smCount) {
+  std::pair<int64_t, int64_t> shared = {1, kMaxRecurrentSeqLen + 1};
+  for (int64_t batch : kPlannedBatches)
+    if (int64_t limit = recurrentSeqLenLimitAt(op, batch, smCount);
+        limit < shared.second)
+      shared = {batch, limit};
+  return shared;
+}
+
+/// For a dynamic B: (from, limit) per range of batches [from, next from),
+/// adjacent ranges of one limit merged.
+SmallVector<std::pair<int64_t, int64_t>>
+recurrentSeqLenLimitsByBatch(RecurrenceOp op, int64_t smCount) {
+  int64_t shared = sharedSeqLenLimit(op, smCount).second;
+  SmallVector<std::pair<int64_t, int64_t>> limits;
+  for (int64_t from = 1; from <= kLastPlannedBatch; from *= 2) {
+    // The last range ends at the largest B one call's state may take at
+    // these sizes; its limit there has long stopped moving.
+    int64_t to = from < kLastPlannedBatch ? 2 * from - 1 : 16 * from;
+    int64_t limit = std::max(
+        shared,
+        std::min(
+            recurrentSeqLenLimitAt(op, from, smCount, kPerBatchLimitMargin),
+            recurrentSeqLenLimitAt(op, to, smCount, kPerBatchLimitMargin)));
+    if (limits.empty() || limits.back().second != limit)
+      limits.push_back({from, limit});
   }
-  int64_t limit = kMaxRecurrentSeqLen + 1;
-  for (int64_t batch : kPlannedBatches) {
-    int64_t t = lastRecurrentSeqLen(shapeOf(op, 1, batch), smCount);
-    if (t < limit) {
-      limit = t;
-      batchUsed = batch;
+  return limits;
+}
+
+/// The limits by batch as text: "33 at B = 1, 36 at B = 2-3, ..., 53 at
+/// B >= 1024".
+std::string describeLimits(ArrayRef<std::pair<int64_t, int64_t>> limits) {
+  std::string text;
+  for (auto [i, range] : llvm::enumerate(limits)) {
+    auto [from, limit] = range;
+    text += (i ? ", " : "") + std::to_string(limit) + " at B ";
+    if (i + 1 == limits.size()) {
+      text += (from == 1 ? "= any" : ">= " + std::to_string(from));
+      continue;
     }
+    int64_t to = limits[i + 1].first - 1;
+    text += from == to ? "= " + std::to_string(from)
+                       : "= " + std::to_string(from) + "-" + std::to_string(to);
   }
-  return limit;
+  return text;
 }
 
 /// The fitted estimates of both paths at T = `seqLen` and B = `batch`, as
@@ -319,10 +368,13 @@ std::string explainStatePassForm(RecurrenceOp op, int64_t smCount) {
 /// instead of the chunked kernels' launches and a 64-token chunk for a few
 /// tokens. With a dynamic T the two are dispatched at run time; `regimes`
 /// receives them then.
-StrategyEstimate chooseGPUStrategy(RecurrenceOp op, int64_t smCount,
-                                   std::string &why, int64_t &limit,
-                                   int64_t &batchUsed,
-                                   SmallVectorImpl<Regime> &regimes) {
+/// With a dynamic B the limit is per batch range (`limits`, of which
+/// `limit` is then the largest); a static T takes the shortest of them.
+StrategyEstimate
+chooseGPUStrategy(RecurrenceOp op, int64_t smCount, std::string &why,
+                  int64_t &limit,
+                  SmallVectorImpl<std::pair<int64_t, int64_t>> &limits,
+                  SmallVectorImpl<Regime> &regimes) {
   StrategyEstimate recurrent, chunked;
   recurrent.strategy = Strategy::Recurrent;
   chunked.strategy = Strategy::Chunked;
@@ -330,14 +382,32 @@ StrategyEstimate chooseGPUStrategy(RecurrenceOp op, int64_t smCount,
   why = chunked_kernels::whyNoKernels(op);
   if (!why.empty())
     return recurrent;
-  limit = recurrentSeqLenLimit(op, smCount, batchUsed);
+  int64_t shortest;
+  if (ShapedType::isDynamic(op.getBatchSize())) {
+    limits = recurrentSeqLenLimitsByBatch(op, smCount);
+    limit = shortest = limits.front().second;
+    for (auto [from, l] : limits) {
+      limit = std::max(limit, l);
+      shortest = std::min(shortest, l);
+    }
+  } else {
+    limit = shortest = recurrentSeqLenLimitAt(op, op.getBatchSize(), smCount);
+  }
   int64_t seqLen = op.getSeqLen();
-  if (!ShapedType::isDynamic(seqLen))
-    return seqLen <= limit ? recurrent : chunked;
-  if (limit == 0)
+  if (!ShapedType::isDynamic(seqLen)) {
+    if (seqLen <= shortest)
+      return recurrent;
+    if (seqLen > limit)
+      return chunked;
+    // A static T inside the limits' spread: dispatched on B alone.
+  } else if (limit == 0) {
     return chunked;
-  regimes.push_back({1, limit, recurrent});
-  regimes.push_back({limit + 1, -1, chunked});
+  }
+  Regime rec{1, limit, recurrent, {}}, rest{shortest + 1, -1, chunked, {}};
+  if (limits.size() > 1)
+    rec.hiFromBatch.assign(limits.begin(), limits.end());
+  regimes.push_back(rec);
+  regimes.push_back(rest);
   return chunked;
 }
 
@@ -363,16 +433,21 @@ struct LinAttnSelectStrategy
       for (RecurrenceOp op : ops) {
         ++numSelected;
         std::string why;
-        int64_t limit = 0, batchUsed = 1;
+        int64_t limit = 0;
+        SmallVector<std::pair<int64_t, int64_t>> limits;
         SmallVector<Regime> regimes;
         StrategyEstimate choice =
-            chooseGPUStrategy(op, smCount, why, limit, batchUsed, regimes);
+            chooseGPUStrategy(op, smCount, why, limit, limits, regimes);
+        bool dynamicT = ShapedType::isDynamic(op.getSeqLen());
+        std::string bound =
+            limits.size() > 1 ? "the limit of B below" : std::to_string(limit);
         if (explain) {
           std::string text;
           if (!regimes.empty())
-            text = "T is dynamic: recurrent for T <= " + std::to_string(limit) +
-                   " (decode; " + recurrent_kernel::describeKernel(op) +
-                   "), else " + describe(choice);
+            text = std::string(dynamicT ? "T is dynamic" : "B is dynamic") +
+                   ": recurrent for T <= " + bound + " (decode; " +
+                   recurrent_kernel::describeKernel(op) + "), else " +
+                   describe(choice);
           else if (choice.strategy == Strategy::Recurrent)
             text = describe(choice) + " (" +
                    recurrent_kernel::describeKernel(op) + ")";
@@ -389,21 +464,32 @@ struct LinAttnSelectStrategy
                     " (zero-padded from " + std::to_string(K) + ", " +
                     std::to_string(V) + ": linattn-pad-head-dims)";
           if (why.empty()) {
-            bool dynamicB = ShapedType::isDynamic(op.getBatchSize());
+            // The estimates at the batch whose limit is the shortest (a
+            // static B: its own).
+            int64_t batchShown = op.getBatchSize(), limitShown = limit;
+            if (!limits.empty())
+              std::tie(batchShown, limitShown) = sharedSeqLenLimit(op, smCount);
             text += "\n  recurrent while the fitted model has it faster: up "
-                    "to T = " +
-                    std::to_string(limit) + " at B = " +
-                    std::to_string(batchUsed) +
-                    (dynamicB ? " (B is dynamic: the shortest limit over B "
-                                "in " +
-                                    plannedBatchesText() + ")"
-                              : std::string());
-            int64_t at = ShapedType::isDynamic(op.getSeqLen())
-                             ? std::max<int64_t>(limit, 1)
-                             : op.getSeqLen();
-            text += explainGPUEstimates(op, batchUsed, at, smCount);
-            if (ShapedType::isDynamic(op.getSeqLen()))
-              text += explainGPUEstimates(op, batchUsed, limit + 1, smCount);
+                    "to T = ";
+            if (limits.empty())
+              text += std::to_string(limit) +
+                      " at B = " + std::to_string(batchShown);
+            else
+              text += describeLimits(limits) +
+                      " (B is dynamic: at least the limit B = " +
+                      std::to_string(batchShown) +
+                      " sets, the shortest over B in " + plannedBatchesText() +
+                      "; past it a range of B takes the recurrent kernel "
+                      "where the model has it under " +
+                      llvm::formatv("{0:F2}", kPerBatchLimitMargin).str() +
+                      "x the chunked time at both ends; compared at run "
+                      "time)";
+            int64_t at =
+                dynamicT ? std::max<int64_t>(limitShown, 1) : op.getSeqLen();
+            text += explainGPUEstimates(op, batchShown, at, smCount);
+            if (dynamicT)
+              text +=
+                  explainGPUEstimates(op, batchShown, limitShown + 1, smCount);
             if (choice.strategy == Strategy::Chunked)
               text += explainStatePassForm(op, smCount);
           }
@@ -466,7 +552,27 @@ struct LinAttnSelectStrategy
       };
       if (i + 1 == regimes.size())
         return cloneFor(builder);
-      Value bound = arith::ConstantIndexOp::create(builder, loc, regimes[i].hi);
+      // A bound per batch range: select(B < from_{j+1}, hi_j, ...), from
+      // the last range down.
+      ArrayRef<std::pair<int64_t, int64_t>> byBatch = regimes[i].hiFromBatch;
+      Value bound;
+      if (byBatch.empty()) {
+        bound = arith::ConstantIndexOp::create(builder, loc, regimes[i].hi);
+      } else {
+        Value batch = tensor::DimOp::create(builder, loc, op.getQ(), 0);
+        bound =
+            arith::ConstantIndexOp::create(builder, loc, byBatch.back().second);
+        for (size_t j = byBatch.size() - 1; j-- > 0;) {
+          Value below = arith::CmpIOp::create(
+              builder, loc, arith::CmpIPredicate::ult, batch,
+              arith::ConstantIndexOp::create(builder, loc,
+                                             byBatch[j + 1].first));
+          bound = arith::SelectOp::create(
+              builder, loc, below,
+              arith::ConstantIndexOp::create(builder, loc, byBatch[j].second),
+              bound);
+        }
+      }
       Value inRange = arith::CmpIOp::create(
           builder, loc, arith::CmpIPredicate::ule, seqLen, bound);
       auto branch = scf::IfOp::create(builder, loc, op->getResultTypes(),

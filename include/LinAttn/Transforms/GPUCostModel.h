@@ -9,6 +9,8 @@
 //   recurrent  r0 + T (r1 + r5 n + r2 B HV K V_b / SMs + r4 l2) + r3 8 B HV K V
 //   chunked    c0 + c1 B T (2 H K' + 2 HV V') e + c2 8 B HV K' V'
 //                 + c3 ceil(T / 64) ceil(B HV V' / 32 / SMs) K' / 128
+//                   (or c4 ceil(T / 64) ceil(B HV V' / 64 / SMs) K' / 128
+//                    where the state pass runs 64-column blocks)
 //                 + p0 + p1 (the padding copies' bytes)
 //
 // (n the multiply-adds a thread chains in a token step,
@@ -47,10 +49,19 @@ GPUPathEstimate estimateChunkedCall(const ProblemShape &shape,
                                     int64_t smCount);
 
 /// The largest T (up to kMaxRecurrentSeqLen) at which the recurrent kernel
-/// is estimated faster than the chunked ones at `shape`'s batch; 0 if at
-/// none. The two cross once: the recurrent time grows by a token step per
-/// token, the chunked one by a chunk step per 64.
-int64_t lastRecurrentSeqLen(ProblemShape shape, int64_t smCount);
+/// is estimated faster than the chunked ones at `shape`'s batch (its time
+/// under `margin` times theirs); 0 if at none. The two cross once: the
+/// recurrent time grows by a token step per token, the chunked one by a
+/// chunk step per 64.
+int64_t lastRecurrentSeqLen(ProblemShape shape, int64_t smCount,
+                            double margin = 1.0);
+/// The margin a dynamic B's per-batch limits ask of the model past the
+/// limit every planned batch shares: there the recurrent kernel runs only
+/// where its estimate is under this fraction of the chunked one's. The
+/// fit's 90th-percentile error is 13-18% per family (docs/gpu-strategy.md),
+/// and at large B (the limits' far end, where the grid is thinnest) the
+/// recurrent estimates run 10-28% low.
+constexpr double kPerBatchLimitMargin = 0.85;
 constexpr int64_t kMaxRecurrentSeqLen = 256;
 
 } // namespace mlir::linattn
