@@ -24,4 +24,24 @@ case "${1:-}" in
         --out $R/grid_t128_chunked_B1.jsonl --strategies chunked --B 1 --T 128 >> $R/grid_t128.log 2>&1 || true
     tail -2 $R/grid_t128.log
     tar czf $OUT/results.tgz -C $R . ;;
+  dispatch)
+    # The per-batch limits (bench/NOTES.md g4) measured: both forced paths and
+    # auto at T across the limits, B 16-256, on the specs whose choice
+    # changes and three whose limits barely move; objects .carry/sgc (forced)
+    # and .carry/sga (prepare.sh DIR '^sg_(gdn_h8_f32|gla_h8_f32|kda_h8_f32|
+    # gdn_k48_v48|gdn_h8|kda_h8|simple_gla_h8_f32)_auto$'). Then the auto
+    # libraries of bench/gpu/variants.sh whose dispatch is per batch, against
+    # the fp64 reference at B 16 and 64 across their limits (.carry/chk:
+    # prepare.sh DIR '^(gated_deltanet_f32_128|gla_f32_128|kda_f32_128|
+    # gated_deltanet_bf16_48|simple_gla_f32_64|deltanet_f32_64|kda_bf16_128)_auto$').
+    mkdir -p .carry/sgall && cp .carry/sgc/*.o .carry/sga/*.o .carry/sgall/
+    OBJECTS=.carry/sgall OUT=$R/none timeout 60 bench/gpu/device.sh none || true
+    timeout 330 python3 bench/gpu/strategy_grid.py run --libdir /tmp/linattn-libs --runner "$(runner)" \
+        --out $R/dispatch_per_batch.jsonl \
+        --specs gdn_h8_f32,gla_h8_f32,kda_h8_f32,gdn_k48_v48,gdn_h8,kda_h8,simple_gla_h8_f32 \
+        --strategies recurrent,chunked,auto --B 16,64,256 --T 64,100,128,200 > $R/dispatch.log 2>&1 || true
+    tail -2 $R/dispatch.log
+    OBJECTS=.carry/chk OUT=$R/check timeout 150 bench/gpu/device.sh check \
+        --T 1,65,100,200 --B 16,64 --hard-T 100 || true
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
