@@ -758,8 +758,11 @@ def LinAttnSelectStrategy
     multiples of 32 up to 256: what `convert-linattn-chunked-to-gpu`
     checks of the ops, asked of the spec through TargetInfo.h), except for
     the short T at which the model has the recurrent kernel faster (at the
-    spec's B; for a dynamic B, the shortest such T over B in {1, 4, 16,
-    64, 256}); `recurrent` elsewhere. With `explain`, the remark gives
+    spec's B; for a dynamic B at least the shortest such T over B in {1,
+    4, 16, 64, 256}, and per range of batches [2^i, 2^(i+1)) up to 1024 a
+    longer one where the model has the recurrent kernel under 0.85x the
+    chunked time at both ends, chosen at run time by selects on B);
+    `recurrent` elsewhere. With `explain`, the remark gives
     that limit and both paths' fitted times. This is what
     `linattn-to-nvvm`'s default `strategy=auto` runs.
   }];
