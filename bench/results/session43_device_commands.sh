@@ -44,4 +44,17 @@ case "${1:-}" in
     OBJECTS=.carry/chk OUT=$R/check timeout 150 bench/gpu/device.sh check \
         --T 1,65,100,200 --B 16,64 --hard-T 100 || true
     tar czf $OUT/results.tgz -C $R . ;;
+  wide-vs-single)
+    # The wide (64-column) state-pass blocks the run-time forms choose at B
+    # HV V > 4224, against one form of 32-column blocks, for the kinds
+    # without W (bench/NOTES.md g4: simple GLA and GLA 6-12% slower at B
+    # 256 across leases) and gated delta as the control; objects
+    # .carry/wx/sg_<spec>_{chunked,single}.o from linattn-compile SPEC
+    # --strategy=chunked [--single-state-form] on model_shapes.py's specs.
+    OBJECTS=.carry/wx OUT=$R/none timeout 60 bench/gpu/device.sh none || true
+    timeout 240 python3 bench/gpu/strategy_grid.py run --libdir /tmp/linattn-libs --runner "$(runner)" \
+        --out $R/wide_vs_single.jsonl --specs simple_gla_h8,gla_h8,mamba2,linear_attention_h8,retnet_h8,gdn_h8 \
+        --strategies chunked,single --B 1,8,16,64 --T 256,1024,4096 > $R/wide.log 2>&1 || true
+    tail -2 $R/wide.log
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
