@@ -57,4 +57,12 @@ case "${1:-}" in
         --strategies chunked,single --B 1,8,16,64 --T 256,1024,4096 > $R/wide.log 2>&1 || true
     tail -2 $R/wide.log
     tar czf $OUT/results.tgz -C $R . ;;
+  grid-chunked-b1)
+    # The grid's chunked rows at B = 1 on the run-time forms too (narrow
+    # blocks, segments from T > 1024), objects .carry/sgc as grid-chunked's.
+    OBJECTS=.carry/sgc OUT=$R/none timeout 60 bench/gpu/device.sh none || true
+    timeout 200 python3 bench/gpu/strategy_grid.py run --libdir /tmp/linattn-libs --runner "$(runner)" \
+        --out $R/grid_chunked_b1.jsonl --strategies chunked --B 1 > $R/grid_b1.log 2>&1 || true
+    tail -2 $R/grid_b1.log
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
