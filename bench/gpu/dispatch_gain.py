@@ -11,7 +11,8 @@ B = 2-3, ..."). A call runs recurrent at T <= the limit of its B's range;
 a single limit safe at every B (the shortest of them, as the dispatch took
 before the limits were per batch) runs recurrent at T <= that one. Printed:
 each measured (spec, B, T) where the two rules choose differently, the
-measured times of both choices, and their geometric mean ratio.
+measured times of both choices, and their geometric mean ratio; then, over
+every measured call, the per-batch rule's time over the faster path's.
 """
 import argparse
 import collections
@@ -67,7 +68,7 @@ def main():
         times[(r["spec"], r["B"], r["T"])][r["strategy"]] = r["ms"]
     with tempfile.TemporaryDirectory() as d:
         paths = write_specs(d)
-        ratios, lines = [], []
+        ratios, lines, over_best, worst = [], [], [], []
         for spec in sorted({s for s, _, _ in times}):
             ranges = limits_of(args.opt, paths[spec])
             single = min(limit for _, _, limit in ranges)
@@ -75,8 +76,13 @@ def main():
             for (s, B, T), ms in sorted(times.items()):
                 if s != spec or len(ms) < 2:
                     continue
+                if "recurrent" not in ms or "chunked" not in ms:
+                    continue
                 by_batch = "recurrent" if T <= limit_at(ranges, B) else "chunked"
                 one = "recurrent" if T <= single else "chunked"
+                best = min(ms["recurrent"], ms["chunked"])
+                over_best.append(ms[by_batch] / best)
+                worst.append((ms[by_batch] / best, spec, B, T))
                 if by_batch == one:
                     continue
                 ratio = ms[one] / ms[by_batch]
@@ -91,6 +97,17 @@ def main():
               f"faster in {sum(r > 1 for r in ratios)}, slower in {sum(r < 1 for r in ratios)}")
     else:
         print("no measured call chooses differently")
+    measured_auto = [ms["auto"] / min(ms["recurrent"], ms["chunked"]) for ms in times.values()
+                     if {"auto", "recurrent", "chunked"} <= ms.keys()]
+    if measured_auto:
+        geo = math.exp(sum(map(math.log, measured_auto)) / len(measured_auto))
+        print(f"the file's own auto rows (the library it timed) over the faster path, "
+              f"{len(measured_auto)} calls: geometric mean {geo:.4f}, largest {max(measured_auto):.3f}")
+    if over_best:
+        geo = math.exp(sum(map(math.log, over_best)) / len(over_best))
+        print(f"per batch over the faster path, {len(over_best)} calls: geometric mean {geo:.4f}; "
+              "largest " + ", ".join(f"{r:.3f} ({s} B {B} T {T})"
+                                     for r, s, B, T in sorted(worst)[-3:]))
 
 
 if __name__ == "__main__":

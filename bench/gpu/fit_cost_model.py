@@ -16,16 +16,16 @@ bytes included, are the same on both sides.)
 
 The model (per call, seconds; docs/gpu-strategy.md derives it):
 
-  recurrent  t = r0 + T * (r1 + r5 * n + r2 * B HV K V_b / SMs + r4 * l2)
+  recurrent  t = r0 + T * (max(r1 + r5 * n, r6 + r2 * B HV K V_b / SMs) + r4 * l2)
                  + r3 * 8 B HV K V
-      one launch; per token a dependent step (r1, and r5 per multiply-add
-      a thread chains into its sums: n = K / lanes a column x the columns
-      it holds, recurrent_kernel::chainedKeysPerStep) or, with more state
-      elements per SM, the step's throughput (r2; V_b is V rounded up to
-      the kernel's blocks of columns, recurrent_kernel::columnsPerBlock,
-      whose idle columns step too), and the norms of q and
-      k where the spec says {qk_l2norm} (l2 = 1); the f32 state read and
-      written once (r3 per byte).
+      one launch; per token the longer of a dependent step (r1, and r5 per
+      multiply-add a thread chains into its sums: n = K / lanes a column x
+      the columns it holds, recurrent_kernel::chainedKeysPerStep) and, with
+      more state elements per SM, the step's throughput (r6 + r2 per
+      element an SM steps; V_b is V rounded up to the kernel's blocks of
+      columns, recurrent_kernel::columnsPerBlock, whose idle columns step
+      too), and the norms of q and k where the spec says {qk_l2norm} (l2 =
+      1); the f32 state read and written once (r3 per byte).
   chunked    t = c0 + c1 * B T (2 H K' + 2 HV V') e + c2 * 8 B HV K' V'
                  + c3 * ceil(T / 64) * ceil(B HV V' / 32 / SMs) * K' / 128
                    (or c4 * ceil(T / 64) * ceil(B HV V' / 64 / SMs) * K' / 128)
@@ -156,7 +156,8 @@ def features(row):
 
 
 RECURRENT_TERMS = ("launch", "token step", "token step per state element / SM", "state byte",
-                   "token step's in-kernel L2 norm", "token step per chained key")
+                   "token step's in-kernel L2 norm", "token step per chained key",
+                   "token step at throughput")
 CHUNKED_TERMS = ("launches", "streamed byte", "state byte", "chunk step per wave",
                  "chunk step per wave of 64-column blocks")
 PADDING_TERMS = ("padding copies' launches", "padding copies' byte")
@@ -187,22 +188,59 @@ def solve(items):
     return nnls(A / scale / t[:, None], np.ones(len(t))) / scale
 
 
+def recurrent_branch_terms(f, latency):
+    """A recurrent row's terms [r0 .. r6] under one branch of the token
+    step's max: the dependent step (r1, r5) or the throughput (r6, r2)."""
+    one, T, TX, state, Tl2, Tn = f
+    if latency:
+        return [one, T, 0.0, state, Tl2, Tn, 0.0]
+    return [one, 0.0, TX, state, Tl2, 0.0, T]
+
+
+def recurrent_seconds(c, f):
+    """r0 + T (max(r1 + r5 n, r6 + r2 X) + r4 l2) + r3 state."""
+    one, T, TX, state, Tl2, Tn = f
+    return (c[0] * one + c[3] * state + c[4] * Tl2 +
+            max(c[1] * T + c[5] * Tn, c[6] * T + c[2] * TX))
+
+
+def fit_recurrent(items):
+    """The recurrent family's constants: each row is on one branch of the
+    max; starting from B = 1's rows on the dependent step and the rest on
+    the throughput, the rows are fitted, put on the branch the fit has
+    longer, and fitted again until no row moves. The chained keys' share
+    of the dependent step is known only where the family's rows vary them
+    (the delta rule's K = 48, 64, 80, 128); elsewhere the step stays one
+    constant (r5 = 0), not a split that nothing measured."""
+    varies = len({f[5] / f[1] for f, _ in items}) > 1
+    latency = [f[2] == min(g[2] for g, _ in items if g[1] == f[1]) for f, _ in items]
+    for _ in range(50):
+        A = [recurrent_branch_terms(f, on) for (f, _), on in zip(items, latency)]
+        if not varies:
+            for a in A:
+                a[5] = 0.0
+        c = solve(list(zip(A, [t for _, t in items]))).tolist()
+        moved = [c[1] * f[1] + c[5] * f[5] >= c[6] * f[1] + c[2] * f[2] for f, _ in items]
+        if moved == latency:
+            break
+        latency = moved
+    return c
+
+
 def fit(rows):
-    groups = {}
+    groups, batches = {}, {}
     for r in rows:
         if r["strategy"] == "chunked" and padding_bytes(r):
             continue
         family, f = features(r)
         groups.setdefault(family, []).append((f, r["ms"] * 1e-3))
+        batches.setdefault(family, []).append(r["B"])
+    constants = {}
     for family, items in groups.items():
-        # The chained keys' share of a token step is known only where the
-        # family's rows vary them (the delta rule's K = 48, 64, 80, 128);
-        # elsewhere the step stays one constant (r5 = 0), not a split that
-        # nothing measured.
-        if family.startswith("recurrent") and len({f[5] / f[1] for f, _ in items}) == 1:
-            for f, _ in items:
-                f[5] = 0.0
-    constants = {family: solve(items).tolist() for family, items in groups.items()}
+        if family.startswith("recurrent"):
+            constants[family] = fit_recurrent(items)
+        else:
+            constants[family] = solve(items).tolist()
     # The padding copies' launches and bytes: what the padded rows' chunked
     # times have beyond their family's terms at the kernels' sizes.
     padded = []
@@ -232,6 +270,8 @@ def padding_seconds(constants, row):
 
 def predict(constants, row):
     family, f = features(row)
+    if row["strategy"] == "recurrent":
+        return recurrent_seconds(constants[family], f)
     seconds = float(np.dot(constants[family], f))
     if row["strategy"] == "chunked":
         seconds += padding_seconds(constants, row)

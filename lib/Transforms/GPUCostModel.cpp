@@ -7,6 +7,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace mlir::linattn {
@@ -17,7 +18,7 @@ namespace {
 struct RecurrentFit {
   const char *family;
   double launch, tokenStep, tokenStepPerStateElement, stateByte, l2NormStep,
-      tokenStepPerChainedKey;
+      tokenStepPerChainedKey, tokenStepAtThroughput;
 };
 struct ChunkedFit {
   const char *family;
@@ -40,34 +41,37 @@ struct PaddingFit {
 // and the estimates below (paddingBytes included) against
 // fit_cost_model.py --predict.
 constexpr RecurrentFit kRecurrentFits[] = {
-    {"recurrent_delta", 4.791e-06, 1.209e-07, 2.525e-11, 2.248e-13, 1.87e-08,
-     3.531e-09},
-    {"recurrent", 4.931e-06, 2.465e-07, 1.668e-11, 2.373e-13, 0, 0},
-    {"recurrent_keygates", 5.126e-06, 2.869e-07, 2.292e-11, 2.252e-13, 0, 0},
-    {"recurrent_delta_keygates", 5.289e-06, 4.164e-07, 2.778e-11, 2.31e-13, 0,
-     0},
-    {"recurrent_delta_f32", 5.151e-06, 3.741e-07, 2.157e-11, 2.273e-13, 0, 0},
-    {"recurrent_f32", 4.958e-06, 2.421e-07, 1.671e-11, 2.397e-13, 0, 0},
-    {"recurrent_keygates_f32", 5.116e-06, 2.857e-07, 2.239e-11, 2.366e-13, 0,
-     0},
-    {"recurrent_delta_keygates_f32", 5.159e-06, 4.176e-07, 2.658e-11, 2.332e-13,
-     0, 0},
+    {"recurrent_delta", 4.822e-06, 9.08e-08, 2.791e-11, 2.195e-13, 2.629e-08,
+     5.409e-09, 1.798e-07},
+    {"recurrent", 4.947e-06, 2.85e-07, 1.924e-11, 2.32e-13, 0, 0, 1.448e-07},
+    {"recurrent_keygates", 5.177e-06, 3.374e-07, 2.681e-11, 2.182e-13, 0, 0,
+     1.368e-07},
+    {"recurrent_delta_keygates", 5.324e-06, 4.909e-07, 3.273e-11, 2.233e-13, 0,
+     0, 2.175e-07},
+    {"recurrent_delta_f32", 5.166e-06, 4.373e-07, 2.527e-11, 2.21e-13, 0, 0,
+     2.196e-07},
+    {"recurrent_f32", 4.976e-06, 2.785e-07, 1.909e-11, 2.348e-13, 0, 0,
+     1.466e-07},
+    {"recurrent_keygates_f32", 5.162e-06, 3.309e-07, 2.64e-11, 2.282e-13, 0, 0,
+     1.467e-07},
+    {"recurrent_delta_keygates_f32", 5.192e-06, 4.874e-07, 3.152e-11, 2.249e-13,
+     0, 0, 2.292e-07},
 };
 constexpr ChunkedFit kChunkedFits[] = {
-    {"chunked_delta", 1.553e-05, 9.843e-13, 6.933e-13, 1.709e-06, 2.321e-06},
-    {"chunked", 1.053e-05, 2.633e-13, 3.841e-13, 8.944e-07, 2.2e-06},
-    {"chunked_keygates", 1.275e-05, 8.77e-13, 3.335e-13, 1.021e-06, 4.137e-06},
-    {"chunked_delta_keygates", 2.615e-05, 1.619e-12, 4.829e-13, 1.965e-06,
-     6.367e-06},
-    {"chunked_delta_f32", 2.229e-05, 5.707e-13, 4.838e-13, 4.199e-06,
+    {"chunked_delta", 1.555e-05, 1.013e-12, 7.103e-13, 1.41e-06, 2.151e-06},
+    {"chunked", 1.096e-05, 2.683e-13, 3.815e-13, 5.59e-07, 2.158e-06},
+    {"chunked_keygates", 1.273e-05, 8.794e-13, 3.35e-13, 8.288e-07, 4.126e-06},
+    {"chunked_delta_keygates", 2.604e-05, 1.617e-12, 4.831e-13, 1.599e-06,
+     6.381e-06},
+    {"chunked_delta_f32", 2.228e-05, 5.702e-13, 4.835e-13, 4.428e-06,
      1.183e-05},
-    {"chunked_f32", 1.306e-05, 3.245e-13, 3.43e-13, 2.549e-06, 6.735e-06},
-    {"chunked_keygates_f32", 1.615e-05, 8.732e-13, 3.238e-13, 3.027e-06,
-     1.352e-05},
-    {"chunked_delta_keygates_f32", 3.296e-05, 1.93e-12, 9.242e-13, 5.25e-06,
-     1.475e-05},
+    {"chunked_f32", 1.4e-05, 3.31e-13, 3.364e-13, 1.803e-06, 6.614e-06},
+    {"chunked_keygates_f32", 1.607e-05, 8.725e-13, 3.242e-13, 3.236e-06,
+     1.353e-05},
+    {"chunked_delta_keygates_f32", 3.329e-05, 1.929e-12, 9.169e-13, 4.944e-06,
+     1.474e-05},
 };
-constexpr PaddingFit kPaddingFit = {"padding", 5.556e-06, 3.296e-13};
+constexpr PaddingFit kPaddingFit = {"padding", 5.483e-06, 3.435e-13};
 // END FITTED CONSTANTS
 
 /// The family's name as the fit has it: the path, then "_delta" (rank-1
@@ -128,13 +132,16 @@ GPUPathEstimate estimateRecurrentCall(const ProblemShape &s,
   // The step's throughput is the blocks' columns', idle ones included.
   int64_t columns = recurrent_kernel::columnsPerBlock(s.keyDim, s.valueDim);
   int64_t blockColumns = (s.valueDim + columns - 1) / columns * columns;
+  // A token step takes the longer of its dependent chain and, where the
+  // state elements an SM steps are many, their throughput.
+  double chained = f.tokenStep + f.tokenStepPerChainedKey *
+                                     recurrent_kernel::chainedKeysPerStep(
+                                         s.keyDim, s.valueDim);
+  double throughput = f.tokenStepAtThroughput +
+                      f.tokenStepPerStateElement * s.batch * s.numVHeads *
+                          s.keyDim * blockColumns / smCount;
   double perToken =
-      f.tokenStep +
-      f.tokenStepPerChainedKey *
-          recurrent_kernel::chainedKeysPerStep(s.keyDim, s.valueDim) +
-      f.tokenStepPerStateElement * s.batch * s.numVHeads * s.keyDim *
-          blockColumns / smCount +
-      (s.qkL2Norm ? f.l2NormStep : 0.0);
+      std::max(chained, throughput) + (s.qkL2Norm ? f.l2NormStep : 0.0);
   double state = f.stateByte * stateBytes(s, s.keyDim, s.valueDim);
   GPUPathEstimate e;
   e.seconds = f.launch + s.seqLen * perToken + state;

@@ -196,8 +196,8 @@ void explainOp(RecurrenceOp op, const TargetModel &target, int64_t assumedBatch,
 
 /// A dynamic B's T limit is planned per range of batches [2^i, 2^(i+1))
 /// up to kLastPlannedBatch (the last range without end): B is known when
-/// the call runs, and the limits grow with it, up to 5x (KDA f32: 94 at B
-/// = 1, 256 from 16), as the chunked path's launches and partly filled
+/// the call runs, and the limits grow with it, up to 5x (gated delta f32:
+/// 50 at B = 1, 256 from 64), as the chunked path's launches and partly filled
 /// SMs weigh less against the recurrent kernel's state traffic. Every
 /// range keeps the limit all of kPlannedBatches share (the shortest over
 /// them); past it a range runs recurrent only where the model has it
@@ -254,8 +254,8 @@ recurrentSeqLenLimitsByBatch(RecurrenceOp op, int64_t smCount) {
   return limits;
 }
 
-/// The limits by batch as text: "33 at B = 1, 36 at B = 2-3, ..., 53 at
-/// B >= 1024".
+/// The limits by batch as text: "29 at B = 1-7, 35 at B = 8-15, ..., 30
+/// at B >= 128".
 std::string describeLimits(ArrayRef<std::pair<int64_t, int64_t>> limits) {
   std::string text;
   for (auto [i, range] : llvm::enumerate(limits)) {

@@ -20,19 +20,27 @@
 
 // CHECK-LABEL: func.func @gated_delta_bf16
 // CHECK:         %[[T:.*]] = tensor.dim %arg0, %c1
-// The bf16 kinds' limits barely move with B (33-44 over B = 1-256 in the
-// model): one limit, from B = 4, for every B.
-// CHECK-NOT:     tensor.dim %arg0, %c0
-// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %c34
+// Gated delta at H = 8, K = V = 128: 29 at B = 1-7 (the shortest over the
+// planned batches), longer where the model has the recurrent kernel
+// under 0.85x the chunked time: 35 at B = 8-15 down to 30 from B = 128.
+// CHECK:         %[[B:.*]] = tensor.dim %arg0, %c0
+// CHECK:         %[[B128:.*]] = arith.cmpi ult, %[[B]], %c128
+// CHECK:         arith.select %[[B128]], %c31, %c30
+// CHECK:         arith.cmpi ult, %[[B]], %c64
+// CHECK:         arith.cmpi ult, %[[B]], %c32
+// CHECK:         arith.cmpi ult, %[[B]], %c16
+// CHECK:         %[[B8:.*]] = arith.cmpi ult, %[[B]], %c8
+// CHECK:         %[[LIMIT:.*]] = arith.select %[[B8]], %c29, %{{.*}}
+// CHECK:         %[[SHORT:.*]] = arith.cmpi ule, %[[T]], %[[LIMIT]]
 // CHECK:         scf.if %[[SHORT]]
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 34>, linattn.strategy = "recurrent"}
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.seq_len_range = array<i64: 1, 35>, linattn.strategy = "recurrent"}
 // CHECK:         } else {
-// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 35, -1>, linattn.strategy = "chunked"}
-// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= 34 (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
-// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 34 at B = any (B is dynamic: at least the limit B = 4 sets, the shortest over B in {1, 4, 16, 64, 256}; past it a range of B takes the recurrent kernel where the model has it under 0.85x the chunked time at both ends; compared at run time)
-// EXPLAIN-NEXT: fitted model at B = 4, T = 34: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 34 token steps x {{.*}} (recurrent_delta)
+// CHECK:           linattn.recurrence gated_delta {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 30, -1>, linattn.strategy = "chunked"}
+// EXPLAIN: remark: linattn GPU strategy for gated_delta: T is dynamic: recurrent for T <= the limit of B below (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
+// EXPLAIN-NEXT: recurrent while the fitted model has it faster: up to T = 29 at B = 1-7, 35 at B = 8-15, 34 at B = 16-31, 32 at B = 32-63, 31 at B = 64-127, 30 at B >= 128 (B is dynamic: at least the limit B = 1 sets, the shortest over B in {1, 4, 16, 64, 256}; past it a range of B takes the recurrent kernel where the model has it under 0.85x the chunked time at both ends; compared at run time)
+// EXPLAIN-NEXT: fitted model at B = 1, T = 29: recurrent {{ *}}{{[0-9.]+}} us = launch {{.*}} + 29 token steps x {{.*}} (recurrent_delta)
 // EXPLAIN-NEXT: chunked {{ *}}{{[0-9.]+}} us = launches {{.*}} + 1 chunk steps x 1 wave(s) {{.*}} (chunked_delta)
-// EXPLAIN-NEXT: fitted model at B = 4, T = 35: recurrent
+// EXPLAIN-NEXT: fitted model at B = 1, T = 30: recurrent
 // EXPLAIN-NEXT: chunked
 // Its state pass, chosen at run time (linattn-narrow-state-blocks,
 // linattn-widen-state-blocks): HV * V = 1024 state columns a sequence
@@ -144,11 +152,11 @@ func.func @identity_k40(%q: tensor<?x?x2x40xbf16>, %v: tensor<?x?x2x64xbf16>, %s
 // load and an exp per key and token; at H = 8, K = V = 128 measured level
 // at T = 32, B = 16: 0.026 ms each, bench/results/gpu_strategy_grid_h200.jsonl).
 // CHECK-LABEL: func.func @gla
-// Its limit grows with B from 27 to 39 (at B >= 1024).
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.seq_len_range = array<i64: 1, 39>, linattn.strategy = "recurrent"}
-// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 28, -1>, linattn.strategy = "chunked"}
+// Its limit grows with B from 23 to 37 (at B = 128-255).
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.seq_len_range = array<i64: 1, 37>, linattn.strategy = "recurrent"}
+// CHECK: linattn.recurrence key_gate {{.*}} {linattn.chunk_size = 64 : i64, linattn.seq_len_range = array<i64: 24, -1>, linattn.strategy = "chunked"}
 // EXPLAIN: remark: linattn GPU strategy for key_gate: T is dynamic: recurrent for T <= the limit of B below (decode; split-key kernel), else chunked C=64 (tensor-core kernels apply)
-// EXPLAIN-NEXT: up to T = 27 at B = 1-255, 30 at B = 256-511,
+// EXPLAIN-NEXT: up to T = 23 at B = 1-63, 26 at B = 64-127,
 // EXPLAIN: (recurrent_keygates)
 // EXPLAIN: (chunked_keygates)
 func.func @gla(%q: tensor<?x?x2x64xbf16>, %v: tensor<?x?x2x64xbf16>, %g: tensor<?x?x2x64xf32>, %s0: tensor<?x2x64x64xf32>) -> (tensor<?x?x2x64xbf16>, tensor<?x2x64x64xf32>) {

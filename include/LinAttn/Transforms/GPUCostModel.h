@@ -6,7 +6,8 @@
 // the H200 (bench/gpu/fit_cost_model.py on bench/gpu/strategy_grid.py's
 // grid; docs/gpu-strategy.md shows the fit against the measurements):
 //
-//   recurrent  r0 + T (r1 + r5 n + r2 B HV K V_b / SMs + r4 l2) + r3 8 B HV K V
+//   recurrent  r0 + T (max(r1 + r5 n, r6 + r2 B HV K V_b / SMs) + r4 l2)
+//                 + r3 8 B HV K V
 //   chunked    c0 + c1 B T (2 H K' + 2 HV V') e + c2 8 B HV K' V'
 //                 + c3 ceil(T / 64) ceil(B HV V' / 32 / SMs) K' / 128
 //                   (or c4 ceil(T / 64) ceil(B HV V' / 64 / SMs) K' / 128
@@ -58,9 +59,9 @@ int64_t lastRecurrentSeqLen(ProblemShape shape, int64_t smCount,
 /// The margin a dynamic B's per-batch limits ask of the model past the
 /// limit every planned batch shares: there the recurrent kernel runs only
 /// where its estimate is under this fraction of the chunked one's. The
-/// fit's 90th-percentile error is 13-18% per family (docs/gpu-strategy.md),
-/// and at large B (the limits' far end, where the grid is thinnest) the
-/// recurrent estimates run 10-28% low.
+/// chunked families' 90th-percentile error is 8-18% (docs/gpu-strategy.md),
+/// and the ranges past B = 256 and T = 128 are extrapolated (the grid's
+/// B T <= 32768).
 constexpr double kPerBatchLimitMargin = 0.85;
 constexpr int64_t kMaxRecurrentSeqLen = 256;
 
