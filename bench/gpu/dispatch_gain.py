@@ -12,7 +12,8 @@ a single limit safe at every B (the shortest of them, as the dispatch took
 before the limits were per batch) runs recurrent at T <= that one. Printed:
 each measured (spec, B, T) where the two rules choose differently, the
 measured times of both choices, and their geometric mean ratio; then, over
-every measured call, the per-batch rule's time over the faster path's.
+every measured call, the per-batch rule's time over the faster path's; with
+--auto-against, the file's auto rows against fixed limits per spec.
 """
 import argparse
 import collections
@@ -61,6 +62,9 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("grid", help="the strategy grid's JSON lines (bench/gpu/strategy_grid.py run)")
     p.add_argument("--opt", default="build/bin/linattn-opt")
+    p.add_argument("--auto-against", metavar="SPEC=T,...",
+                   help="also compare the file's auto rows with the path one fixed limit per spec "
+                        "would take (e.g. an earlier model's limits)")
     args = p.parse_args()
     times = collections.defaultdict(dict)
     for line in open(args.grid):
@@ -103,6 +107,22 @@ def main():
         geo = math.exp(sum(map(math.log, measured_auto)) / len(measured_auto))
         print(f"the file's own auto rows (the library it timed) over the faster path, "
               f"{len(measured_auto)} calls: geometric mean {geo:.4f}, largest {max(measured_auto):.3f}")
+    if args.auto_against:
+        fixed = {k: int(v) for k, v in (item.split("=") for item in args.auto_against.split(","))}
+        gains = []
+        for (spec, B, T), ms in sorted(times.items()):
+            if spec not in fixed or not {"auto", "recurrent", "chunked"} <= ms.keys():
+                continue
+            then = ms["recurrent"] if T <= fixed[spec] else ms["chunked"]
+            # Only where the two runs took different paths (their times differ
+            # by more than the replays' spread).
+            if abs(then / ms["auto"] - 1) > 0.03:
+                gains.append(then / ms["auto"])
+        if gains:
+            geo = math.exp(sum(map(math.log, gains)) / len(gains))
+            print(f"auto against the fixed limits, {len(gains)} calls on another path: "
+                  f"fixed / auto geometric mean {geo:.3f}, range {min(gains):.3f}-{max(gains):.3f}, "
+                  f"slower in {sum(g < 1 for g in gains)}")
     if over_best:
         geo = math.exp(sum(map(math.log, over_best)) / len(over_best))
         print(f"per batch over the faster path, {len(over_best)} calls: geometric mean {geo:.4f}; "
