@@ -34,9 +34,9 @@ struct PaddingFit {
 //   /usr/bin/python3 bench/gpu/fit_cost_model.py \
 //       bench/results/gpu_strategy_grid_h200.jsonl --json
 //       bench/results/gpu_cost_model_fit.json
-// from the H200 grid (890 calls; the chunked rows at B >= 16 and the T = 128
-// rows from a second lease, on the run-time state-pass forms: bench/NOTES.md
-// f1, p3, g2, g4).
+// from the H200 grid (890 calls: the recurrent rows from one lease, the
+// chunked ones, on the run-time state-pass forms, and the T = 128 rows from
+// two more; bench/NOTES.md f1, p3, g2, g4, g5).
 // test/Transforms/gpu-cost-model-fit.test checks these against that file,
 // and the estimates below (paddingBytes included) against
 // fit_cost_model.py --predict.
