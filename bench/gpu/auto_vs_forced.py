@@ -2,11 +2,14 @@
 """auto's chunked path beside the forced chunked one (bench/NOTES.md g3):
 
     /usr/bin/python3 bench/gpu/auto_vs_forced.py bench/results/auto_chunked_grid_h200.jsonl \\
-        [--opt build/bin/linattn-opt]
+        [--opt build/bin/linattn-opt] [--limits SPEC=T,...]
 
 The JSON lines are strategy_grid.py run's with --strategies chunked,auto.
 A row's auto call ran chunked where T is above the spec's recurrent limit
-(linattn-select-strategy's explanation, dynamic B); for those rows, per B,
+at its B (linattn-select-strategy's explanation, dynamic B, read by
+dispatch_gain.py's limits_of), or above --limits, the single limit per spec
+of the build that timed the rows (auto_vs_forced_chunked_h200.txt: session
+42's, bench/NOTES.md g3); for those rows, per B,
 the geometric mean and range of auto's time over the forced chunked one.
 """
 import argparse
@@ -14,13 +17,12 @@ import collections
 import json
 import math
 import os
-import re
-import subprocess
 import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from dispatch_gain import limit_at, limits_of  # noqa: E402
 from model_shapes import write_specs  # noqa: E402
 
 
@@ -28,6 +30,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("rows")
     p.add_argument("--opt", default="build/bin/linattn-opt")
+    p.add_argument("--limits", metavar="SPEC=T,...",
+                   help="the recurrent limits of the library that was timed, instead of this build's")
     args = p.parse_args()
     times = collections.defaultdict(dict)
     for line in open(args.rows):
@@ -35,18 +39,14 @@ def main():
         if "ms" in r:
             times[(r["spec"], r["B"], r["T"])][r["strategy"]] = r["ms"]
     ratios = collections.defaultdict(list)
-    with tempfile.TemporaryDirectory() as d:
-        paths = write_specs(d)
-        limits = {}
-        for spec in sorted({s for s, _, _ in times}):
-            out = subprocess.run([args.opt, paths[spec], "--linattn-select-strategy=gpu-kernels=true explain=true",
-                                  "-o", os.devnull], capture_output=True, text=True).stderr
-            m = re.search(r"recurrent for T <= (\d+)", out)
-            if not m:
-                sys.exit(f"no recurrent limit in the explanation of {spec}:\n{out}")
-            limits[spec] = int(m.group(1))
+    if args.limits:
+        limits = {k: [(1, None, int(v))] for k, v in (x.split("=") for x in args.limits.split(","))}
+    else:
+        with tempfile.TemporaryDirectory() as d:
+            paths = write_specs(d)
+            limits = {spec: limits_of(args.opt, paths[spec]) for spec in {s for s, _, _ in times}}
     for (spec, B, T), ms in sorted(times.items()):
-        if T > limits[spec] and {"auto", "chunked"} <= ms.keys():
+        if T > limit_at(limits[spec], B) and {"auto", "chunked"} <= ms.keys():
             ratios[B].append((ms["auto"] / ms["chunked"], spec, T))
     for B, rs in sorted(ratios.items()):
         values = [r for r, _, _ in rs]

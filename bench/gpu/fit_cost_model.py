@@ -204,7 +204,7 @@ def recurrent_seconds(c, f):
             max(c[1] * T + c[5] * Tn, c[6] * T + c[2] * TX))
 
 
-def fit_recurrent(items):
+def fit_recurrent(items, batches):
     """The recurrent family's constants: each row is on one branch of the
     max; starting from B = 1's rows on the dependent step and the rest on
     the throughput, the rows are fitted, put on the branch the fit has
@@ -213,7 +213,7 @@ def fit_recurrent(items):
     (the delta rule's K = 48, 64, 80, 128); elsewhere the step stays one
     constant (r5 = 0), not a split that nothing measured."""
     varies = len({f[5] / f[1] for f, _ in items}) > 1
-    latency = [f[2] == min(g[2] for g, _ in items if g[1] == f[1]) for f, _ in items]
+    latency = [B == 1 for B in batches]
     for _ in range(50):
         A = [recurrent_branch_terms(f, on) for (f, _), on in zip(items, latency)]
         if not varies:
@@ -238,7 +238,7 @@ def fit(rows):
     constants = {}
     for family, items in groups.items():
         if family.startswith("recurrent"):
-            constants[family] = fit_recurrent(items)
+            constants[family] = fit_recurrent(items, batches[family])
         else:
             constants[family] = solve(items).tolist()
     # The padding copies' launches and bytes: what the padded rows' chunked
