@@ -79,6 +79,11 @@ for size in 64 192 256; do
     > "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
   grep -q qk_l2norm "$specs/gated_deltanet_l2norm_bf16_$size.mlir"
 done
+# And in f32, whose keys the kernels hold split (the row norms formed from
+# hi + lo).
+sed 's/state(%s0)$/state(%s0) {qk_l2norm}/' "$specs/gated_deltanet_f32_128.mlir" \
+  > "$specs/gated_deltanet_l2norm_f32_128.mlir"
+grep -q qk_l2norm "$specs/gated_deltanet_l2norm_f32_128.mlir"
 # The other delta kinds likewise at K = V = 128 (negeig's rank-1 scale 2,
 # KDA's per-key gates).
 for name in deltanet deltanet_negeig kda; do

@@ -164,6 +164,8 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
     addRuntimeNarrowStatePass(pm, smCount);
     addRuntimeWideStatePass(pm, smCount);
   }
+  // qk_l2norm's row norms formed in the kernels that stage the rows.
+  pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseRowNorms());
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{
           options.chip, options.explainKernels}));

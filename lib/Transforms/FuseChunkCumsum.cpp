@@ -47,7 +47,7 @@ bool foldIntoUTTransform(UTTransformOp op, RewriterBase &rewriter) {
                 cumsum.getResult().getType()},
       op.getK(), op.getKRnorm(), op.getV(), op.getBeta(), /*gates=*/Value(),
       cumsum.getGate(),
-      op.getChunkSizeAttr(), op.getRank1ScaleAttr());
+      op.getChunkSizeAttr(), op.getRank1ScaleAttr(), op.getKL2normAttr());
   fused->setDiscardableAttrs(op->getDiscardableAttrDictionary());
   rewriter.replaceOp(cumsum, fused.getCumulativeGates());
   rewriter.replaceOp(op, fused.getResults().take_front(2));

@@ -154,7 +154,7 @@ void segment(ChunkStatePassOp op, int64_t segmentChunks) {
         output.getQRnorm(), output.getK(), local.getNewValues(),
         local.getChunkStates(),
         output.getGates(), carries.getCarries(), output.getChunkSizeAttr(),
-        output.getScaleAttr(), segmentAttr);
+        output.getScaleAttr(), segmentAttr, output.getQL2normAttr());
     segmented->setDiscardableAttrs(output->getDiscardableAttrDictionary());
     output.getOutput().replaceAllUsesWith(segmented.getOutput());
     output.erase();

@@ -50,7 +50,8 @@ def LinAttnFitChunkedKernels
     For every `linattn.recurrence` whose recorded strategy is `chunked`
     (`linattn-select-strategy{gpu-kernels=true}`), tries its chunked form
     and kernels on a copy (the pipelines' chunked forms, then
-    `linattn-fuse-chunk-cumsum` and `convert-linattn-chunked-to-gpu` for
+    `linattn-fuse-chunk-cumsum`, `linattn-fuse-row-norms` and
+    `convert-linattn-chunked-to-gpu` for
     `chip`) and, where a kernel cannot be made, records `recurrent`
     instead. What the kernels take is decided by the conversion alone, so
     the choice and the conversion cannot disagree: at K or V above 128 a
@@ -161,7 +162,8 @@ def ConvertLinAttnChunkedToGPU : Pass<"convert-linattn-chunked-to-gpu"> {
     readers.
 
     Each op is lowered by its own pattern, exactly as given: what a kernel
-    fuses is decided before, on the IR, by `linattn-fuse-chunk-cumsum`.
+    fuses is decided before, on the IR, by `linattn-fuse-chunk-cumsum` and
+    `linattn-fuse-row-norms`.
 
     `stmatrix` needs sm_90: for an older `chip` the kernels store their
     results from the accumulators directly.

@@ -703,6 +703,37 @@ def LinAttnFuseChunkCumsum : Pass<"linattn-fuse-chunk-cumsum"> {
   ];
 }
 
+def LinAttnFuseRowNorms : Pass<"linattn-fuse-row-norms"> {
+  let summary = "Fold qk_l2norm's row norms into the kernels that read the rows";
+  let description = [{
+    A `linattn.rnorm` of `qk_l2norm` factored (a delta kind's chunked
+    forward) is read by ops that stage the same rows anyway: the UT
+    transform reads k's rows of its chunk (`k_rnorm`), the output reads
+    q's (`q_rnorm`). Where every reader of an rnorm is one of those and
+    takes it for the rows it reads, each reader forms the norms itself
+    (`k_l2norm`, `q_l2norm`) and the rnorm goes: no kernel reads q and k
+    only to write [B, T, H] scales. The results are the same to rounding
+    (the same fp32 sums of squares, in another order). An rnorm with any
+    other reader (the backward's, read by the gradient ops too) stays.
+    `linattn-to-nvvm` runs this pass just before the chunked ops become
+    kernels.
+
+    ```mlir
+    // before
+    %rk = linattn.rnorm %k : tensor<?x?x16x128xbf16> -> tensor<?x?x16xf32>
+    %w, %u, %G = linattn.ut_transform k(%k) k_rnorm(%rk) v(%v) beta(%beta)
+        raw_gates(%g) {chunk_size = 64 : i64, rank1_scale = 1.0 : f32} : ...
+    // after
+    %w, %u, %G = linattn.ut_transform k(%k) v(%v) beta(%beta) raw_gates(%g)
+        {chunk_size = 64 : i64, k_l2norm, rank1_scale = 1.0 : f32} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFolded", "num-folded",
+              "Number of row norms formed in their readers' kernels">,
+  ];
+}
+
 def LinAttnStatePassToScan
     : Pass<"linattn-state-pass-to-scan"> {
   let summary = "Replace the sequential inter-chunk state pass by a scan";

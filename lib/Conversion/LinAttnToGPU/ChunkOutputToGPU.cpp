@@ -118,8 +118,10 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
   int64_t gBytes = chunk * gStride * 4;
   int64_t sBytes, dBytes, sUnitBytes, dUnitBytes;
   int64_t dOffset, gOffset, outOffset, outBytes, qRNormOffset;
-  // qk_l2norm factored: the rows' output scales s (q_rnorm) after the rest.
+  // qk_l2norm factored: the rows' output scales s (q_rnorm) after the
+  // rest; with q_l2norm each warp forms its rows' s from the Q tile.
   bool rowScales = static_cast<bool>(op.getQRnorm());
+  bool formsRowScales = op.getQL2norm();
   auto layOut = [&] {
     sBytes = K * (cols + kPad) * 2;
     dBytes = chunk * (cols + kPad) * 2;
@@ -217,6 +219,9 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       os << "; " << llvm::join(split, ", ") << " split (hi + lo)";
     if (rowScales)
       os << "; each row times q's reciprocal norm (qk_l2norm factored)";
+    if (formsRowScales)
+      os << "; each row times q's reciprocal norm, formed from the Q tile "
+            "(q_l2norm)";
     int64_t perSM = limit / sharedBytes;
     os << "; " << sharedBytes << " bytes of shared memory (" << perSM
        << (perSM == 1 ? " block" : " blocks") << " an SM by it)";
@@ -562,12 +567,19 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
       }
       o = unflatten(ifOp.getResults());
     }
-    if (sShared) {
-      // o_i = scale s_i (...): the factored normalisation's row scale.
+    if (sShared || formsRowScales) {
+      // o_i = scale s_i (...): the factored normalisation's row scale, read
+      // or formed from the warp's own rows of Q (which no warp has
+      // overwritten yet: step 4 comes after).
+      std::optional<std::array<Value, 2>> formed;
+      if (formsRowScales)
+        formed = k.accRowInverseNorms(qTile, qLo, m0, K, L2NormOp::kEpsilon);
       for (int64_t half = 0; half < 2; ++half) {
-        Value rowScale =
-            e.mul(e.f32(scale),
-                  memref::LoadOp::create(b, sShared, k.accRow(m0, 2 * half)));
+        Value s =
+            formed ? (*formed)[half]
+                   : memref::LoadOp::create(b, sShared, k.accRow(m0, 2 * half))
+                         .getResult();
+        Value rowScale = e.mul(e.f32(scale), s);
         for (SmallVector<Value> &tile : o)
           for (int64_t i : {2 * half, 2 * half + 1})
             tile[i] = e.mul(tile[i], rowScale);

@@ -163,6 +163,7 @@ struct LinAttnFitChunkedKernels
                                                 /*forwardWForm=*/true,
                                                 narrowStates}));
     formsPm.addPass(createLinAttnFuseChunkCumsum());
+    formsPm.addPass(createLinAttnFuseRowNorms());
     conversion.nest<func::FuncOp>().addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));
     // The trial's diagnostics are the answer, not the user's errors.

@@ -74,8 +74,9 @@ struct UTTransformPlan {
   bool perKey = false;
   /// The kernel sums raw scalar gates itself (linattn-fuse-chunk-cumsum).
   bool sumsGates = false;
-  /// k's reciprocal row norms r are an operand (`{qk_l2norm}` factored).
-  bool hasRNorm = false;
+  /// k's reciprocal row norms r are used (`{qk_l2norm}` factored): an
+  /// operand, or formed from the staged keys (`k_l2norm`).
+  bool hasRNorm = false, formsRNorm = false;
   /// f32 keys / values, held split (hi + lo) in shared memory.
   bool splitKeys = false, splitValues = false;
   bool splitDecayedKeys() const { return perKey && splitKeys; }
@@ -95,7 +96,8 @@ struct UTTransformPlan {
     plan.sumsGates = bool(op.getRawGates());
     plan.perKey = !op.getRawGates() && op.getGates() &&
                   cast<ShapedType>(op.getGates().getType()).getRank() == 4;
-    plan.hasRNorm = bool(op.getKRnorm());
+    plan.formsRNorm = op.getKL2norm();
+    plan.hasRNorm = bool(op.getKRnorm()) || plan.formsRNorm;
     plan.splitKeys = elementOf(op.getK()).isF32();
     plan.splitValues = elementOf(op.getV()).isF32();
     plan.splitW = isSplitW(op.getW().getType());
@@ -132,13 +134,15 @@ struct UTTransformPlan {
       int64_t n = cols / productPieceColumns(cols);
       return std::to_string(n) + (n == 1 ? " piece" : " pieces");
     };
-    os << "a block per (chunk, value head, sequence), " << kWarps
-       << " warps (" << kThreads << " threads); "
+    os << "a block per (chunk, value head, sequence), " << kWarps << " warps ("
+       << kThreads << " threads); "
        << (sumsGates ? "the chunk's gate sums formed in the kernel (no cumsum "
                        "kernel); "
                      : "")
-       << (perKey ? "per-key scores from keys decayed by 16-row blocks; "
-                  : "")
+       << (perKey ? "per-key scores from keys decayed by 16-row blocks; " : "")
+       << (formsRNorm ? "k's row norms formed from the staged keys "
+                        "(k_l2norm); "
+                      : "")
        << "T = (I + L)^-1 by 16-row blocks in fp32; W in " << pieces(K)
        << ", U in " << pieces(V);
     if (splitKeys || splitValues)
@@ -213,7 +217,8 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     Value gShared = k.vec(plan.gOffset, kChunk, f32);
     // The write coefficients b (beta, or beta r), and r.
     Value betaShared = k.vec(plan.betaOffset, kChunk, f32);
-    Value rShared = kRNorm ? k.vec(plan.rNormOffset, kChunk, f32) : Value();
+    Value rShared =
+        plan.hasRNorm ? k.vec(plan.rNormOffset, kChunk, f32) : Value();
     // The rank-1 coefficient of row i: rank1Scale beta_i (r_i^2).
     auto rank1Coeff = [&](Value i) {
       Value c = e.mul(e.f32(rank1Scale), memref::LoadOp::create(b, betaShared, i));
@@ -281,7 +286,7 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     SmallVector<std::pair<Value, Value>> rowScalars = {{betaRow, betaShared}};
     if (gateRow)
       rowScalars.push_back({gateRow, gShared});
-    if (rShared)
+    if (rRow)
       rowScalars.push_back({rRow, rShared});
     storeRowScalars(k, rowScalars);
     if (asyncKeys || perKey)
@@ -289,6 +294,30 @@ LogicalResult lowerUTTransform(UTTransformOp op, Type mmaType,
     k.barrier();
 
     Value m0 = e.mulIndex(k.warp, e.index(16));
+    if (plan.formsRNorm) {
+      // k_l2norm: each warp forms r of its own 16 rows from the staged
+      // keys, r_i into R and b_i = beta_i r_i over beta_i. The scores below
+      // read the warp's own rows' coefficients (a warp barrier suffices);
+      // per-key scores read every row's (a block barrier).
+      std::array<Value, 2> norms =
+          k.accRowInverseNorms(keyTile, keyLo, m0, K, L2NormOp::kEpsilon);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(
+            scf::IfOp::create(b, k.ult(k.quad, e.index(1)), false).thenBlock());
+        for (int64_t half = 0; half < 2; ++half) {
+          Value row = k.accRow(m0, 2 * half);
+          memref::StoreOp::create(b, norms[half], rShared, row);
+          Value beta = memref::LoadOp::create(b, betaShared, row);
+          memref::StoreOp::create(b, e.mul(beta, norms[half]), betaShared, row);
+        }
+      }
+      if (perKey)
+        k.barrier();
+      else
+        NVVM::SyncWarpOp::create(
+            b, arith::ConstantOp::create(b, b.getI32IntegerAttr(-1)));
+    }
     if (perKey)
       lowerTriangleOfPerKeyScores(k, Operand::of(keyTile, keyLo),
                                   Operand::of(kdTile, kdLo), gKeys, lTile,

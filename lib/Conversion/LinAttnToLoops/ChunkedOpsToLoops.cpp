@@ -151,7 +151,8 @@ void lowerChunkCumsum(ChunkCumsumOp op) {
 // Forward substitution for (I + L) [W U] = [diag(c) (K * exp(G)), diag(b) V],
 // L_ij = c_i sum_d k_id k_jd exp(G_id - G_jd) for j < i in the same chunk
 // (G_id = G_i for gates per row), c = rank1_scale beta and b = beta, or
-// with k_rnorm r (qk_l2norm factored) c = rank1_scale beta r^2, b = beta r:
+// with k_rnorm r (qk_l2norm factored; with k_l2norm r = rnorm(k) formed
+// here) c = rank1_scale beta r^2, b = beta r:
 //   W_i = c_i (k_i * exp(G_i)) - sum_{j<i} L_ij W_j
 //   U_i = b_i v_i              - sum_{j<i} L_ij U_j
 void lowerUTTransform(UTTransformOp op) {
@@ -196,7 +197,10 @@ void lowerUTTransform(UTTransformOp op) {
         e.forRange(t0, t1, [&](Value i) {
           // The write coefficient b_i and the rank-1 one c_i.
           Value bI = e.loadF32(beta, {bIdx, i, hv});
-          Value rI = kRNorm ? e.loadF32(kRNorm, {bIdx, i, h}) : Value();
+          Value rI = kRNorm            ? e.loadF32(kRNorm, {bIdx, i, h})
+                     : op.getKL2norm() ? e.inverseL2Norm(k, {bIdx, i, h}, K,
+                                                         L2NormOp::kEpsilon)
+                                       : Value();
           Value cI = e.mul(rank1Scale, bI);
           if (rI) {
             bI = e.mul(bI, rI);
@@ -651,7 +655,7 @@ void lowerSegmentEntries(SegmentEntriesOp op) {
 
 // o_i = scale (S_n^T (q_i * exp(G_i))
 //              + sum_{j <= i in chunk} (sum_k q_ik k_jk exp(G_ik - G_jk)) D_j),
-// times s_i with q_rnorm s.
+// times s_i with q_rnorm s (with q_l2norm s = rnorm(q), formed here).
 void lowerChunkOutput(ChunkOutputOp op) {
   ChunkLowering l(op, op.getChunkSize());
   LoopEmitter &e = l.e;
@@ -730,8 +734,12 @@ void lowerChunkOutput(ChunkOutputOp op) {
               memref::StoreOp::create(e.b, e.add(a, e.mul(score, d)), acc, c);
             });
           });
-          Value rowScale =
-              qRNorm ? e.mul(scale, e.loadF32(qRNorm, {bIdx, i, h})) : scale;
+          Value rowScale = scale;
+          if (qRNorm)
+            rowScale = e.mul(scale, e.loadF32(qRNorm, {bIdx, i, h}));
+          else if (op.getQL2norm())
+            rowScale = e.mul(
+                scale, e.inverseL2Norm(q, {bIdx, i, h}, K, L2NormOp::kEpsilon));
           e.forEach(vDim, [&](Value c) {
             Value a = memref::LoadOp::create(e.b, acc, c);
             e.storeFromF32(e.mul(rowScale, a), out, {bIdx, i, hv, c});

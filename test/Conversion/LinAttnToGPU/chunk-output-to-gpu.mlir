@@ -353,3 +353,33 @@ func.func @factored_l2norm(%q: tensor<?x?x2x128xbf16>, %rq: tensor<?x?x2xf32>, %
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
   return %o : tensor<?x?x2x128xbf16>
 }
+
+// -----
+
+// q_l2norm (linattn-fuse-row-norms): no s operand and no s vector (the
+// shared memory of the plain kernel, 108800 bytes); each warp forms s of
+// its rows group and group + 8 from its own rows of the Q tile (16-byte
+// vectors, a quad of lanes a row, two xor shuffles) once its products are
+// done, and scales each row by scale s_i before it leaves.
+// CHECK-LABEL: func.func @formed_l2norm(
+// CHECK:         %[[SMEM:.*]] = arith.constant 108800 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           %[[QT:.*]] = memref.view %{{.*}}[%c0{{[_0-9]*}}][] {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           nvvm.mma.sync
+// CHECK:           vector.load %[[QT]][{{.*}}] {alignment = 16 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:           %[[S0:.*]] = arith.divf
+// CHECK:           %[[S1:.*]] = arith.divf
+// CHECK-NEXT:      %[[SC0:.*]] = arith.constant 8.838800e-02 : f32
+// CHECK-NEXT:      %[[F0:.*]] = arith.mulf %[[SC0]], %[[S0]] : f32
+// CHECK-COUNT-16:  arith.mulf %{{.*}}, %[[F0]] : f32
+// CHECK-NEXT:      %[[SC1:.*]] = arith.constant 8.838800e-02 : f32
+// CHECK-NEXT:      %[[F1:.*]] = arith.mulf %[[SC1]], %[[S1]] : f32
+// CHECK-COUNT-16:  arith.mulf %{{.*}}, %[[F1]] : f32
+// CHECK:           nvvm.stmatrix
+func.func @formed_l2norm(%q: tensor<?x?x2x128xbf16>, %k: tensor<?x?x2x128xbf16>, %d: tensor<?x?x2x128xbf16>, %states: tensor<?x?x2x128x128xbf16>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16> {
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, q_l2norm, scale = 0.088388 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2x128x128xbf16>, tensor<?x?x2xf32>) -> tensor<?x?x2x128xbf16>
+  return %o : tensor<?x?x2x128xbf16>
+}

@@ -80,3 +80,14 @@ func.func @f32_inputs(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %d: te
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2x64xf32>
   return %o : tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// q_l2norm (linattn-fuse-row-norms): each row's scale formed from the Q
+// tile (no s vector in shared memory), here from f32 queries' hi + lo.
+func.func @formed_l2norm_f32(%q: tensor<?x?x2x64xf32>, %k: tensor<?x?x2x64xf32>, %d: tensor<?x?x2x64xf32>, %states: tensor<?x?x2x64x64xf32>, %G: tensor<?x?x2xf32>) -> tensor<?x?x2x64xf32> {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.chunk_output: 1 block a chunk of 64 value columns, 1 unit of 4 warps (128 threads); each block recomputes Q K^T; q and k, S, D split (hi + lo); each row times q's reciprocal norm, formed from the Q tile (q_l2norm); 73984 bytes of shared memory (3 blocks an SM by it)}}
+  %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states) gates(%G) {chunk_size = 64 : i64, q_l2norm, scale = 1.250000e-01 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2x64x64xf32>, tensor<?x?x2xf32>) -> tensor<?x?x2x64xf32>
+  return %o : tensor<?x?x2x64xf32>
+}

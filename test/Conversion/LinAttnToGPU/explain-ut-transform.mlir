@@ -44,3 +44,14 @@ func.func @f32_inputs(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta:
       : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>)
   return %w, %u : tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>
 }
+
+// -----
+
+// k_l2norm (linattn-fuse-row-norms): the kernel forms k's row norms from
+// the staged keys, here f32 keys held split (their norms from hi + lo).
+func.func @formed_l2norm_f32(%k: tensor<?x?x2x64xf32>, %v: tensor<?x?x2x64xf32>, %beta: tensor<?x?x2xf32>, %G: tensor<?x?x2xf32>) -> (tensor<?x?x2x2x64xbf16>, tensor<?x?x2x64xf32>) {
+  // expected-remark @+1 {{linattn GPU kernel for linattn.ut_transform: a block per (chunk, value head, sequence), 4 warps (128 threads); k's row norms formed from the staged keys (k_l2norm); T = (I + L)^-1 by 16-row blocks in fp32; W in 1 piece, U in 1 piece; f32 keys and values split (hi + lo); W stored as bf16 hi + lo; 58112 bytes of shared memory}}
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, k_l2norm, rank1_scale = 1.000000e+00 : f32}
+      : (tensor<?x?x2x64xf32>, tensor<?x?x2x64xf32>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x2x64xbf16>, tensor<?x?x2x64xf32>)
+  return %w, %u : tensor<?x?x2x2x64xbf16>, tensor<?x?x2x64xf32>
+}

@@ -338,3 +338,38 @@ func.func @factored_l2norm(%k: tensor<?x?x2x128xbf16>, %rk: tensor<?x?x2xf32>, %
       : (tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>)
   return %w, %u : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>
 }
+
+// -----
+
+// k_l2norm (linattn-fuse-row-norms): no r operand; after the keys' barrier
+// each warp forms r of its own 16 rows from the staged key tile (16-byte
+// vectors, a quad of lanes a row, two xor shuffles), and a quad's first
+// lane stores r and b = beta r over beta; a warp barrier, since the
+// scores after it read only the warp's own rows' coefficients.
+// CHECK-LABEL: func.func @formed_l2norm(
+// CHECK:         %[[SMEM:.*]] = arith.constant 57088 : i32
+// CHECK:         gpu.launch {{.*}} dynamic_shared_memory_size %[[SMEM]] {
+// CHECK:           %[[BETAS:.*]] = memref.view %{{.*}}[%c53504{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[RS:.*]] = memref.view %{{.*}}[%c56832{{[_0-9]*}}][] {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK:           %[[KEYS:.*]] = memref.view %{{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK:           gpu.barrier
+// CHECK-NEXT:      arith.constant 16 : index
+// CHECK:           vector.load %[[KEYS]][{{.*}}] {alignment = 16 : i64} : memref<64x136xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32
+// CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32
+// CHECK:           %[[R0:.*]] = arith.divf
+// CHECK:           %[[R1:.*]] = arith.divf
+// CHECK:           scf.if
+// CHECK:             memref.store %[[R0]], %[[RS]][
+// CHECK-NEXT:        %[[B0:.*]] = memref.load %[[BETAS]][
+// CHECK-NEXT:        %[[BR0:.*]] = arith.mulf %[[B0]], %[[R0]] : f32
+// CHECK-NEXT:        memref.store %[[BR0]], %[[BETAS]][
+// CHECK:             memref.store %[[R1]], %[[RS]][
+// CHECK:           nvvm.bar.warp.sync
+// CHECK-NOT:       gpu.barrier
+// CHECK:           nvgpu.ldmatrix %[[KEYS]]
+func.func @formed_l2norm(%k: tensor<?x?x2x128xbf16>, %v: tensor<?x?x2x128xbf16>, %beta: tensor<?x?x2xf32>, %G: tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>) {
+  %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G) {chunk_size = 64 : i64, k_l2norm, rank1_scale = 1.0 : f32}
+      : (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xbf16>, tensor<?x?x2xf32>, tensor<?x?x2xf32>) -> (tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>)
+  return %w, %u : tensor<?x?x2x128xbf16>, tensor<?x?x2x128xf32>
+}

@@ -59,6 +59,26 @@ func.func @f(%k: tensor<1x8x2x16xbf16>, %rk: tensor<1x8x2xf32>, %u: tensor<1x8x2
 
 // -----
 
+// k's row norms both given and formed by the op
+func.func @f(%k: tensor<1x8x2x16xbf16>, %rk: tensor<1x8x2xf32>, %v: tensor<1x8x2x32xbf16>, %beta: tensor<1x8x2xf32>) {
+  // expected-error @+1 {{takes either 'k_rnorm' or 'k_l2norm' (the op forms k's row norms itself), not both}}
+  %w, %u = linattn.ut_transform k(%k) k_rnorm(%rk) v(%v) beta(%beta) {chunk_size = 16 : i64, k_l2norm, rank1_scale = 1.0 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2xf32>, tensor<1x8x2x32xbf16>, tensor<1x8x2xf32>) -> (tensor<1x8x2x16xf32>, tensor<1x8x2x32xf32>)
+  return
+}
+
+// -----
+
+// q's row norms both given and formed by the op
+func.func @f(%q: tensor<1x8x2x16xbf16>, %rq: tensor<1x8x2xf32>, %k: tensor<1x8x2x16xbf16>, %d: tensor<1x8x2x32xf32>, %s: tensor<1x1x2x16x32xf32>) {
+  // expected-error @+1 {{takes either 'q_rnorm' or 'q_l2norm' (the op forms q's row norms itself), not both}}
+  %o = linattn.chunk_output q(%q) q_rnorm(%rq) k(%k) new_values(%d) states(%s) {chunk_size = 16 : i64, q_l2norm, scale = 0.25 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2xf32>, tensor<1x8x2x16xbf16>, tensor<1x8x2x32xf32>, tensor<1x1x2x16x32xf32>) -> tensor<1x8x2x32xbf16>
+  return
+}
+
+// -----
+
 // q_rnorm in another element type
 func.func @f(%q: tensor<1x8x2x16xbf16>, %rq: tensor<1x8x2xbf16>, %k: tensor<1x8x2x16xbf16>, %d: tensor<1x8x2x32xf32>, %s: tensor<1x1x2x16x32xf32>) {
   // expected-error @+1 {{'q_rnorm' must have element type f32}}

@@ -284,6 +284,34 @@ Value MmaEmitter::accCol(int64_t n0, int64_t i) {
   return e.addIndex(e.index(n0 + (i & 1)), e.mulIndex(quad, e.index(2)));
 }
 
+std::array<Value, 2> MmaEmitter::accRowInverseNorms(Value hi, Value lo,
+                                                    Value m0, int64_t K,
+                                                    float eps) {
+  assert(K % 16 == 0 && "rows of whole 16-column blocks");
+  // 16-byte vectors where a quad's lanes take K / 32 each, else 8 bytes.
+  int64_t width = K % 32 == 0 ? 8 : 4;
+  int64_t vectorsPerLane = K / (4 * width);
+  std::array<Value, 2> norms;
+  for (int64_t half = 0; half < 2; ++half) {
+    Value row = accRow(m0, 2 * half);
+    Value sum = e.f32(0.0f);
+    for (int64_t j = 0; j < vectorsPerLane; ++j) {
+      Value column =
+          e.mulIndex(e.addIndex(quad, e.index(4 * j)), e.index(width));
+      Value x = loadWidenedJoined(hi, lo, {row, column}, width);
+      for (int64_t i = 0; i < width; ++i) {
+        Value xi = vector::ExtractOp::create(b, x, i);
+        sum = math::FmaOp::create(b, xi, xi, sum);
+      }
+    }
+    // A quad is an aligned run of four lanes: xor 1 and 2 stay inside it.
+    for (int32_t offset : {1, 2})
+      sum = e.add(sum, shuffle(sum, offset, gpu::ShuffleMode::XOR));
+    norms[half] = e.inverseNormOfSquares(sum, eps);
+  }
+  return norms;
+}
+
 SmallVector<Value> MmaEmitter::perAccColumnShared(function_ref<Value(Value)> f) {
   // 32 lanes x 2 columns: the step's 64.
   Value first = e.mulIndex(lane, e.index(2));

@@ -23,6 +23,8 @@
 
 #include "KernelEmitter.h"
 
+#include <array>
+
 namespace mlir::linattn::kernel {
 
 /// A 2-D shared tile seen as an operand: element (i, k) is buf[i][k], or
@@ -177,6 +179,15 @@ public:
   /// Row and column of accumulator element `i` (0..3) of tile (m0, n0).
   Value accRow(Value m0, int64_t i);
   Value accCol(int64_t n0, int64_t i);
+
+  /// r = (sum_c x_rc^2 + eps)^-1/2 of the calling lane's accumulator rows
+  /// accRow(m0, 0) and accRow(m0, 2) of a staged [rows][K] tile (hi + lo
+  /// where `lo` is set; K a multiple of 16): the four lanes of a quad
+  /// share a row, each summing K / 4 of its columns in 8- or 16-byte
+  /// vectors, then two shuffles. The warp's 16 rows are its own, so no
+  /// barrier is needed between a warp's norms and its use of them.
+  std::array<Value, 2> accRowInverseNorms(Value hi, Value lo, Value m0,
+                                          int64_t K, float eps);
 
   /// f(c) of the accumulator columns c = accCol(8 nt, odd), nt < 8, that a
   /// thread's eight tiles across 64 columns hold (the state pass's D rows),

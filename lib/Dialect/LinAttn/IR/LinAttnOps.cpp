@@ -808,6 +808,9 @@ LogicalResult ChunkCumsumOp::verify() {
 
 LogicalResult UTTransformOp::verify() {
   LayoutChecker checker(*this);
+  if (getKRnorm() && getKL2norm())
+    return emitOpError() << "takes either 'k_rnorm' or 'k_l2norm' (the op "
+                            "forms k's row norms itself), not both";
   if (getGates() && getRawGates())
     return emitOpError() << "takes either 'gates' (cumulative) or 'raw_gates' "
                             "(summed by the op), not both";
@@ -964,6 +967,9 @@ LogicalResult ChunkOutputOp::verify() {
   if (!std::isfinite(scale) || scale <= 0.0f)
     return emitOpError() << "'scale' must be finite and positive, got "
                          << scale;
+  if (getQRnorm() && getQL2norm())
+    return emitOpError() << "takes either 'q_rnorm' or 'q_l2norm' (the op "
+                            "forms q's row norms itself), not both";
   if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
       failed(checkRNorm(checker, getQRnorm(), "q_rnorm")) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||

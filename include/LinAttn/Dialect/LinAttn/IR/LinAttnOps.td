@@ -484,6 +484,9 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
     the factors of the keys k r, with rows scaled by r (W = diag(r) W^, U =
     diag(r) U^, A = diag(r) A^ diag(r)^-1 for the normalised keys' W^, U^,
     A^), and so the state pass over k makes the normalised keys' states.
+    With `k_l2norm` (no `k_rnorm`) the op forms r = rnorm(k) itself from
+    the key rows it reads: the same results without an r operand
+    (`linattn-fuse-row-norms` makes this form).
 
     ```mlir
     %w, %u = linattn.ut_transform k(%k) v(%v) beta(%beta) gates(%G)
@@ -504,7 +507,8 @@ def LinAttn_UTTransformOp : LinAttn_Op<"ut_transform",
                        Optional<AnyRankedTensor>:$gates,
                        Optional<AnyRankedTensor>:$raw_gates,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
-                       F32Attr:$rank1_scale);
+                       F32Attr:$rank1_scale,
+                       UnitAttr:$k_l2norm);
   let results = (outs AnyRankedTensor:$w, AnyRankedTensor:$u,
                       Optional<AnyRankedTensor>:$cumulative_gates);
   let assemblyFormat = [{
@@ -780,7 +784,8 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
 
     With `q_rnorm` s [B, T, H] f32 (`qk_l2norm` factored: `linattn.rnorm`
     of q), o_i is the above times s_i, the output of the normalised queries
-    q s.
+    q s. With `q_l2norm` (no `q_rnorm`) the op forms s = rnorm(q) itself
+    from the query rows it reads (`linattn-fuse-row-norms`).
 
     ```mlir
     %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
@@ -798,7 +803,8 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
                        Optional<AnyRankedTensor>:$carries,
                        ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
                        F32Attr:$scale,
-                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks);
+                       OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$segment_chunks,
+                       UnitAttr:$q_l2norm);
   let results = (outs AnyRankedTensor:$output);
   let assemblyFormat = [{
     `q` `(` $q `)` (`q_rnorm` `(` $q_rnorm^ `)`)? `k` `(` $k `)` `new_values` `(` $new_values `)`
