@@ -26,4 +26,25 @@ case "${1:-}" in
     done
     cat $R/fused_row_norms_kernel_times_h200.log
     tar czf $OUT/results.tgz -C $R . ;;
+  programmatic)
+    # linattn-programmatic-launches (each kernel waits on the grids before
+    # it; the runtime launches them with programmatic stream serialization).
+    # Objects .carry/s45b: bench/gpu/prepare.sh DIR '_(bf16_128|f32_64)_(chunked|auto)$'
+    # and LINATTN_VARIANTS="/usr/bin/python3 bench/gpu/model_shapes.py variants" \
+    # bench/gpu/prepare.sh DIR '^mm_(qwen3next|gdn_h8|gdn_h16_hv64|linear_attention_h8|
+    # simple_gla_h8|gla_h8|kda_h8|deltanet_h8|gdn_k64_v64|mamba2)$', merged.
+    # Every family's chunked and auto libraries against fp64 with the
+    # overlap on; then the same libraries' matrix rows without fla, the
+    # overlap off and on in turn (LINATTN_PROGRAMMATIC_LAUNCH), twice.
+    OBJECTS=.carry/s45b OUT=$R/check timeout 280 bench/gpu/device.sh check \
+        --T 1,65,1000,4096 --B 1,4 --hard-T 1000 || true
+    rows='^(qwen3next (1 (1|1024|4096|16384)|8 2048|16 1)|gdn_h8 .*|gdn_h16_hv64 .*|linear_attention_h8 .*|simple_gla_h8 .*|gla_h8 .*|kda_h8 .*|deltanet_h8 .*|gdn_k64_v64 .*|mamba2 .*)$'
+    for run in off1 on1 off2 on2; do
+      case $run in off*) pdl=0 ;; *) pdl=1 ;; esac
+      LINATTN_PROGRAMMATIC_LAUNCH=$pdl timeout 100 python3 bench/gpu/model_matrix.py --no-fla \
+          --libdir /tmp/linattn-libs --runner "$(runner)" --seed 45 --rows "$rows" \
+          --json $R/programmatic_launches_${run}_nofla.json > $R/programmatic_launches_${run}_nofla.log 2>&1 || true
+      tail -1 $R/programmatic_launches_${run}_nofla.log
+    done
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
