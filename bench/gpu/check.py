@@ -2,7 +2,9 @@
 """GPU correctness of compiled LinAttn specs against an fp64 reference.
 
 Runs on the GPU machine (PyTorch there). For every library
-LIBDIR/<name>_<dtype>_<K>_<strategy>.so
+LIBDIR/<name>_<dtype>_<K>_<strategy>.so, or LIBDIR/mm_<spec id>.so of the
+model-shape matrix (bench/gpu/model_shapes.py: its spec's heads, grouped
+value heads, head sizes, type and {qk_l2norm}; strategy auto)
 (made by bench/gpu/device.sh from bench/gpu/prepare.sh's objects) and every
 B in {1, 4}, T in {1, 63, 64, 65, 1000, 4096, 16384}, it draws fresh random
 inputs (H = HV = 8, or N for a library <family>_hN_...; non-zero initial
@@ -60,6 +62,22 @@ def parse_library(path):
         sys.exit(f"{os.path.basename(sys.argv[0])}: {path}: no family {name!r} (expected "
                  f"<family>[_l2norm]_<dtype>_<K>_<strategy>.so, family one of {sorted(KINDS)})")
     return name, KINDS[name], dtype, head_dims(path)[0], strategy, qk_l2norm, H
+
+
+def library_case(path):
+    """(entry, kind, dtype, K, V, strategy, qk_l2norm, H, HV) of a library:
+    a model-shape library mm_<spec id>.so (bench/gpu/model_shapes.py's spec,
+    compiled with the default strategy, auto) or one named as parse_library
+    says (HV = H)."""
+    stem = os.path.basename(path)[:-len(".so")]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from model_shapes import SPECS, library_name
+    for spec_id, s in SPECS.items():
+        if library_name(spec_id) == stem:
+            return (s["family"], s["kind"], s["dtype"], s["K"], s["V"], "auto", s["qk_l2norm"],
+                    s["H"], s["HV"])
+    name, kind, dtype, K, strategy, qk_l2norm, H = parse_library(path)
+    return name, kind, dtype, K, head_dims(path)[1], strategy, qk_l2norm, H, H
 
 
 def head_dims(path):
@@ -192,19 +210,18 @@ def main():
             stem = lib[:-3]
             if args.only and not re.search(args.only, stem):
                 continue
-            name, kind, dtype, K, strategy, qk_l2norm, H = parse_library(lib)
-            V = head_dims(lib)[1]
+            name, kind, dtype, K, V, strategy, qk_l2norm, H, HV = library_case(lib)
             tol = 5e-3 if dtype in ("bf16", "f16") else 1e-4
             for B in Bs:
                 for T in Ts:
                     hard = T in hard_Ts
-                    ins = make_inputs(kind, B, T, K, V, dtype, hard, gen, qk_l2norm, H)
+                    ins = make_inputs(kind, B, T, K, V, dtype, hard, gen, qk_l2norm, H, HV)
                     cmd, outs = runner_command(args.runner, os.path.join(args.libdir, lib),
                                                name, ins, work)
                     t0 = time.time()
                     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
                     row = {"lib": stem, "kind": kind, "strategy": strategy, "dtype": dtype, "K": K, "V": V, "H": H,
-                           "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
+                           "HV": HV, "B": B, "T": T, "hard": hard, "seed": seed, "tol": tol}
                     if proc.returncode != 0:
                         row.update(status="FAIL", error=proc.stderr.strip()[-400:])
                     else:
@@ -213,7 +230,7 @@ def main():
                         d = {n: x.double() for n, x in ins.items()}
                         if qk_l2norm:
                             d["q"], d["k"] = l2norm(d["q"]), l2norm(d["k"])
-                        gammas = retnet_gammas(H) if kind == "constant_decay" else None
+                        gammas = retnet_gammas(HV) if kind == "constant_decay" else None
                         ro, rs = reference(kind, d["q"], d["k"], d["v"], d.get("gate"),
                                            d.get("beta"), d["initial_state"], K ** -0.5, gammas)
                         unwritten = int(torch.isnan(o).sum().item() + torch.isnan(s).sum().item())

@@ -47,4 +47,13 @@ case "${1:-}" in
       tail -1 $R/programmatic_launches_${run}_nofla.log
     done
     tar czf $OUT/results.tgz -C $R . ;;
+  matrix-specs)
+    # Every model-shape library (.carry/mmall: LINATTN_VARIANTS="/usr/bin/python3
+    # bench/gpu/model_shapes.py variants" bench/gpu/prepare.sh DIR; strategy
+    # auto) against the fp64 reference at the lengths issue 26's must-have
+    # 7 names beside the matrix's own: grouped value heads, {qk_l2norm},
+    # every head size, f32; B 1 and 4, hard inputs at T = 1000.
+    OBJECTS=.carry/mmall OUT=$R/check timeout 480 bench/gpu/device.sh check \
+        --T 1,2,63,65,1000 --B 1,4 --hard-T 1000 || true
+    tar czf $OUT/results.tgz -C $R . ;;
 esac
