@@ -56,4 +56,19 @@ case "${1:-}" in
     OBJECTS=.carry/mmall OUT=$R/check timeout 480 bench/gpu/device.sh check \
         --T 1,2,63,65,1000 --B 1,4 --hard-T 1000 || true
     tar czf $OUT/results.tgz -C $R . ;;
+  profile-forward)
+    # Nsight Compute on Qwen3-Next's forward kernels after rn1 (UT transform,
+    # state pass, output; B 1 T 4096), the second call's, with the sampled
+    # SASS summarised: objects .carry/mm (LINATTN_VARIANTS="/usr/bin/python3
+    # bench/gpu/model_shapes.py variants" bench/gpu/prepare.sh DIR '^mm_qwen3next$').
+    R=$OUT  # written where the call's files come back from, should it run out of time
+    OBJECTS=.carry/mm OUT=/tmp/none timeout 90 bench/gpu/device.sh none || true
+    mkdir -p $R/ncu
+    timeout 300 python3 bench/gpu/kernel_times.py --runner "$(runner)" --lib /tmp/linattn-libs/mm_qwen3next.so \
+        --B 1 --T 4096 --ncu "$(command -v ncu)" --ncu-report $R/ncu/qwen3next_forward_B1_T4096_rn1 \
+        --sections SpeedOfLight,Occupancy,LaunchStats,WarpStateStats,MemoryWorkloadAnalysis,SourceCounters \
+        > $R/ncu/qwen3next_forward_B1_T4096_rn1.txt 2>&1 || true
+    rm -f $R/ncu/*.ncu-rep
+    grep -E "Duration|Registers Per|Achieved Occupancy|Executed Ipc A|Warp Cycles Per Issued|DRAM Throughput" \
+        $R/ncu/qwen3next_forward_B1_T4096_rn1.txt | head -30 ;;
 esac
