@@ -71,4 +71,25 @@ case "${1:-}" in
     rm -f $R/ncu/*.ncu-rep
     grep -E "Duration|Registers Per|Achieved Occupancy|Executed Ipc A|Warp Cycles Per Issued|DRAM Throughput" \
         $R/ncu/qwen3next_forward_B1_T4096_rn1.txt | head -30 ;;
+  row-norm-registers)
+    # rn2: the UT kernel's scores take each lane's r from registers (no warp
+    # barrier after the norms). Objects: .carry/chk3 (bench/gpu/prepare.sh
+    # DIR '^(gated_deltanet_l2norm_(bf16_128|f32_128|bf16_64)|kda_l2norm_bf16_128|
+    # deltanet_negeig_l2norm_bf16_128)_chunked$', and this tree's mm_qwen3next.o),
+    # .carry/mmold (rn1's mm_qwen3next.o, commit 8ce02dd). The check with the
+    # new kernels, then old and new Qwen3-Next side by side, twice each.
+    R=$OUT
+    OBJECTS=.carry/chk3 OUT=$R/check timeout 150 bench/gpu/device.sh check \
+        --T 1,63,65,1000,4096 --B 1,4 --hard-T 1000 || true
+    rm -rf /tmp/libs_new && cp -r /tmp/linattn-libs /tmp/libs_new
+    OBJECTS=.carry/mmold OUT=/tmp/none timeout 60 bench/gpu/device.sh none || true
+    rm -rf /tmp/libs_old && cp -r /tmp/linattn-libs /tmp/libs_old
+    for run in old1 new1 old2 new2; do
+      libs=/tmp/libs_${run%?}
+      timeout 25 python3 bench/gpu/kernel_times.py --runner "$(runner)" --lib $libs/mm_qwen3next.so \
+          --B 1 --T 4096 > $R/rn2_kernel_times_$run.log 2>&1 || true
+      timeout 60 python3 bench/gpu/model_matrix.py --no-fla --libdir $libs --runner "$(runner)" --seed 46 \
+          --rows '^qwen3next (1 (1024|4096|16384)|8 2048)$' --json $R/rn2_$run.json > $R/rn2_$run.log 2>&1 || true
+    done
+    tail -1 $R/check/check.log; cat $R/rn2_kernel_times_*.log | grep "block 128 smem 57088" ;;
 esac
