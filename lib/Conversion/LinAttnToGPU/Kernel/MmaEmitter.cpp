@@ -287,9 +287,9 @@ Value MmaEmitter::accCol(int64_t n0, int64_t i) {
 std::array<Value, 2> MmaEmitter::accRowInverseNorms(Value hi, Value lo,
                                                     Value m0, int64_t K,
                                                     float eps) {
-  assert(K % 16 == 0 && "rows of whole 16-column blocks");
-  // 16-byte vectors where a quad's lanes take K / 32 each, else 8 bytes.
-  int64_t width = K % 32 == 0 ? 8 : 4;
+  assert(K % 32 == 0 && "the chunked kernels' head sizes");
+  // 16-byte vectors of 16-bit keys, K / 32 a lane of the quad.
+  constexpr int64_t width = 8;
   int64_t vectorsPerLane = K / (4 * width);
   std::array<Value, 2> norms;
   for (int64_t half = 0; half < 2; ++half) {

@@ -182,10 +182,11 @@ public:
 
   /// r = (sum_c x_rc^2 + eps)^-1/2 of the calling lane's accumulator rows
   /// accRow(m0, 0) and accRow(m0, 2) of a staged [rows][K] tile (hi + lo
-  /// where `lo` is set; K a multiple of 16): the four lanes of a quad
-  /// share a row, each summing K / 4 of its columns in 8- or 16-byte
-  /// vectors, then two shuffles. The warp's 16 rows are its own, so no
-  /// barrier is needed between a warp's norms and its use of them.
+  /// where `lo` is set; K a multiple of 32, as the chunked kernels take
+  /// it): the four lanes of a quad share a row, each summing K / 4 of its
+  /// columns in 16-byte vectors, then two shuffles. The warp's 16 rows are
+  /// its own, so no barrier is needed between a warp's norms and its use
+  /// of them.
   std::array<Value, 2> accRowInverseNorms(Value hi, Value lo, Value m0,
                                           int64_t K, float eps);
 
