@@ -31,6 +31,9 @@ import time
 import numpy as np
 import torch
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from model_shapes import SPECS, library_name  # noqa: E402
+
 KINDS = {"linear_attention": "identity", "retnet": "constant_decay",
          "simple_gla": "scalar_gate", "gla": "key_gate", "deltanet": "delta",
          "gated_deltanet": "gated_delta", "deltanet_negeig": "negeig_delta", "kda": "kda"}
@@ -70,8 +73,6 @@ def library_case(path):
     compiled with the default strategy, auto) or one named as parse_library
     says (HV = H)."""
     stem = os.path.basename(path)[:-len(".so")]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from model_shapes import SPECS, library_name
     for spec_id, s in SPECS.items():
         if library_name(spec_id) == stem:
             return (s["family"], s["kind"], s["dtype"], s["K"], s["V"], "auto", s["qk_l2norm"],

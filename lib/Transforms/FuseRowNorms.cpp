@@ -21,15 +21,16 @@ namespace {
 
 /// Whether `user` reads r = rnorm(x) only as the norms of rows it reads
 /// itself: a UT transform's `k_rnorm` of its keys x, or a chunk output's
-/// `q_rnorm` of its queries x.
+/// `q_rnorm` of its queries x, and as no other operand (r [B, T, H] f32
+/// could also stand for gates or betas where H = HV).
 bool formsNormsItself(Operation *user, RNormOp norm) {
   Value r = norm.getResult(), x = norm.getInput();
+  if (llvm::count(user->getOperands(), r) != 1)
+    return false;
   if (auto ut = dyn_cast<UTTransformOp>(user))
-    return ut.getKRnorm() == r && ut.getK() == x && ut.getV() != r &&
-           ut.getBeta() != r && ut.getGates() != r && ut.getRawGates() != r;
+    return ut.getKRnorm() == r && ut.getK() == x;
   if (auto output = dyn_cast<ChunkOutputOp>(user))
-    return output.getQRnorm() == r && output.getQ() == x &&
-           llvm::count(output->getOperands(), r) == 1;
+    return output.getQRnorm() == r && output.getQ() == x;
   return false;
 }
 
