@@ -166,6 +166,10 @@ void linattn::buildLinAttnToNVVMPipeline(OpPassManager &pm,
   }
   // qk_l2norm's row norms formed in the kernels that stage the rows.
   pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseRowNorms());
+  // The delta rules' chunk outputs formed in the state pass (after the
+  // segments and block widths: it takes the unsegmented 32-column pass).
+  if (!options.separateChunkOutput)
+    pm.addNestedPass<func::FuncOp>(linattn::createLinAttnFuseChunkOutput());
   pm.addNestedPass<func::FuncOp>(
       createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{
           options.chip, options.explainKernels}));

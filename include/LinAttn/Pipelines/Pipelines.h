@@ -119,6 +119,14 @@ struct LinAttnToNVVMOptions : public PassPipelineOptions<LinAttnToNVVMOptions> {
                      "token as elsewhere, the backward 4-7% slower "
                      "(bench/NOTES.md b22)"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> separateChunkOutput{
+      *this, "separate-chunk-output",
+      llvm::cl::desc("Keep the chunk outputs a kernel of their own, reading "
+                     "the stored chunk states and new values, instead of "
+                     "forming them in the state pass where its kernel can "
+                     "(linattn-fuse-chunk-output): for measuring the fused "
+                     "kernel against it"),
+      llvm::cl::init(false)};
   PassOptions::Option<bool> explainKernels{
       *this, "explain-kernels",
       llvm::cl::desc("Remark on each chunked GPU kernel (UT transform, "

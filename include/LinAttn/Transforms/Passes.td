@@ -703,6 +703,38 @@ def LinAttnFuseChunkCumsum : Pass<"linattn-fuse-chunk-cumsum"> {
   ];
 }
 
+def LinAttnFuseChunkOutput : Pass<"linattn-fuse-chunk-output"> {
+  let summary = "Fold a chunk output into the state pass whose states only it reads";
+  let description = [{
+    A `linattn.chunk_output` reads back every chunk state S_n and the new
+    values D that its `linattn.chunk_state_pass` wrote, and nothing else
+    reads them: at Qwen3-Next's layer (B 1, T 4096) that is ~200 of the
+    forward's ~570 MB. Where the state pass's kernel can form the outputs
+    itself (chunked_kernels::hasFusedOutputPass: WY form, row gates or
+    none, 16-bit q, k, D and S_n of one type, 64-token chunks, one block
+    width, unsegmented), the pair becomes one
+    `linattn.chunk_state_pass_output` and neither S_n nor D is stored. The
+    CPU loops lower the fused op as the pair (the same arithmetic).
+    `linattn-to-nvvm` runs this pass after `linattn-fuse-row-norms`, just
+    before the chunked ops become kernels.
+
+    ```mlir
+    // before
+    %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w)
+        gates(%G) state(%s0) {chunk_size = 64 : i64} : ...
+    %o = linattn.chunk_output q(%q) k(%k) new_values(%d) states(%states)
+        gates(%G) {chunk_size = 64 : i64, scale = 0.088 : f32} : ...
+    // after
+    %o, %final = linattn.chunk_state_pass_output q(%q) k(%k) u(%u) w(%w)
+        gates(%G) state(%s0) {chunk_size = 64 : i64, scale = 0.088 : f32} : ...
+    ```
+  }];
+  let statistics = [
+    Statistic<"numFused", "num-fused",
+              "Number of chunk outputs folded into their state passes">,
+  ];
+}
+
 def LinAttnFuseRowNorms : Pass<"linattn-fuse-row-norms"> {
   let summary = "Fold qk_l2norm's row norms into the kernels that read the rows";
   let description = [{

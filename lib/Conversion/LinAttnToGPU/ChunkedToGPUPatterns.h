@@ -47,6 +47,13 @@ void populateChunkCumsumToGPUPatterns(RewritePatternSet &patterns,
                                       const ChunkedLoweringContext &context);
 void populateUTTransformToGPUPatterns(RewritePatternSet &patterns,
                                       const ChunkedLoweringContext &context);
+/// Every linattn.chunk_state_pass_output whose kernel the target cannot
+/// hold (StatePassPlan::build says why) becomes the two ops it stands for
+/// again, a separate output kernel reading the stored states (with
+/// `explain`, a remark says why).
+void unfuseStatePassOutputsWithoutKernel(Operation *root,
+                                         const GPUTargetInfo &target,
+                                         bool explain);
 void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context);
 /// The reverse chunk pass of the backward, where its kernel takes the op's

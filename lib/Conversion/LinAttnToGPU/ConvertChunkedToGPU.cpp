@@ -47,6 +47,9 @@ ChunkedLoweringContext::build(Operation *root, const GPUTargetInfo &target,
             .Case([](ChunkStatePassOp o) {
               return mmaTypeOf(o, {o.getK()}, o.getGates());
             })
+            .Case([](ChunkStatePassOutputOp o) {
+              return mmaTypeOf(o, {o.getQ(), o.getK()}, o.getGates());
+            })
             .Case([](SegmentMapsOp o) {
               return mmaTypeOf(o, {o.getK()}, o.getGates());
             })
@@ -72,8 +75,8 @@ using namespace kernel;
 
 bool isChunkedOp(Operation *op) {
   return isa<L2NormOp, RNormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,
-             SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp, ChunkOutputOp>(
-      op);
+             SegmentCarriesOp, SegmentMapsOp, SegmentEntriesOp, ChunkOutputOp,
+             ChunkStatePassOutputOp>(op);
 }
 
 struct ConvertLinAttnChunkedToGPU
@@ -85,6 +88,7 @@ struct ConvertLinAttnChunkedToGPU
       return signalPassFailure();
     }
     GPUTargetInfo target = *GPUTargetInfo::forChip(chip);
+    unfuseStatePassOutputsWithoutKernel(getOperation(), target, explain);
     FailureOr<ChunkedLoweringContext> context =
         ChunkedLoweringContext::build(getOperation(), target, explain);
     if (failed(context))

@@ -164,6 +164,7 @@ struct LinAttnFitChunkedKernels
                                                 narrowStates}));
     formsPm.addPass(createLinAttnFuseChunkCumsum());
     formsPm.addPass(createLinAttnFuseRowNorms());
+    formsPm.addPass(createLinAttnFuseChunkOutput());
     conversion.nest<func::FuncOp>().addPass(
         createConvertLinAttnChunkedToGPU(ConvertLinAttnChunkedToGPUOptions{chip}));
     // The trial's diagnostics are the answer, not the user's errors.

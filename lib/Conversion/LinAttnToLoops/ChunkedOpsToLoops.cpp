@@ -874,6 +874,17 @@ void lowerChunkNewValues(ChunkNewValuesOp op) {
 } // namespace
 
 void lowerChunkedOpsToLoops(Operation *root) {
+  // A state pass with its outputs formed in it is, in loops, the two ops
+  // it stands for.
+  SmallVector<ChunkStatePassOutputOp> fused;
+  root->walk([&](ChunkStatePassOutputOp op) { fused.push_back(op); });
+  for (ChunkStatePassOutputOp op : fused) {
+    OpBuilder builder(op);
+    auto [pass, output] = op.unfuse(builder);
+    op.getOutput().replaceAllUsesWith(output.getOutput());
+    op.getFinalState().replaceAllUsesWith(pass.getFinalState());
+    op->erase();
+  }
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {
     if (isa<L2NormOp, RNormOp, ChunkCumsumOp, UTTransformOp, ChunkStatePassOp,

@@ -550,3 +550,33 @@ func.func @f(%k: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x4xf32>, %g: tensor<1x2x
   %d, %s, %f = linattn.chunk_state_pass k(%k) u(%u) gates(%g) state(%s0) {chunk_size = 4 : i64, decayed_keys, segment_chunks = 1 : i64} : (tensor<1x8x2x16xbf16>, tensor<1x8x2x4xf32>, tensor<1x2x2x16xf32>, tensor<1x2x16x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x2x16x4xf32>, tensor<1x2x2x16x4xf32>)
   return
 }
+
+// -----
+
+// The state pass with the outputs in it takes row gates or none.
+func.func @f(%q: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x32xf32>, %g: tensor<1x8x2x16xf32>, %s: tensor<1x2x16x32xf32>) {
+  // expected-error @+1 {{'gates' must be scalar per head [B, T, HV] here, got 'tensor<1x8x2x16xf32>'}}
+  %o, %f = linattn.chunk_state_pass_output q(%q) k(%q) u(%u) gates(%g) state(%s) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x32xf32>, tensor<1x8x2x16xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x8x2x32xbf16>, tensor<1x2x16x32xf32>)
+  return
+}
+
+// -----
+
+// Its output has the values' layout.
+func.func @f(%q: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x32xf32>, %s: tensor<1x2x16x32xf32>) {
+  // expected-error @+1 {{dimension V of 'output' (16) must equal V = 32 (from 'u')}}
+  %o, %f = linattn.chunk_state_pass_output q(%q) k(%q) u(%u) state(%s) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x8x2x16xbf16>, tensor<1x2x16x32xf32>)
+  return
+}
+
+// -----
+
+// and a positive scale.
+func.func @f(%q: tensor<1x8x2x16xbf16>, %u: tensor<1x8x2x32xf32>, %s: tensor<1x2x16x32xf32>) {
+  // expected-error @+1 {{'scale' must be finite and positive, got 0}}
+  %o, %f = linattn.chunk_state_pass_output q(%q) k(%q) u(%u) state(%s) {chunk_size = 64 : i64, scale = 0.0 : f32}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x32xf32>, tensor<1x2x16x32xf32>) -> (tensor<1x8x2x32xbf16>, tensor<1x2x16x32xf32>)
+  return
+}

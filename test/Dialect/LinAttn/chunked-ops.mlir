@@ -112,3 +112,15 @@ func.func @fused_forms(%k: tensor<?x?x2x16xbf16>, %v: tensor<?x?x4x32xbf16>, %be
       : (tensor<?x?x4x16xbf16>, tensor<?x?x4x32xbf16>, tensor<?x?x4x16xf32>, tensor<?x4x16x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x?x4x16x32xbf16>, tensor<?x4x16x32xf32>)
   return %w, %u, %G, %final : tensor<?x?x4x16xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4xf32>, tensor<?x4x16x32xf32>
 }
+
+// The state pass with the outputs formed in it (linattn-fuse-chunk-output).
+// CHECK-LABEL: func.func @state_pass_output
+// CHECK:   linattn.chunk_state_pass_output q(%arg0) k(%arg1) u(%arg2) w(%arg3) gates(%arg4) state(%arg5) {chunk_size = 64 : i64, q_l2norm, scale = 2.500000e-01 : f32}
+// CHECK:   linattn.chunk_state_pass_output q(%arg0) k(%arg1) u(%arg2) state(%arg5) {chunk_size = 64 : i64, scale = 2.500000e-01 : f32}
+func.func @state_pass_output(%q: tensor<?x?x2x32xbf16>, %k: tensor<?x?x2x32xbf16>, %u: tensor<?x?x4x32xf32>, %w: tensor<?x?x4x32xbf16>, %G: tensor<?x?x4xf32>, %s0: tensor<?x4x32x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x32x32xf32>) {
+  %o, %final = linattn.chunk_state_pass_output q(%q) k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64, q_l2norm, scale = 0.25 : f32}
+      : (tensor<?x?x2x32xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x4x32xf32>, tensor<?x?x4x32xbf16>, tensor<?x?x4xf32>, tensor<?x4x32x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x32x32xf32>)
+  %o2, %final2 = linattn.chunk_state_pass_output q(%q) k(%k) u(%u) state(%s0) {chunk_size = 64 : i64, scale = 0.25 : f32}
+      : (tensor<?x?x2x32xbf16>, tensor<?x?x2x32xbf16>, tensor<?x?x4x32xf32>, tensor<?x4x32x32xf32>) -> (tensor<?x?x4x32xbf16>, tensor<?x4x32x32xf32>)
+  return %o, %final2 : tensor<?x?x4x32xbf16>, tensor<?x4x32x32xf32>
+}

@@ -144,6 +144,15 @@ constexpr bool hasWideStateBlocks(int64_t valueDim) {
   return valueDim % kWideStateColumns == 0 ||
          (valueDim % kStateColumns == 0 && valueDim >= 7 * kStateColumns);
 }
+/// Whether the state pass's kernel forms the chunks' outputs itself (a
+/// linattn.chunk_state_pass_output, linattn-fuse-chunk-output) at key size
+/// K and value size V: its 32-column blocks with producer warps, whose
+/// shared memory holds the output warps' queries beside three input stages
+/// up to K = 128.
+constexpr int64_t kMaxFusedOutputKeyDim = 128;
+constexpr bool hasFusedOutputPass(int64_t keyDim, int64_t valueDim) {
+  return keyDim <= kMaxFusedOutputKeyDim && valueDim % kStateColumns == 0;
+}
 /// Chunks per segment of the automatic segments (bench/NOTES.md c27, c29).
 constexpr int64_t kAutoSegmentChunks = 16;
 /// Whether the automatic pipeline cuts a state pass with dense transitions

@@ -26,6 +26,7 @@
 #include "../Kernel/MmaEmitter.h"
 #include "../KernelSupport.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include <optional>
@@ -38,6 +39,7 @@ namespace {
 struct StatePassOperands {
   Value keys, u, w, gates, initialState;    ///< inputs (w, gates optional)
   Value newValues, states, finalState;      ///< results (newValues optional)
+  Value queries, output;                    ///< where the plan forms outputs
   Value seqLen, numChunks, numSteps, numSegments;
 };
 
@@ -75,6 +77,16 @@ private:
   /// compute warps read it; an output buffer's: the producers copied it
   /// out).
   void emitProducer(Value steps);
+  /// With formsOutput: the output warps' loop over the block's steps (each
+  /// step's output from its stage and staged S_n, D_n), and the mbarriers
+  /// it arrives on (a stage's "output done"; an output buffer's free).
+  void emitOutputWarps(Value steps);
+  Value outputDoneBarrier(Value slot);
+  /// Output warp `warp`'s 16 rows of step n's queries into Q buffer n mod 2
+  /// (rows past T as zeros), by the warp's lanes, and their copy group.
+  void copyQueryRows(Value n, Value warp);
+  /// O for the warp's rows m0.. of step n and the block's columns, stored.
+  void formOutput(Value n, Value slot, Value m0);
   void flushStep(Value m);
   Value mbarrierAt(Value index);
   Value fullBarrier(Value slot);
@@ -726,6 +738,10 @@ Value StatePassKernel::outFreeBarrier(Value parity) {
   return mbarrierAt(e.addIndex(parity, e.index(2 * p.stages)));
 }
 
+Value StatePassKernel::outputDoneBarrier(Value slot) {
+  return mbarrierAt(e.addIndex(slot, e.index(2 * p.stages + 2)));
+}
+
 // The producers copy block step m's staged outputs out, then free their
 // buffer.
 void StatePassKernel::flushStep(Value m) {
@@ -750,12 +766,14 @@ void StatePassKernel::emitProducer(Value steps) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, reused, false).thenBlock());
-      waitForRound(emptyBarrier(slot), j, p.stages, /*lag=*/1);
+      // Read by the compute warps, and by the output warps after them.
+      waitForRound(p.formsOutput ? outputDoneBarrier(slot) : emptyBarrier(slot),
+                   j, p.stages, /*lag=*/1);
     }
     prefetch(p.segmentChunks ? e.addIndex(firstStep, j) : j, slot);
     k.copiesArrive(fullBarrier(slot));
     // Step j - stages, read (its empty barrier), has its outputs staged.
-    if (p.stageStates || p.stageValues) {
+    if (p.copiesStagedOut()) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(
           scf::IfOp::create(b, reused, false).thenBlock());
@@ -763,7 +781,7 @@ void StatePassKernel::emitProducer(Value steps) {
     }
   });
   // The last steps' outputs: once each step is read.
-  if (p.stageStates || p.stageValues) {
+  if (p.copiesStagedOut()) {
     Value first = e.subIndex(arith::MaxUIOp::create(b, steps, e.index(p.stages)),
                              e.index(p.stages));
     e.forEach(e.subIndex(steps, first), [&](Value i) {
@@ -773,6 +791,134 @@ void StatePassKernel::emitProducer(Value steps) {
       flushStep(m);
     });
   }
+  k.waitAllCopies();
+  k.tid = tid;
+  k.threads = threads;
+}
+
+void StatePassKernel::copyQueryRows(Value n, Value warp) {
+  ChunkRows rows = chunkRows(e, n, io.seqLen);
+  Value m0 = e.mulIndex(warp, e.index(16));
+  // The warp's rows below T: min(valid - m0, 16), none past valid.
+  Value valid =
+      k.select(k.ult(m0, rows.valid),
+               e.minIndex(e.subIndex(rows.valid, m0), e.index(16)), e.index(0));
+  Value buffer =
+      k.tile(e.addIndex(e.index(p.qOffset),
+                        e.mulIndex(arith::RemUIOp::create(b, n, e.index(2)),
+                                   e.index(p.qBufferBytes))),
+             kChunk, p.qStride, p.qElem);
+  k.copyRowsAsync(
+      buffer, m0, p.K, e.addIndex(rows.t0, m0), valid, io.seqLen, io.queries,
+      [&](Value t, Value c) -> SmallVector<Value> {
+        return {bIdx, t, h, c};
+      },
+      /*rows=*/16, p.narrowRows);
+}
+
+// O = scale r (diag(exp(G)) Q S_n + P D_n), P = Q K^T * exp(G_i - G_j) *
+// causal, for the warp's rows [m0, m0 + 16) and the block's columns, as
+// linattn.chunk_output's kernel forms it (P split into hi + lo for P D).
+void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
+  Stage st = stageIn(slot);
+  auto [sOut, dOut] = outputsAt(n);
+  ChunkRows rows = chunkRows(e, n, io.seqLen);
+  Value qTile =
+      k.tile(e.addIndex(e.index(p.qOffset),
+                        e.mulIndex(arith::RemUIOp::create(b, n, e.index(2)),
+                                   e.index(p.qBufferBytes))),
+             kChunk, p.qStride, p.qElem);
+  Operand queries = Operand::of(qTile, Value());
+  bool rowGates = p.decay == StatePassPlan::Decay::Rows;
+  auto gate = [&](Value r) {
+    return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)})
+        .getResult();
+  };
+  SmallVector<SmallVector<Value>> scores = k.zeroAcc(kChunk / 8);
+  k.gemm(scores, queries, m0, Operand::of(st.k, Value()), p.K);
+  for (int64_t nt = 0; nt < kChunk / 8; ++nt)
+    for (int64_t i = 0; i < 4; ++i) {
+      Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
+      Value x = scores[nt][i];
+      if (rowGates)
+        x = e.mul(x, k.exp(e.sub(gate(r), gate(c))));
+      Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+      scores[nt][i] = k.select(causal, x, e.f32(0.0f));
+    }
+  int64_t nTiles = p.block.columns / 8;
+  SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
+  k.gemm(o, queries, m0, Operand::of(sOut, Value(), /*transposed=*/true), p.K);
+  if (rowGates)
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        o[nt][i] = e.mul(o[nt][i], k.exp(gate(k.accRow(m0, i))));
+  for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
+    auto [aHi, aLo] = k.fragmentAFromAcc(scores[2 * ks], scores[2 * ks + 1],
+                                         /*negate=*/false);
+    for (int64_t nt = 0; nt < nTiles; nt += 2) {
+      SmallVector<Value> bFrag =
+          k.fragB2({dOut, /*transposed=*/true}, 8 * nt, e.index(16 * ks));
+      for (int64_t j = 0; j < 2; ++j)
+        o[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                               ArrayRef<Value>(), o[nt + j]);
+    }
+  }
+  std::optional<std::array<Value, 2>> norms;
+  if (p.qL2norm)
+    norms = k.accRowInverseNorms(qTile, Value(), m0, p.K, L2NormOp::kEpsilon);
+  for (int64_t half = 0; half < 2; ++half) {
+    Value rowScale =
+        norms ? e.mul(e.f32(p.scale), (*norms)[half]) : e.f32(p.scale);
+    for (SmallVector<Value> &tile : o)
+      for (int64_t i : {2 * half, 2 * half + 1})
+        tile[i] = e.mul(tile[i], rowScale);
+  }
+  for (int64_t nt = 0; nt < nTiles; ++nt)
+    k.forEachPair(m0, nt, [&](Value r, Value c, int64_t i) {
+      k.storePair(o[nt][i], o[nt][i + 1], io.output,
+                  {bIdx, e.addIndex(rows.t0, r), hv, e.addIndex(v0, c)},
+                  k.ult(r, rows.valid));
+    });
+}
+
+// Output warp w copies its rows of step j + 1's queries while it forms step
+// j's output: once its own copies of step j have landed (one group in
+// flight), the compute warps have staged S_j and D_j (step j's empty
+// barrier), and the stage still holds K and G (the producers refill it
+// only after this warp's "output done").
+void StatePassKernel::emitOutputWarps(Value steps) {
+  Value tid = k.tid, warp = k.warp;
+  int64_t threads = k.threads;
+  int64_t before = p.computeThreads() + p.producerThreads();
+  k.tid = k.lane;
+  k.threads = 32;
+  Value outputWarp = e.subIndex(warp, e.index(before / 32));
+  Value m0 = e.mulIndex(outputWarp, e.index(16));
+  Value fullWarp = arith::ConstantOp::create(b, b.getI32IntegerAttr(-1));
+  auto blockStep = [&](Value j) {
+    return p.segmentChunks ? e.addIndex(firstStep, j) : j;
+  };
+  copyQueryRows(blockStep(e.index(0)), outputWarp);
+  Value group = k.commitCopies();
+  e.forEach(steps, [&](Value j) {
+    // Every lane is past step j - 1's reads of the buffer step j + 1 takes.
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    Value next = e.addIndex(j, e.index(1));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(
+          scf::IfOp::create(b, k.ult(next, steps), false).thenBlock());
+      copyQueryRows(blockStep(next), outputWarp);
+    }
+    k.commitCopies();
+    k.waitCopies(group, 1);
+    NVVM::SyncWarpOp::create(b, fullWarp);
+    Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
+    waitForRound(emptyBarrier(slot), j, p.stages, /*lag=*/0);
+    formOutput(blockStep(j), slot, m0);
+    k.mbarrierArrive(outFreeBarrier(arith::RemUIOp::create(b, j, e.index(2))));
+    k.mbarrierArrive(outputDoneBarrier(slot));
+  });
   k.waitAllCopies();
   k.tid = tid;
   k.threads = threads;
@@ -794,15 +940,30 @@ void StatePassKernel::emit() {
         k.mbarrierInit(fullBarrier(e.index(slot)), p.producerThreads());
         k.mbarrierInit(emptyBarrier(e.index(slot)), p.computeThreads());
       }
+      // The staged outputs' buffers are freed by whoever reads them.
       for (int64_t parity = 0; parity < 2; ++parity)
-        k.mbarrierInit(outFreeBarrier(e.index(parity)), p.producerThreads());
+        k.mbarrierInit(outFreeBarrier(e.index(parity)),
+                       p.formsOutput ? p.outputThreads() : p.producerThreads());
+      for (int64_t slot = 0; p.formsOutput && slot < p.stages; ++slot)
+        k.mbarrierInit(outputDoneBarrier(e.index(slot)), p.outputThreads());
     }
     k.barrier();
     auto ifOp = scf::IfOp::create(
         b, k.ult(k.tid, e.index(p.computeThreads())), /*withElse=*/true);
     computeBranch.emplace(b);
     b.setInsertionPointToStart(ifOp.elseBlock());
-    emitProducer(steps);
+    if (p.formsOutput) {
+      auto roles = scf::IfOp::create(
+          b, k.ult(k.tid, e.index(p.computeThreads() + p.producerThreads())),
+          /*withElse=*/true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(roles.thenBlock());
+      emitProducer(steps);
+      b.setInsertionPointToStart(roles.elseBlock());
+      emitOutputWarps(steps);
+    } else {
+      emitProducer(steps);
+    }
     b.setInsertionPointToStart(ifOp.thenBlock());
     k.threads = p.computeThreads();
     k.barrierThreads = p.computeThreads();
@@ -901,6 +1062,26 @@ SmallVector<Value> results(ChunkStatePassOp op, const StatePassPlan &p,
           e.toTensor(io.finalState, op.getFinalState().getType())};
 }
 
+/// The state pass with the outputs in it: the output and the final state
+/// (q is its one input beyond the pass's).
+void allocateOutputs(ChunkStatePassOutputOp op, const StatePassPlan &p,
+                     StatePassOperands &io, LoopEmitter &e) {
+  io.initialState = e.toBuffer(op.getInitialState());
+  io.queries = e.toBuffer(op.getQ());
+  Value batch = e.dim(io.keys, 0);
+  Value hvDim = e.index(p.numVHeads);
+  io.output = e.allocFor(op.getOutput().getType(),
+                         {batch, io.seqLen, hvDim, e.index(p.V)});
+  io.finalState = e.allocFor(op.getFinalState().getType(),
+                             {batch, hvDim, e.index(p.K), e.index(p.V)});
+}
+
+SmallVector<Value> results(ChunkStatePassOutputOp op, const StatePassPlan &,
+                           const StatePassOperands &io, LoopEmitter &e) {
+  return {e.toTensor(io.output, op.getOutput().getType()),
+          e.toTensor(io.finalState, op.getFinalState().getType())};
+}
+
 /// The segment maps store only every segment's end, [A_s | E_s].
 void allocateOutputs(SegmentMapsOp op, const StatePassPlan &p,
                      StatePassOperands &io, LoopEmitter &e) {
@@ -945,10 +1126,42 @@ struct StatePassToGPU : OpRewritePattern<OpTy> {
 
 } // namespace
 
+void unfuseStatePassOutputsWithoutKernel(Operation *root,
+                                         const GPUTargetInfo &target,
+                                         bool explain) {
+  SmallVector<ChunkStatePassOutputOp> fused;
+  root->walk([&](ChunkStatePassOutputOp op) { fused.push_back(op); });
+  for (ChunkStatePassOutputOp op : fused) {
+    std::string why;
+    {
+      // The plan's error is the reason, not a failure: the pair runs.
+      ScopedDiagnosticHandler capture(op.getContext(), [&](Diagnostic &d) {
+        if (d.getSeverity() != DiagnosticSeverity::Error)
+          return failure();
+        why = d.str();
+        return success();
+      });
+      if (succeeded(StatePassPlan::build(
+              op, chunked_kernels::mmaTypeFor(elementOf(op.getK())), target)))
+        continue;
+    }
+    if (explain)
+      op.emitRemark() << "linattn GPU kernel for " << op->getName()
+                      << ": none (" << why
+                      << "); the state pass and a separate output kernel run";
+    OpBuilder builder(op);
+    auto [pass, output] = op.unfuse(builder);
+    op.getOutput().replaceAllUsesWith(output.getOutput());
+    op.getFinalState().replaceAllUsesWith(pass.getFinalState());
+    op->erase();
+  }
+}
+
 void populateChunkStatePassToGPUPatterns(RewritePatternSet &patterns,
                                          const ChunkedLoweringContext &context) {
-  patterns.add<StatePassToGPU<ChunkStatePassOp>, StatePassToGPU<SegmentMapsOp>>(
-      patterns.getContext(), context);
+  patterns.add<StatePassToGPU<ChunkStatePassOp>, StatePassToGPU<SegmentMapsOp>,
+               StatePassToGPU<ChunkStatePassOutputOp>>(patterns.getContext(),
+                                                       context);
 }
 
 } // namespace mlir::linattn::kernel

@@ -72,6 +72,28 @@ FailureOr<StatePassPlan> StatePassPlan::build(SegmentMapsOp op, Type mmaElem,
   return build(in, Role::SegmentMaps, mmaElem, target, /*allowWide=*/false);
 }
 
+FailureOr<StatePassPlan> StatePassPlan::build(ChunkStatePassOutputOp op,
+                                              Type mmaElem,
+                                              const GPUTargetInfo &target) {
+  // D and S_n in k's type, as the op's unfused form holds them.
+  Type elem = elementOf(op.getK());
+  Operands in{op,
+              op.getK(),
+              op.getU(),
+              op.getW(),
+              op.getGates(),
+              /*decayedKeys=*/false,
+              int64_t(op.getChunkSize()),
+              /*segmentChunks=*/std::nullopt,
+              elem,
+              elem,
+              /*enteredSegments=*/false,
+              op.getQ(),
+              op.getScale().convertToFloat(),
+              op.getQL2norm()};
+  return build(in, Role::Pass, mmaElem, target, /*allowWide=*/false);
+}
+
 FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
                                               Type mmaElem,
                                               const GPUTargetInfo &target,
@@ -108,6 +130,13 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
     p.segmentSteps = *p.segmentChunks * p.stepsPerChunk;
   }
   p.writesOutputs = role == Role::Pass;
+  p.formsOutput = static_cast<bool>(in.q);
+  if (p.formsOutput) {
+    p.qElem = elementOf(in.q);
+    p.outputElem = elementOf(op->getResult(0));
+    p.scale = in.scale;
+    p.qL2norm = in.qL2norm;
+  }
   p.enteredSegments = in.enteredSegments;
 
   p.kElem = elementOf(in.k);
@@ -186,6 +215,10 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   p.exchangeBytes =
       p.exchange ? keyPartsExchangeBytes(p.block.warps, p.rowTiles) : 0;
   p.outStride = p.block.columns + kPad;
+  if (p.formsOutput) {
+    p.qStride = p.K + kPad;
+    p.qBufferBytes = kChunk * p.qStride * bytesOf(p.qElem);
+  }
   // Segments' passes: many short chains, sized for kSegmentBlocksPerSM
   // blocks an SM.
   if (role == Role::SegmentMaps || p.enteredSegments)
@@ -216,8 +249,11 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
       p.stages = stages;
       p.exchangeOffset = stages * s.bytes();
       p.outOffset = p.exchangeOffset + p.exchangeBytes;
-      p.barrierOffset = p.outOffset + p.outBytes;
-      p.barrierBytes = p.producerWarps ? (2 * stages + 2) * 8 : 0;
+      p.qOffset = p.outOffset + p.outBytes;
+      p.barrierOffset = p.qOffset + 2 * p.qBufferBytes;
+      p.barrierBytes = p.producerWarps
+                           ? (2 * stages + 2 + (p.formsOutput ? stages : 0)) * 8
+                           : 0;
     };
     place(p.stages);
     int64_t fewest = oneStage ? 1 : 2;
@@ -274,6 +310,27 @@ FailureOr<StatePassPlan> StatePassPlan::build(const Operands &in, Role role,
   if (p.sharedBytes() > limit)
     return op->emitOpError() << "GPU state pass needs "
                              << sharedBytesExcess(p.sharedBytes(), target);
+  if (p.formsOutput) {
+    // The output warps read S_n and D_n where the compute warps stage
+    // them, their Q buffers beside the stages (the last resort's single
+    // stage would serialise the copies the outputs wait on).
+    StringRef whyNot =
+        !p.producerWarps || oneStage ? "needs producer warps and two stages"
+        : !p.stageStates || !p.stageValues
+            ? "needs 16-bit chunk states and new values staged by stmatrix "
+              "(sm_90)"
+        : p.decay != Decay::None && p.decay != Decay::Rows
+            ? "takes row gates or none"
+        : !p.hasW() ? "takes the WY form"
+        : p.qElem != mmaElem || p.outputElem != mmaElem || !p.keysAreOperands
+            ? "needs q, k and o in the operand type"
+        : p.chunk != kChunk || p.ragged() ? "takes 64-token chunks and whole "
+                                            "blocks"
+                                          : "";
+    if (!whyNot.empty())
+      return op->emitOpError()
+             << "GPU state pass with the outputs in it " << whyNot;
+  }
   return p;
 }
 
@@ -300,7 +357,12 @@ std::string StatePassPlan::describe() const {
     os << " (copies issued after the update)";
   os << "; the update takes D' "
      << (splitUpdate ? "split (hi + lo)" : "rounded once");
-  if (stageStates || stageValues)
+  if (formsOutput)
+    os << "; chunk states and new values staged in shared memory for "
+       << kOutputWarps << " output warps, which form each chunk's output "
+       << "(neither stored)"
+       << (qL2norm ? ", q's row norms from their Q rows" : "");
+  else if (stageStates || stageValues)
     os << "; "
        << (stageStates && stageValues ? "chunk states and new values"
            : stageStates              ? "chunk states"

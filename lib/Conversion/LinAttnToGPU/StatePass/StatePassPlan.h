@@ -55,6 +55,11 @@ constexpr int64_t kStateStagesWithoutW = 4;
 /// the copies keep two steps of lead.
 constexpr int64_t kStateStagesPrefetchLate = 4;
 
+/// Warps after the producers that form each step's output where the plan
+/// forms the outputs (StatePassPlan::formsOutput): one per 16 of the
+/// chunk's 64 rows.
+constexpr int64_t kOutputWarps = 4;
+
 /// Blocks an SM for the state passes over segments (linattn.segment_maps
 /// and the pass entered from their states): their chains are many and
 /// short, so a second block an SM hides what the first one waits on.
@@ -93,6 +98,8 @@ struct StatePassPlan {
                                         const GPUTargetInfo &target);
   static FailureOr<StatePassPlan> build(SegmentMapsOp op, Type mmaElem,
                                         const GPUTargetInfo &target);
+  static FailureOr<StatePassPlan> build(ChunkStatePassOutputOp op, Type mmaElem,
+                                        const GPUTargetInfo &target);
 
 private:
   /// The operands both ops' kernels read.
@@ -104,6 +111,11 @@ private:
     std::optional<int64_t> segmentChunks;
     Type valueElem, stateElem; ///< the pass's outputs (maps: u's type)
     bool enteredSegments;      ///< a [B, NS, HV, K, V] initial state
+    /// linattn.chunk_state_pass_output: the queries, the scale and whether
+    /// q's row norms are formed (q_l2norm).
+    Value q = {};
+    float scale = 0.0f;
+    bool qL2norm = false;
   };
   /// build, with a kWideStateColumns request taken (allowWide) or
   /// replaced by kStateColumns (where the wide plan did not fit).
@@ -192,6 +204,20 @@ public:
   bool producerWarps = false;
   /// Where producerWarps is false: why (build's rule, for describe).
   StringRef withoutProducersWhy;
+  /// kOutputWarps warps after the producers form every step's output
+  /// (linattn.chunk_state_pass_output) from S_n and D_n as the compute
+  /// warps stage them, and nothing copies those out:
+  ///   O = scale r (diag(exp(G)) Q S_n + (Q K^T * exp(G_i - G_j) * causal) D_n)
+  /// (r q's reciprocal row norms where qL2norm, else 1) for the block's
+  /// columns, output warp w taking rows [16 w, 16 w + 16). Each warp
+  /// copies its own rows of Q (two buffers, a step ahead); K and G come
+  /// from the stage, so a stage is refilled once the output warps have
+  /// read it ("output done", one mbarrier a stage), and an output buffer
+  /// is free once they have (its "copied out" mbarrier, their arrivals).
+  bool formsOutput = false;
+  Type qElem, outputElem;
+  float scale = 0.0f;
+  bool qL2norm = false;
 
   // The warps' roles.
   int64_t keysPerWarp = 0; ///< K / kStateKeySplit
@@ -218,12 +244,26 @@ public:
   int64_t outBytes = 0; ///< both buffers
   /// With producer warps: the stages' full then empty mbarriers, then the
   /// two output buffers' (8 bytes each).
+  /// With formsOutput: the output warps' two Q buffers [64][qStride]
+  /// after the output buffers (each warp its own 16 rows of each).
+  int64_t qOffset = 0, qStride = 0, qBufferBytes = 0;
+  /// With formsOutput, after those three kinds of mbarriers: each stage's
+  /// "output done".
   int64_t barrierOffset = 0, barrierBytes = 0;
-  int64_t sharedBytes() const { return outOffset + outBytes + barrierBytes; }
-  /// The compute warps' threads, and the block's.
+  int64_t sharedBytes() const { return barrierOffset + barrierBytes; }
+  /// The compute warps' threads, the producers', the output warps', and
+  /// the block's.
   int64_t computeThreads() const { return block.warps * 32; }
   int64_t producerThreads() const { return producerWarps ? kProducerWarps * 32 : 0; }
-  int64_t threads() const { return computeThreads() + producerThreads(); }
+  int64_t outputThreads() const { return formsOutput ? kOutputWarps * 32 : 0; }
+  int64_t threads() const {
+    return computeThreads() + producerThreads() + outputThreads();
+  }
+  /// The producers copy the staged chunk states and new values out (not
+  /// where the output warps consume them).
+  bool copiesStagedOut() const {
+    return (stageStates || stageValues) && !formsOutput;
+  }
 
   /// The plan in one line (convert-linattn-chunked-to-gpu{explain}): the
   /// blocks, warps, stages, D' rounded or split, staged outputs, blocks an

@@ -996,6 +996,59 @@ LogicalResult ChunkOutputOp::verify() {
   return success();
 }
 
+LogicalResult ChunkStatePassOutputOp::verify() {
+  LayoutChecker checker(*this);
+  float scale = getScale().convertToFloat();
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return emitOpError() << "'scale' must be finite and positive, got "
+                         << scale;
+  if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
+      failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
+      (getW() && failed(checkW(*this, checker, getW(), getK()))) ||
+      failed(checkGates(checker, *this, getGates(), /*allowPerKey=*/false)) ||
+      failed(checker.check(getInitialState().getType(), "initial_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.check(getOutput().getType(), "output", kVLayout,
+                           Elem::AnyFloat)) ||
+      failed(checker.check(getFinalState().getType(), "final_state",
+                           kStateLayout, Elem::F32)) ||
+      failed(checker.checkHeadGroups()))
+    return failure();
+  return success();
+}
+
+std::pair<ChunkStatePassOp, ChunkOutputOp>
+ChunkStatePassOutputOp::unfuse(OpBuilder &builder) {
+  Location loc = getLoc();
+  auto u = cast<RankedTensorType>(getU().getType());
+  auto state = cast<RankedTensorType>(getInitialState().getType());
+  Type elem = getElementTypeOrSelf(getK().getType());
+  // D [B, T, HV, V] and the chunk states [B, NC, HV, K, V], NC static
+  // where T is.
+  int64_t t = u.getDimSize(1);
+  int64_t chunks =
+      ShapedType::isDynamic(t)
+          ? ShapedType::kDynamic
+          : (t + int64_t(getChunkSize()) - 1) / int64_t(getChunkSize());
+  auto newValues = RankedTensorType::get(u.getShape(), elem);
+  auto states =
+      RankedTensorType::get({state.getDimSize(0), chunks, state.getDimSize(1),
+                             state.getDimSize(2), state.getDimSize(3)},
+                            elem);
+  auto pass = ChunkStatePassOp::create(
+      builder, loc, TypeRange{newValues, states, getFinalState().getType()},
+      getK(), /*k_rnorm=*/Value(), getU(), getW(), /*beta=*/Value(), getGates(),
+      getInitialState(), getChunkSizeAttr(), /*rank1_scale=*/FloatAttr(),
+      /*segment_chunks=*/IntegerAttr(), /*decayed_keys=*/UnitAttr());
+  auto output = ChunkOutputOp::create(
+      builder, loc, getOutput().getType(), getQ(), /*q_rnorm=*/Value(), getK(),
+      pass.getNewValues(), pass.getChunkStates(), getGates(),
+      /*carries=*/Value(), getChunkSizeAttr(), getScaleAttr(),
+      /*segment_chunks=*/IntegerAttr(), getQL2normAttr());
+  return {pass, output};
+}
+
 //===----------------------------------------------------------------------===//
 // ScanOp
 //===----------------------------------------------------------------------===//

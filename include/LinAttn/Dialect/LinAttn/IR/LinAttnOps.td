@@ -816,6 +816,61 @@ def LinAttn_ChunkOutputOp : LinAttn_Op<"chunk_output",
 }
 
 
+def LinAttn_ChunkStatePassOutputOp : LinAttn_Op<"chunk_state_pass_output",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "the state pass with every chunk's output formed in it";
+  let description = [{
+    A `linattn.chunk_state_pass` and the `linattn.chunk_output` that alone
+    reads its chunk states and new values, as one op: the same results as
+
+        %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w)
+            gates(%G) state(%s0) {chunk_size}
+        %o = linattn.chunk_output q(%q) k(%k) new_values(%d)
+            states(%states) gates(%G) {chunk_size, scale, q_l2norm}
+
+    with D and the chunk states S_n held in k's element type, so that
+    neither is stored: on the GPU, the state pass's block forms every
+    chunk's output from S_n and D_n as it makes them
+    (`linattn-fuse-chunk-output` folds the pair where that kernel exists;
+    the CPU loops lower the op as the two ops it stands for). Operands as
+    the two ops take them, in the forms that kernel has: W rounded once or
+    split, or none (D = u); row gates [B, T, HV] or none; one state
+    [B, HV, K, V], unsegmented. Results: the output [B, T, HV, V] and the
+    f32 final state [B, HV, K, V].
+
+    ```mlir
+    %o, %final = linattn.chunk_state_pass_output q(%q) k(%k) u(%u) w(%w)
+        gates(%G) state(%s0) {chunk_size = 64 : i64, scale = 0.0883883 : f32}
+        : (tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xf32>,
+           tensor<?x?x8x128xbf16>, tensor<?x?x8xf32>, tensor<?x8x128x128xf32>)
+        -> (tensor<?x?x8x128xbf16>, tensor<?x8x128x128xf32>)
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$q,
+                       AnyRankedTensor:$k,
+                       AnyRankedTensor:$u,
+                       Optional<AnyRankedTensor>:$w,
+                       Optional<AnyRankedTensor>:$gates,
+                       AnyRankedTensor:$initial_state,
+                       ConfinedAttr<I64Attr, [IntPositive]>:$chunk_size,
+                       F32Attr:$scale,
+                       UnitAttr:$q_l2norm);
+  let results = (outs AnyRankedTensor:$output,
+                      AnyRankedTensor:$final_state);
+  let assemblyFormat = [{
+    `q` `(` $q `)` `k` `(` $k `)` `u` `(` $u `)` (`w` `(` $w^ `)`)?
+    (`gates` `(` $gates^ `)`)? `state` `(` $initial_state `)` attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    /// The two ops it stands for, built before it (the new values and chunk
+    /// states in k's element type); the caller replaces its results with
+    /// the output's and the state pass's final state.
+    std::pair<ChunkStatePassOp, ChunkOutputOp> unfuse(OpBuilder &builder);
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Chunked backward ops
 //
