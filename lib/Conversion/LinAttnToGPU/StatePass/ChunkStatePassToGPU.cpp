@@ -819,6 +819,9 @@ void StatePassKernel::copyQueryRows(Value n, Value warp) {
 // O = scale r (diag(exp(G)) Q S_n + P D_n), P = Q K^T * exp(G_i - G_j) *
 // causal, for the warp's rows [m0, m0 + 16) and the block's columns, as
 // linattn.chunk_output's kernel forms it (P split into hi + lo for P D).
+// The warp's Q fragments stay in registers for both products; P comes a
+// 16-column block at a time, only for the blocks at or before the warp's
+// rows (warp w: w + 1 of the four), each consumed as it is made.
 void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
   Stage st = stageIn(slot);
   auto [sOut, dOut] = outputsAt(n);
@@ -828,40 +831,68 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
                         e.mulIndex(arith::RemUIOp::create(b, n, e.index(2)),
                                    e.index(p.qBufferBytes))),
              kChunk, p.qStride, p.qElem);
-  Operand queries = Operand::of(qTile, Value());
+  SmallVector<MmaEmitter::FragmentA> qFragments;
+  for (int64_t k0 = 0; k0 < p.K; k0 += 16)
+    qFragments.push_back({k.fragA({qTile}, m0, k0), {}});
+  auto queries = [&](int64_t k0) { return qFragments[k0 / 16]; };
   bool rowGates = p.decay == StatePassPlan::Decay::Rows;
   auto gate = [&](Value r) {
     return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)})
         .getResult();
   };
-  SmallVector<SmallVector<Value>> scores = k.zeroAcc(kChunk / 8);
-  k.gemm(scores, queries, m0, Operand::of(st.k, Value()), p.K);
-  for (int64_t nt = 0; nt < kChunk / 8; ++nt)
-    for (int64_t i = 0; i < 4; ++i) {
-      Value r = k.accRow(m0, i), c = k.accCol(8 * nt, i);
-      Value x = scores[nt][i];
-      if (rowGates)
-        x = e.mul(x, k.exp(e.sub(gate(r), gate(c))));
-      Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
-      scores[nt][i] = k.select(causal, x, e.f32(0.0f));
-    }
   int64_t nTiles = p.block.columns / 8;
   SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
-  k.gemm(o, queries, m0, Operand::of(sOut, Value(), /*transposed=*/true), p.K);
+  k.gemm(o, queries, Operand::of(sOut, Value(), /*transposed=*/true), p.K);
   if (rowGates)
     for (int64_t nt = 0; nt < nTiles; ++nt)
       for (int64_t i = 0; i < 4; ++i)
         o[nt][i] = e.mul(o[nt][i], k.exp(gate(k.accRow(m0, i))));
-  for (int64_t ks = 0; ks < kChunk / 16; ++ks) {
-    auto [aHi, aLo] = k.fragmentAFromAcc(scores[2 * ks], scores[2 * ks + 1],
-                                         /*negate=*/false);
+  // o += P_c D_c for the 16 columns c0.. of block c (and D's rows c0..).
+  auto addBlock = [&](SmallVector<SmallVector<Value>> acc, int64_t c0) {
+    SmallVector<SmallVector<Value>> scores = k.zeroAcc(2);
+    k.gemm(scores, queries, Operand::of(st.k, Value()), p.K, c0);
+    for (int64_t nt = 0; nt < 2; ++nt)
+      for (int64_t i = 0; i < 4; ++i) {
+        Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
+        Value x = scores[nt][i];
+        if (rowGates)
+          x = e.mul(x, k.exp(e.sub(gate(r), gate(c))));
+        Value causal =
+            arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+        scores[nt][i] = k.select(causal, x, e.f32(0.0f));
+      }
+    auto [aHi, aLo] =
+        k.fragmentAFromAcc(scores[0], scores[1], /*negate=*/false);
     for (int64_t nt = 0; nt < nTiles; nt += 2) {
       SmallVector<Value> bFrag =
-          k.fragB2({dOut, /*transposed=*/true}, 8 * nt, e.index(16 * ks));
+          k.fragB2({dOut, /*transposed=*/true}, 8 * nt, e.index(c0));
       for (int64_t j = 0; j < 2; ++j)
-        o[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
-                               ArrayRef<Value>(), o[nt + j]);
+        acc[nt + j] = k.mmaSplit(aHi, aLo, ArrayRef(bFrag).slice(2 * j, 2),
+                                 ArrayRef<Value>(), acc[nt + j]);
     }
+    return acc;
+  };
+  auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
+    SmallVector<Value> flat;
+    for (const SmallVector<Value> &tile : tiles)
+      flat.append(tile.begin(), tile.end());
+    return flat;
+  };
+  o = addBlock(o, 0);
+  for (int64_t c0 = 16; c0 < kChunk; c0 += 16) {
+    // A warp-uniform branch: the warp's rows reach column block c0.
+    SmallVector<Value> flat = flatten(o);
+    auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)),
+                                  k.ult(e.index(c0 - 1), m0), true);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      scf::YieldOp::create(b, flatten(addBlock(o, c0)));
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, flat);
+    }
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
   }
   std::optional<std::array<Value, 2>> norms;
   if (p.qL2norm)
