@@ -10,7 +10,10 @@
 #   .carry/s46sep: the same model-shape specs compiled with
 #     --separate-chunk-output (the two kernels, as before).
 #   .carry/s46c: as .carry/s46, from the tree after the output warps' score
-#     blocks became their rows' only.
+#     blocks became their rows' only (v2).
+#   .carry/s46d: as .carry/s46, the output warps' scores formed before they
+#     wait on S_n and D_n (v3).
+#   .carry/fla: git -C <fla mirror> archive HEAD fla | tar -x -C .carry
 # Its files are tarred into $OUT/results.tgz.
 set -e
 OUT=${OUT:-/tmp/o}
@@ -40,5 +43,28 @@ case "${1:-}" in
           --B 1 --T 4096 >> $R/fused_output_kernel_times_h200.log 2>&1 || true
     done
     tail -12 $R/fused_output_kernel_times_h200.log
+    tar czf $OUT/results.tgz -C $R . ;;
+  fused-v3)
+    # v3 against the fp64 reference; its rows beside fla; the separate
+    # kernels (old) and v2 without fla in the same lease; v3's kernels.
+    rows3='^(qwen3next (1 (1024|4096|16384)|8 2048)|gdn_h8 4 .*|gdn_k64_v64 .*|deltanet_h8 .*)$'
+    OBJECTS=.carry/s46d OUT=$R/check timeout 150 bench/gpu/device.sh check \
+        --T 1,65,1000 --B 1,4 --hard-T 1000 || true
+    rm -rf /tmp/libs_v3 && cp -r /tmp/linattn-libs /tmp/libs_v3
+    for v in old:s46sep v2:s46c; do
+      OBJECTS=.carry/${v#*:} OUT=/tmp/none timeout 40 bench/gpu/device.sh none > /dev/null 2>&1 || true
+      rm -rf /tmp/libs_${v%%:*} && cp -r /tmp/linattn-libs /tmp/libs_${v%%:*}
+    done
+    timeout 240 python3 bench/gpu/model_matrix.py --libdir /tmp/libs_v3 --runner "$(runner)" \
+        --seed 46 --rows "$rows3" --json $R/model_matrix_fused_output.json > $R/model_matrix_fused_output.log 2>&1 || true
+    tail -9 $R/model_matrix_fused_output.log
+    for v in old v2; do
+      timeout 35 python3 bench/gpu/model_matrix.py --no-fla --libdir /tmp/libs_$v --runner "$(runner)" \
+          --seed 46 --rows "$rows3" --json $R/fused_output_${v}_same_lease_nofla.json > $R/fused_output_${v}_same_lease_nofla.log 2>&1 || true
+      grep linattn $R/fused_output_${v}_same_lease_nofla.log | cut -c1-60
+    done
+    timeout 25 python3 bench/gpu/kernel_times.py --runner "$(runner)" --lib /tmp/libs_v3/mm_qwen3next.so \
+        --B 1 --T 4096 > $R/fused_output_v3_kernel_times.log 2>&1 || true
+    cat $R/fused_output_v3_kernel_times.log
     tar czf $OUT/results.tgz -C $R . ;;
 esac
