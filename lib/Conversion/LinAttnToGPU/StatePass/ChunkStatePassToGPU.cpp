@@ -85,11 +85,8 @@ private:
   /// Output warp `warp`'s 16 rows of step n's queries into Q buffer n mod 2
   /// (rows past T as zeros), by the warp's lanes, and their copy group.
   void copyQueryRows(Value n, Value warp);
-  /// O for the warp's rows m0.. of step n and the block's columns, stored:
-  /// the scores from the stage first, then `waitForStates()`, then what
-  /// needs S_n and D_n.
-  void formOutput(Value n, Value slot, Value m0,
-                  function_ref<void()> waitForStates);
+  /// O for the warp's rows m0.. of step n and the block's columns, stored.
+  void formOutput(Value n, Value slot, Value m0);
   void flushStep(Value m);
   Value mbarrierAt(Value index);
   Value fullBarrier(Value slot);
@@ -822,12 +819,10 @@ void StatePassKernel::copyQueryRows(Value n, Value warp) {
 // O = scale r (diag(exp(G)) Q S_n + P D_n), P = Q K^T * exp(G_i - G_j) *
 // causal, for the warp's rows [m0, m0 + 16) and the block's columns, as
 // linattn.chunk_output's kernel forms it (P split into hi + lo for P D).
-// The warp's Q fragments stay in registers for both products; P, which
-// needs only the stage (Q, K, G), comes first, while the compute warps
-// still make S_n and D_n, a 16-column block at a time and only for the
-// blocks at or before the warp's rows (warp w: w + 1 of the four).
-void StatePassKernel::formOutput(Value n, Value slot, Value m0,
-                                 function_ref<void()> waitForStates) {
+// The warp's Q fragments stay in registers for both products; P comes a
+// 16-column block at a time, only for the blocks at or before the warp's
+// rows (warp w: w + 1 of the four), each consumed as it is made.
+void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
   Stage st = stageIn(slot);
   auto [sOut, dOut] = outputsAt(n);
   ChunkRows rows = chunkRows(e, n, io.seqLen);
@@ -845,14 +840,17 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0,
     return memref::LoadOp::create(b, st.g, ValueRange{r, e.index(0)})
         .getResult();
   };
-  // Column block c0..c0 + 15 of P (two accumulator tiles, flat), or zeros
-  // where the warp's rows do not reach it (a warp-uniform branch).
-  Type f32 = b.getF32Type();
-  auto reaches = [&](int64_t c0) { return k.ult(e.index(c0 - 1), m0); };
-  auto blockScores = [&](int64_t c0) {
+  int64_t nTiles = p.block.columns / 8;
+  SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
+  k.gemm(o, queries, Operand::of(sOut, Value(), /*transposed=*/true), p.K);
+  if (rowGates)
+    for (int64_t nt = 0; nt < nTiles; ++nt)
+      for (int64_t i = 0; i < 4; ++i)
+        o[nt][i] = e.mul(o[nt][i], k.exp(gate(k.accRow(m0, i))));
+  // o += P_c D_c for the 16 columns c0.. of block c (and D's rows c0..).
+  auto addBlock = [&](SmallVector<SmallVector<Value>> acc, int64_t c0) {
     SmallVector<SmallVector<Value>> scores = k.zeroAcc(2);
     k.gemm(scores, queries, Operand::of(st.k, Value()), p.K, c0);
-    SmallVector<Value> flat;
     for (int64_t nt = 0; nt < 2; ++nt)
       for (int64_t i = 0; i < 4; ++i) {
         Value r = k.accRow(m0, i), c = k.accCol(c0 + 8 * nt, i);
@@ -861,45 +859,10 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0,
           x = e.mul(x, k.exp(e.sub(gate(r), gate(c))));
         Value causal =
             arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
-        flat.push_back(k.select(causal, x, e.f32(0.0f)));
+        scores[nt][i] = k.select(causal, x, e.f32(0.0f));
       }
-    return flat;
-  };
-  SmallVector<SmallVector<Value>> scores;
-  for (int64_t c0 = 0; c0 < kChunk; c0 += 16) {
-    if (c0 == 0) {
-      scores.push_back(blockScores(0));
-      continue;
-    }
-    auto ifOp =
-        scf::IfOp::create(b, SmallVector<Type>(8, f32), reaches(c0), true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, blockScores(c0));
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, SmallVector<Value>(8, e.f32(0.0f)));
-    scores.push_back(SmallVector<Value>(ifOp.getResults()));
-  }
-  waitForStates();
-  int64_t nTiles = p.block.columns / 8;
-  SmallVector<SmallVector<Value>> o = k.zeroAcc(nTiles);
-  k.gemm(o, queries, Operand::of(sOut, Value(), /*transposed=*/true), p.K);
-  if (rowGates)
-    for (int64_t nt = 0; nt < nTiles; ++nt)
-      for (int64_t i = 0; i < 4; ++i)
-        o[nt][i] = e.mul(o[nt][i], k.exp(gate(k.accRow(m0, i))));
-  // o += P_c D_c for column block c0 (and D's rows c0..).
-  auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
-    SmallVector<Value> flat;
-    for (const SmallVector<Value> &tile : tiles)
-      flat.append(tile.begin(), tile.end());
-    return flat;
-  };
-  auto addBlock = [&](SmallVector<SmallVector<Value>> acc, int64_t c0) {
-    ArrayRef<Value> block = scores[c0 / 16];
     auto [aHi, aLo] =
-        k.fragmentAFromAcc(block.take_front(4), block.drop_front(4),
-                           /*negate=*/false);
+        k.fragmentAFromAcc(scores[0], scores[1], /*negate=*/false);
     for (int64_t nt = 0; nt < nTiles; nt += 2) {
       SmallVector<Value> bFrag =
           k.fragB2({dOut, /*transposed=*/true}, 8 * nt, e.index(c0));
@@ -909,11 +872,18 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0,
     }
     return acc;
   };
+  auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
+    SmallVector<Value> flat;
+    for (const SmallVector<Value> &tile : tiles)
+      flat.append(tile.begin(), tile.end());
+    return flat;
+  };
   o = addBlock(o, 0);
   for (int64_t c0 = 16; c0 < kChunk; c0 += 16) {
+    // A warp-uniform branch: the warp's rows reach column block c0.
     SmallVector<Value> flat = flatten(o);
-    auto ifOp =
-        scf::IfOp::create(b, TypeRange(ValueRange(flat)), reaches(c0), true);
+    auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)),
+                                  k.ult(e.index(c0 - 1), m0), true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
@@ -975,12 +945,8 @@ void StatePassKernel::emitOutputWarps(Value steps) {
     k.waitCopies(group, 1);
     NVVM::SyncWarpOp::create(b, fullWarp);
     Value slot = arith::RemUIOp::create(b, j, e.index(p.stages));
-    // The stage has landed (its full barrier), then S_j and D_j are staged
-    // (its empty barrier: the compute warps are done with step j).
-    waitForRound(fullBarrier(slot), j, p.stages, /*lag=*/0);
-    formOutput(blockStep(j), slot, m0, [&] {
-      waitForRound(emptyBarrier(slot), j, p.stages, /*lag=*/0);
-    });
+    waitForRound(emptyBarrier(slot), j, p.stages, /*lag=*/0);
+    formOutput(blockStep(j), slot, m0);
     k.mbarrierArrive(outFreeBarrier(arith::RemUIOp::create(b, j, e.index(2))));
     k.mbarrierArrive(outputDoneBarrier(slot));
   });
