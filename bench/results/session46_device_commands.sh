@@ -67,4 +67,11 @@ case "${1:-}" in
         --B 1 --T 4096 > $R/fused_output_v3_kernel_times.log 2>&1 || true
     cat $R/fused_output_v3_kernel_times.log
     tar czf $OUT/results.tgz -C $R . ;;
+  fused-v2-fla)
+    # The landed form (v2, .carry/s46c) beside fla at the fused rows.
+    OBJECTS=.carry/s46c OUT=/tmp/none timeout 40 bench/gpu/device.sh none > /dev/null 2>&1 || true
+    timeout 200 python3 bench/gpu/model_matrix.py --libdir /tmp/linattn-libs --runner "$(runner)" \
+        --seed 461 --rows '^(qwen3next (1 (1024|4096|16384)|8 2048)|gdn_h8 4 .*)$' \
+        --json $OUT/model_matrix_fused_output.json > $OUT/model_matrix_fused_output.log 2>&1 || true
+    tail -8 $OUT/model_matrix_fused_output.log ;;
 esac

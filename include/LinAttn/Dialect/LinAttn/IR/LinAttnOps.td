@@ -833,10 +833,10 @@ def LinAttn_ChunkStatePassOutputOp : LinAttn_Op<"chunk_state_pass_output",
     chunk's output from S_n and D_n as it makes them
     (`linattn-fuse-chunk-output` folds the pair where that kernel exists;
     the CPU loops lower the op as the two ops it stands for). Operands as
-    the two ops take them, in the forms that kernel has: W rounded once or
-    split, or none (D = u); row gates [B, T, HV] or none; one state
-    [B, HV, K, V], unsegmented. Results: the output [B, T, HV, V] and the
-    f32 final state [B, HV, K, V].
+    the two ops take them, unsegmented: W (rounded once or split) or none
+    (D = u; the GPU kernel takes the WY form); row gates [B, T, HV] or
+    none; one state [B, HV, K, V]. Results: the output [B, T, HV, V] and
+    the f32 final state [B, HV, K, V].
 
     ```mlir
     %o, %final = linattn.chunk_state_pass_output q(%q) k(%k) u(%u) w(%w)
