@@ -82,6 +82,8 @@ private:
   /// it arrives on (a stage's "output done"; an output buffer's free).
   void emitOutputWarps(Value steps);
   Value outputDoneBarrier(Value slot);
+  /// The output warps' Q buffer of step n: [64][qStride], buffer n mod 2.
+  Value queryBuffer(Value n);
   /// Output warp `warp`'s 16 rows of step n's queries into Q buffer n mod 2
   /// (rows past T as zeros), by the warp's lanes, and their copy group.
   void copyQueryRows(Value n, Value warp);
@@ -796,6 +798,13 @@ void StatePassKernel::emitProducer(Value steps) {
   k.threads = threads;
 }
 
+Value StatePassKernel::queryBuffer(Value n) {
+  Value parity = arith::RemUIOp::create(b, n, e.index(2));
+  return k.tile(e.addIndex(e.index(p.qOffset),
+                           e.mulIndex(parity, e.index(p.qBufferBytes))),
+                kChunk, p.qStride, p.qElem);
+}
+
 void StatePassKernel::copyQueryRows(Value n, Value warp) {
   ChunkRows rows = chunkRows(e, n, io.seqLen);
   Value m0 = e.mulIndex(warp, e.index(16));
@@ -803,11 +812,7 @@ void StatePassKernel::copyQueryRows(Value n, Value warp) {
   Value valid =
       k.select(k.ult(m0, rows.valid),
                e.minIndex(e.subIndex(rows.valid, m0), e.index(16)), e.index(0));
-  Value buffer =
-      k.tile(e.addIndex(e.index(p.qOffset),
-                        e.mulIndex(arith::RemUIOp::create(b, n, e.index(2)),
-                                   e.index(p.qBufferBytes))),
-             kChunk, p.qStride, p.qElem);
+  Value buffer = queryBuffer(n);
   k.copyRowsAsync(
       buffer, m0, p.K, e.addIndex(rows.t0, m0), valid, io.seqLen, io.queries,
       [&](Value t, Value c) -> SmallVector<Value> {
@@ -826,11 +831,7 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
   Stage st = stageIn(slot);
   auto [sOut, dOut] = outputsAt(n);
   ChunkRows rows = chunkRows(e, n, io.seqLen);
-  Value qTile =
-      k.tile(e.addIndex(e.index(p.qOffset),
-                        e.mulIndex(arith::RemUIOp::create(b, n, e.index(2)),
-                                   e.index(p.qBufferBytes))),
-             kChunk, p.qStride, p.qElem);
+  Value qTile = queryBuffer(n);
   SmallVector<MmaEmitter::FragmentA> qFragments;
   for (int64_t k0 = 0; k0 < p.K; k0 += 16)
     qFragments.push_back({k.fragA({qTile}, m0, k0), {}});
