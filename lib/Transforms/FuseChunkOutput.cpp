@@ -12,6 +12,7 @@
 
 #include "LinAttn/Conversion/LinAttnToGPU/TargetInfo.h"
 #include "LinAttn/Dialect/LinAttn/IR/LinAttnOps.h"
+#include "LinAttn/Utils/LoopEmitter.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Dominance.h"
@@ -25,9 +26,6 @@ namespace mlir::linattn {
 namespace {
 
 Type elementOf(Value v) { return getElementTypeOrSelf(v.getType()); }
-int64_t dimOf(Value v, unsigned d) {
-  return cast<ShapedType>(v.getType()).getDimSize(d);
-}
 
 /// Whether the fused kernel takes `pass` (chunked_kernels::
 /// hasFusedOutputPass and the forms the description names): WY form,
