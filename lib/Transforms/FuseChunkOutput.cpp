@@ -129,7 +129,9 @@ bool sinkIntoBranches(ChunkOutputOp output, RewriterBase &rewriter) {
       types.push_back(r.getType());
     }
   types.push_back(output.getOutput().getType());
-  rewriter.setInsertionPoint(output);
+  // At the old if: readers of its other results may come before the
+  // output.
+  rewriter.setInsertionPoint(ifOp);
   auto sunk = scf::IfOp::create(rewriter, ifOp.getLoc(), types,
                                 ifOp.getCondition(), /*withElse=*/true);
   for (auto [from, to] :

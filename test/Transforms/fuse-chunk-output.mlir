@@ -21,7 +21,8 @@ func.func @forward(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %u: ten
 
 // The run-time forms: the output of an scf.if's states goes into both
 // branches; the 32-column pass fuses, the wide one (linattn.state_columns)
-// keeps its output kernel.
+// keeps its output kernel. The new if stands where the old one stood: a
+// reader of the final state before the output still sees it defined.
 
 // CHECK-LABEL: func.func @branches(
 // CHECK:         %[[R:.*]]:2 = scf.if %arg6 -> (tensor<?x4x64x64xf32>, tensor<?x?x4x64xbf16>) {
@@ -31,8 +32,10 @@ func.func @forward(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %u: ten
 // CHECK:           %{{.*}}, %{{.*}}, %[[F2:.*]] = linattn.chunk_state_pass {{.*}}linattn.state_columns = 64
 // CHECK:           %[[O2:.*]] = linattn.chunk_output
 // CHECK:           scf.yield %[[F2]], %[[O2]]
-// CHECK:         return %[[R]]#1, %[[R]]#0
-func.func @branches(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x4x64xf32>, %w: tensor<?x?x4x64xbf16>, %G: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %narrow: i1) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>) {
+// CHECK:         %[[EARLY:.*]] = tensor.dim %[[R]]#0
+// CHECK:         return %[[R]]#1, %[[R]]#0, %[[EARLY]]
+func.func @branches(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %u: tensor<?x?x4x64xf32>, %w: tensor<?x?x4x64xbf16>, %G: tensor<?x?x4xf32>, %s0: tensor<?x4x64x64xf32>, %narrow: i1) -> (tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>, index) {
+  %c0 = arith.constant 0 : index
   %r:3 = scf.if %narrow -> (tensor<?x?x4x64xbf16>, tensor<?x?x4x64x64xbf16>, tensor<?x4x64x64xf32>) {
     %d, %states, %final = linattn.chunk_state_pass k(%k) u(%u) w(%w) gates(%G) state(%s0) {chunk_size = 64 : i64}
         : (tensor<?x?x2x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x4x64x64xbf16>, tensor<?x4x64x64xf32>)
@@ -42,9 +45,10 @@ func.func @branches(%q: tensor<?x?x2x64xbf16>, %k: tensor<?x?x2x64xbf16>, %u: te
         : (tensor<?x?x2x64xbf16>, tensor<?x?x4x64xf32>, tensor<?x?x4x64xbf16>, tensor<?x?x4xf32>, tensor<?x4x64x64xf32>) -> (tensor<?x?x4x64xbf16>, tensor<?x?x4x64x64xbf16>, tensor<?x4x64x64xf32>)
     scf.yield %d, %states, %final : tensor<?x?x4x64xbf16>, tensor<?x?x4x64x64xbf16>, tensor<?x4x64x64xf32>
   }
+  %early = tensor.dim %r#2, %c0 : tensor<?x4x64x64xf32>
   %o = linattn.chunk_output q(%q) k(%k) new_values(%r#0) states(%r#1) gates(%G) {chunk_size = 64 : i64, scale = 0.125 : f32}
       : (tensor<?x?x2x64xbf16>, tensor<?x?x2x64xbf16>, tensor<?x?x4x64xbf16>, tensor<?x?x4x64x64xbf16>, tensor<?x?x4xf32>) -> tensor<?x?x4x64xbf16>
-  return %o, %r#2 : tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>
+  return %o, %r#2, %early : tensor<?x?x4x64xbf16>, tensor<?x4x64x64xf32>, index
 }
 
 // -----
