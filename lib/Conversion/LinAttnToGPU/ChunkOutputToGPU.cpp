@@ -457,19 +457,6 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
           o[nt][i] = e.mul(o[nt][i], k.exp(g));
         }
     }
-    // O's accumulator tiles as one list (loop and branch results) and back.
-    auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
-      SmallVector<Value> flat;
-      for (const SmallVector<Value> &tile : tiles)
-        flat.append(tile.begin(), tile.end());
-      return flat;
-    };
-    auto unflatten = [&](ValueRange flat) {
-      SmallVector<SmallVector<Value>> tiles;
-      for (int64_t nt = 0; nt < nTiles; ++nt)
-        tiles.push_back(SmallVector<Value>(flat.slice(4 * nt, 4)));
-      return tiles;
-    };
     // 3b. Segment-local states: once every warp is past Q S_n, the
     //     segment's carry C_s takes S's tile (by cp.async, landing while
     //     P D runs) and the block sums log a = sum of G_C over the
@@ -502,33 +489,35 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
           perKeyDiagonal(k, qOperand, kOperand, gShared, m0, rows.valid, K);
       Value numBlocks = k.select(k.ult(m0, rows.valid),
                                  e.addIndex(rowBlock, e.index(1)), e.index(0));
-      ValueRange sums = e.forEachReduce(numBlocks, flatten(o),
+      ValueRange sums = e.forEachReduce(
+          numBlocks, flattenTiles(o),
           [&](Value block, ValueRange acc) -> SmallVector<Value> {
-        Value row0 = e.mulIndex(block, e.index(16));
-        SmallVector<Value> scores =
-            perKeyBlockScores(k, qOperand, Operand::of(kdTile, kdLo), gShared,
-                              m0, row0, rows.valid, diagonal, K);
-        for (int64_t i = 0; i < 8; ++i) {
-          // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column
-          // row0 + 8 (i / 4) + accCol(0, i % 4).
-          Value r = k.accRow(m0, i % 4);
-          Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
-          Value causal = arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
-          scores[i] = k.select(causal, scores[i], e.f32(0.0f));
-        }
-        SmallVector<SmallVector<Value>> oBlock = unflatten(acc);
-        addBlockValues(oBlock, ArrayRef(scores).take_front(4),
-                       ArrayRef(scores).drop_front(4), row0);
-        return flatten(oBlock);
-      });
-      o = unflatten(sums);
+            Value row0 = e.mulIndex(block, e.index(16));
+            SmallVector<Value> scores =
+                perKeyBlockScores(k, qOperand, Operand::of(kdTile, kdLo),
+                                  gShared, m0, row0, rows.valid, diagonal, K);
+            for (int64_t i = 0; i < 8; ++i) {
+              // Element i % 4 of tile i / 4: row accRow(m0, i % 4), column
+              // row0 + 8 (i / 4) + accCol(0, i % 4).
+              Value r = k.accRow(m0, i % 4);
+              Value c = e.addIndex(row0, k.accCol(8 * (i / 4), i % 4));
+              Value causal =
+                  arith::CmpIOp::create(b, arith::CmpIPredicate::ule, c, r);
+              scores[i] = k.select(causal, scores[i], e.f32(0.0f));
+            }
+            SmallVector<SmallVector<Value>> oBlock = unflattenTiles(acc);
+            addBlockValues(oBlock, ArrayRef(scores).take_front(4),
+                           ArrayRef(scores).drop_front(4), row0);
+            return flattenTiles(oBlock);
+          });
+      o = unflattenTiles(sums);
     } else {
       addSegmentValues(o, p, 0);
     }
     for (int64_t segment = 1; segment < numSegments; ++segment) {
       // Only the warps whose rows lie at or past the segment's first row
       // see its columns (a warp-uniform branch).
-      SmallVector<Value> flat = flatten(o);
+      SmallVector<Value> flat = flattenTiles(o);
       auto ifOp = scf::IfOp::create(
           b, TypeRange(ValueRange(flat)),
           k.ult(e.index(segment * kChunk / 16 - 1), rowBlock), true);
@@ -537,15 +526,15 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
         b.setInsertionPointToStart(ifOp.thenBlock());
         SmallVector<SmallVector<Value>> oSegment = o;
         addSegmentValues(oSegment, segmentScores(segment), segment);
-        scf::YieldOp::create(b, flatten(oSegment));
+        scf::YieldOp::create(b, flattenTiles(oSegment));
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, flat);
       }
-      o = unflatten(ifOp.getResults());
+      o = unflattenTiles(ifOp.getResults());
     }
     if (carries) {
       // 3c. O += diag(exp(G + log a)) Q C_s, where there is a carry.
-      SmallVector<Value> flat = flatten(o);
+      SmallVector<Value> flat = flattenTiles(o);
       auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)), hasCarry, true);
       {
         OpBuilder::InsertionGuard guard(b);
@@ -561,11 +550,11 @@ LogicalResult lowerChunkOutput(ChunkOutputOp op, Type mmaType,
             sums[nt][i] = math::FmaOp::create(
                 b, qc[nt][i], k.exp(e.add(g, carryLogDecay)), sums[nt][i]);
           }
-        scf::YieldOp::create(b, flatten(sums));
+        scf::YieldOp::create(b, flattenTiles(sums));
         b.setInsertionPointToStart(ifOp.elseBlock());
         scf::YieldOp::create(b, flat);
       }
-      o = unflatten(ifOp.getResults());
+      o = unflattenTiles(ifOp.getResults());
     }
     if (sShared || formsRowScales) {
       // o_i = scale s_i (...): the factored normalisation's row scale, read

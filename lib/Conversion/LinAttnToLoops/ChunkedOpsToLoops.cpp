@@ -879,11 +879,7 @@ void lowerChunkedOpsToLoops(Operation *root) {
   SmallVector<ChunkStatePassOutputOp> fused;
   root->walk([&](ChunkStatePassOutputOp op) { fused.push_back(op); });
   for (ChunkStatePassOutputOp op : fused) {
-    OpBuilder builder(op);
-    auto [pass, output] = op.unfuse(builder);
-    op.getOutput().replaceAllUsesWith(output.getOutput());
-    op.getFinalState().replaceAllUsesWith(pass.getFinalState());
-    op->erase();
+    op.unfuse();
   }
   SmallVector<Operation *> ops;
   root->walk([&](Operation *op) {

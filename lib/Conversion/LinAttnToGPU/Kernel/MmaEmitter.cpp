@@ -340,4 +340,19 @@ void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes
   });
 }
 
+SmallVector<Value> flattenTiles(ArrayRef<SmallVector<Value>> tiles) {
+  SmallVector<Value> flat;
+  for (const SmallVector<Value> &tile : tiles)
+    flat.append(tile.begin(), tile.end());
+  return flat;
+}
+
+SmallVector<SmallVector<Value>> unflattenTiles(ValueRange flat) {
+  assert(flat.size() % 4 == 0 && "accumulator tiles hold 4 values");
+  SmallVector<SmallVector<Value>> tiles;
+  for (size_t i = 0; i < flat.size(); i += 4)
+    tiles.push_back(SmallVector<Value>(flat.slice(i, 4)));
+  return tiles;
+}
+
 } // namespace mlir::linattn::kernel

@@ -218,6 +218,11 @@ private:
                 int64_t kDim, Value nBase, int64_t n0);
 };
 
+/// Accumulator tiles (4 fp32 values each) as one list, for loop and branch
+/// results, and the list as tiles again.
+SmallVector<Value> flattenTiles(ArrayRef<SmallVector<Value>> tiles);
+SmallVector<SmallVector<Value>> unflattenTiles(ValueRange flat);
+
 /// emitLaunch for a kernel with tensor-core products in `mmaElem`.
 void emitLaunch(ImplicitLocOpBuilder &b, ArrayRef<Value> grid, int64_t smemBytes,
                 Type mmaElem, function_ref<void(MmaEmitter &)> body,

@@ -873,27 +873,20 @@ void StatePassKernel::formOutput(Value n, Value slot, Value m0) {
     }
     return acc;
   };
-  auto flatten = [](ArrayRef<SmallVector<Value>> tiles) {
-    SmallVector<Value> flat;
-    for (const SmallVector<Value> &tile : tiles)
-      flat.append(tile.begin(), tile.end());
-    return flat;
-  };
   o = addBlock(o, 0);
   for (int64_t c0 = 16; c0 < kChunk; c0 += 16) {
     // A warp-uniform branch: the warp's rows reach column block c0.
-    SmallVector<Value> flat = flatten(o);
+    SmallVector<Value> flat = flattenTiles(o);
     auto ifOp = scf::IfOp::create(b, TypeRange(ValueRange(flat)),
                                   k.ult(e.index(c0 - 1), m0), true);
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, flatten(addBlock(o, c0)));
+      scf::YieldOp::create(b, flattenTiles(addBlock(o, c0)));
       b.setInsertionPointToStart(ifOp.elseBlock());
       scf::YieldOp::create(b, flat);
     }
-    for (int64_t nt = 0; nt < nTiles; ++nt)
-      o[nt] = SmallVector<Value>(ifOp.getResults().slice(4 * nt, 4));
+    o = unflattenTiles(ifOp.getResults());
   }
   std::optional<std::array<Value, 2>> norms;
   if (p.qL2norm)
@@ -1181,11 +1174,7 @@ void unfuseStatePassOutputsWithoutKernel(Operation *root,
       op.emitRemark() << "linattn GPU kernel for " << op->getName()
                       << ": none (" << why
                       << "); the state pass and a separate output kernel run";
-    OpBuilder builder(op);
-    auto [pass, output] = op.unfuse(builder);
-    op.getOutput().replaceAllUsesWith(output.getOutput());
-    op.getFinalState().replaceAllUsesWith(pass.getFinalState());
-    op->erase();
+    op.unfuse();
   }
 }
 

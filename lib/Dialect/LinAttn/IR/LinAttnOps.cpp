@@ -712,6 +712,15 @@ LogicalResult checkGates(LayoutChecker &checker, Operation *op, Value gates,
   return checker.check(type, "gates", kScalarGateLayout, Elem::F32);
 }
 
+/// The output scale of the chunked ops: finite and positive.
+LogicalResult checkPositiveScale(Operation *op, APFloat scaleAttr) {
+  float scale = scaleAttr.convertToFloat();
+  if (!std::isfinite(scale) || scale <= 0.0f)
+    return op->emitOpError()
+           << "'scale' must be finite and positive, got " << scale;
+  return success();
+}
+
 LogicalResult checkRank1Scale(Operation *op, std::optional<APFloat> scale) {
   if (!scale)
     return success();
@@ -963,10 +972,8 @@ LogicalResult SegmentEntriesOp::verify() {
 
 LogicalResult ChunkOutputOp::verify() {
   LayoutChecker checker(*this);
-  float scale = getScale().convertToFloat();
-  if (!std::isfinite(scale) || scale <= 0.0f)
-    return emitOpError() << "'scale' must be finite and positive, got "
-                         << scale;
+  if (failed(checkPositiveScale(*this, getScale())))
+    return failure();
   if (getQRnorm() && getQL2norm())
     return emitOpError() << "takes either 'q_rnorm' or 'q_l2norm' (the op "
                             "forms q's row norms itself), not both";
@@ -998,10 +1005,8 @@ LogicalResult ChunkOutputOp::verify() {
 
 LogicalResult ChunkStatePassOutputOp::verify() {
   LayoutChecker checker(*this);
-  float scale = getScale().convertToFloat();
-  if (!std::isfinite(scale) || scale <= 0.0f)
-    return emitOpError() << "'scale' must be finite and positive, got "
-                         << scale;
+  if (failed(checkPositiveScale(*this, getScale())))
+    return failure();
   if (failed(checker.check(getQ().getType(), "q", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getK().getType(), "k", kQKLayout, Elem::AnyFloat)) ||
       failed(checker.check(getU().getType(), "u", kVLayout, Elem::AnyFloat)) ||
@@ -1018,8 +1023,8 @@ LogicalResult ChunkStatePassOutputOp::verify() {
   return success();
 }
 
-std::pair<ChunkStatePassOp, ChunkOutputOp>
-ChunkStatePassOutputOp::unfuse(OpBuilder &builder) {
+void ChunkStatePassOutputOp::unfuse() {
+  OpBuilder builder(getOperation());
   Location loc = getLoc();
   auto u = cast<RankedTensorType>(getU().getType());
   auto state = cast<RankedTensorType>(getInitialState().getType());
@@ -1046,7 +1051,9 @@ ChunkStatePassOutputOp::unfuse(OpBuilder &builder) {
       pass.getNewValues(), pass.getChunkStates(), getGates(),
       /*carries=*/Value(), getChunkSizeAttr(), getScaleAttr(),
       /*segment_chunks=*/IntegerAttr(), getQL2normAttr());
-  return {pass, output};
+  getOutput().replaceAllUsesWith(output.getOutput());
+  getFinalState().replaceAllUsesWith(pass.getFinalState());
+  erase();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1210,14 +1217,6 @@ LogicalResult ChunkNewValuesOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-LogicalResult checkPositiveScale(Operation *op, APFloat scaleAttr) {
-  float scale = scaleAttr.convertToFloat();
-  if (!std::isfinite(scale) || scale <= 0.0f)
-    return op->emitOpError() << "'scale' must be finite and positive, got "
-                             << scale;
-  return success();
-}
 
 } // namespace
 

@@ -863,10 +863,9 @@ def LinAttn_ChunkStatePassOutputOp : LinAttn_Op<"chunk_state_pass_output",
     `:` functional-type(operands, results)
   }];
   let extraClassDeclaration = [{
-    /// The two ops it stands for, built before it (the new values and chunk
-    /// states in k's element type); the caller replaces its results with
-    /// the output's and the state pass's final state.
-    std::pair<ChunkStatePassOp, ChunkOutputOp> unfuse(OpBuilder &builder);
+    /// Replaces the op with the two ops it stands for (the new values and
+    /// chunk states in k's element type) and erases it.
+    void unfuse();
   }];
   let hasVerifier = 1;
 }
